@@ -2,13 +2,14 @@
 
 Accepted: an HF folder (config.json + model.safetensors or a sharded index, + tokenizer.json),
 a lone .safetensors (family inferred from tensor names; tokenizer.json beside it), the
-project's own .npz (see npz_format.py). Pickle files are refused, never opened."""
+project's own .npz (see npz_format.py). Pickle files are refused, never opened.
+Every problem a user can cause surfaces as a one-line ModelError naming the file."""
 from __future__ import annotations
 
 import json
-import re
+import os
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -25,6 +26,7 @@ PICKLE_SUFFIXES = {".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle"}
 CONVERT_HINT = ("convert it to safetensors with transformers: AutoModel.from_pretrained(DIR)"
                 ".save_pretrained(OUT, safe_serialization=True)")
 _GENERIC_FOLDER_NAMES = {"model", "models", "weights", "checkpoint", "snapshot"}
+_ASSUMED_D_HEAD = 64  # BERT-base and GPT-2 both use 64-wide heads
 
 
 class Checkpoint:
@@ -40,15 +42,14 @@ class Checkpoint:
 
     @classmethod
     def sharded(cls, index_path: Path) -> "Checkpoint":
-        try:
-            weight_map = json.loads(index_path.read_text(encoding="utf-8"))["weight_map"]
-            if not isinstance(weight_map, dict):
-                raise ValueError("weight_map is not an object")
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ModelError(f"{index_path}: not a valid safetensors index ({exc})") from None
+        weight_map = _read_json(index_path).get("weight_map")
+        if not isinstance(weight_map, dict):
+            raise ModelError(f"{index_path}: not a safetensors index (no 'weight_map' object)")
         files: dict[str, SafetensorsFile] = {}
         where: dict[str, str] = {}
         for name, shard in weight_map.items():
+            if not isinstance(shard, str) or not shard:
+                raise ModelError(f"{index_path}: tensor {name} maps to {shard!r}, not a file name")
             shard_path = index_path.parent / shard
             if str(shard_path) not in files:
                 if not shard_path.is_file():
@@ -61,6 +62,9 @@ class Checkpoint:
 
     def names(self) -> set[str]:
         return set(self.where)
+
+    def file_of(self, name: str) -> str:
+        return self.where[name]
 
     def shape(self, name: str) -> tuple[int, ...]:
         return self.files[self.where[name]].shape(name)
@@ -82,20 +86,20 @@ def _read_json(path: Path) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ModelError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise ModelError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise ModelError(f"{path}: expected a JSON object")
+        raise ModelError(f"{path}: expected a JSON object, got {type(data).__name__}")
     return data
 
 
 def config_from_hf(cfg: dict, source: str, names: set[str]) -> ModelConfig:
     model_type = cfg.get("model_type")
     if model_type == "transformer-stepper":
-        try:
-            return ModelConfig.from_dict(cfg["stepper_config"])
-        except (KeyError, TypeError) as exc:
-            raise ModelError(f"{source}: bad stepper_config ({exc})") from None
+        stepper = cfg.get("stepper_config")
+        if not isinstance(stepper, dict):
+            raise ModelError(f"{source}: stepper_config must be an object, got {stepper!r}")
+        return npz_format.config_from_dict(stepper, source)
     if model_type == "bert":
         has_head = any(n.endswith("cls.predictions.transform.dense.weight") for n in names)
         return keymaps.bert_config(cfg, source, has_head)
@@ -105,66 +109,90 @@ def config_from_hf(cfg: dict, source: str, names: set[str]) -> ModelConfig:
                      f"(supported: bert, gpt2, transformer-stepper)")
 
 
+def _shape(ckpt: Checkpoint, name: str, ndim: int) -> tuple[int, ...]:
+    if name not in ckpt.where:
+        raise ModelError(f"{ckpt.source}: missing tensor {name} (needed to infer the "
+                         f"architecture without a config.json)")
+    shape = ckpt.shape(name)
+    if len(shape) != ndim:
+        raise ModelError(f"{ckpt.file_of(name)}: tensor {name} has shape {shape}, "
+                         f"expected {ndim} dimensions")
+    return shape
+
+
 def infer_config(ckpt: Checkpoint, family: str, warnings: list[str]) -> ModelConfig:
     """A lone safetensors without config.json: dimensions from shapes. The head count is
-    not in any shape, so it assumes d_head = 64 (BERT-base and GPT-2 both use 64)."""
+    not in any shape, so it assumes 64-wide heads (BERT-base and GPT-2 both use 64)."""
     names = ckpt.names()
     if family == "gpt2":
-        prefix = keymaps.strip_prefix(iter(names), ("transformer.",))
-        n_vocab, d_model = ckpt.shape(prefix + "wte.weight")
-        n_ctx = ckpt.shape(prefix + "wpe.weight")[0]
-        d_ff = ckpt.shape(prefix + "h.0.mlp.c_fc.weight")[1]
-        n_layer = keymaps.count_layers(names, "h.")
-        cfg = {"model_type": "gpt2", "vocab_size": n_vocab, "n_embd": d_model, "n_positions": n_ctx,
-               "n_inner": d_ff, "n_layer": n_layer, "n_head": max(1, d_model // 64)}
+        p = keymaps.strip_prefix(names, ("transformer.",))
+        n_vocab, d_model = _shape(ckpt, p + "wte.weight", 2)
+        cfg = {"model_type": "gpt2", "vocab_size": n_vocab, "n_embd": d_model,
+               "n_positions": _shape(ckpt, p + "wpe.weight", 2)[0],
+               "n_inner": _shape(ckpt, p + "h.0.mlp.c_fc.weight", 2)[1],
+               "n_layer": keymaps.count_layers(names, "h."), "n_head": d_model // _ASSUMED_D_HEAD}
     else:
-        prefix = keymaps.strip_prefix(iter(names), ("bert.",))
-        n_vocab, d_model = ckpt.shape(prefix + "embeddings.word_embeddings.weight")
+        p = keymaps.strip_prefix(names, ("bert.",))
+        n_vocab, d_model = _shape(ckpt, p + "embeddings.word_embeddings.weight", 2)
         cfg = {"model_type": "bert", "vocab_size": n_vocab, "hidden_size": d_model,
-               "max_position_embeddings": ckpt.shape(prefix + "embeddings.position_embeddings.weight")[0],
-               "type_vocab_size": ckpt.shape(prefix + "embeddings.token_type_embeddings.weight")[0],
-               "intermediate_size": ckpt.shape(prefix + "encoder.layer.0.intermediate.dense.weight")[0],
+               "max_position_embeddings": _shape(ckpt, p + "embeddings.position_embeddings.weight", 2)[0],
+               "type_vocab_size": _shape(ckpt, p + "embeddings.token_type_embeddings.weight", 2)[0],
+               "intermediate_size": _shape(ckpt, p + "encoder.layer.0.intermediate.dense.weight", 2)[0],
                "num_hidden_layers": keymaps.count_layers(names, "encoder.layer."),
-               "num_attention_heads": max(1, d_model // 64)}
-    warnings.append(f"{ckpt.source}: no config.json; inferred the shapes and assumed "
-                    f"{cfg.get('n_head') or cfg.get('num_attention_heads')} heads of 64")
+               "num_attention_heads": d_model // _ASSUMED_D_HEAD}
+    if d_model % _ASSUMED_D_HEAD:
+        raise ModelError(f"{ckpt.source}: no config.json, and d_model={d_model} is not a multiple of "
+                         f"{_ASSUMED_D_HEAD}, so the head count cannot be assumed; put the "
+                         f"model's config.json beside it")
+    n_head = d_model // _ASSUMED_D_HEAD
+    warnings.append(f"{ckpt.source}: no config.json; inferred the sizes from the tensor shapes "
+                    f"and assumed {n_head} heads of {_ASSUMED_D_HEAD}")
     return config_from_hf(cfg, ckpt.source, names)
 
 
 # ------------------------------------------------------------------------------ params
-def _map_params(ckpt: Checkpoint, config: ModelConfig) -> dict[str, np.ndarray]:
+def _keymap(ckpt: Checkpoint, config: ModelConfig) -> tuple[str, keymaps.KeyMap]:
     names = ckpt.names()
     if config.family == "gpt2":
-        prefix = keymaps.strip_prefix(iter(names), ("transformer.",))
-        keymap = keymaps.gpt2_keymap(config)
-    elif config.family == "bert":
-        prefix = keymaps.strip_prefix(iter(names), ("bert.",))
+        return keymaps.strip_prefix(names, ("transformer.",)), keymaps.gpt2_keymap(config)
+    if config.family == "bert":
         old_style = any(n.endswith("LayerNorm.gamma") for n in names)
-        keymap = keymaps.bert_keymap(config, ("gamma", "beta") if old_style else ("weight", "bias"))
-    else:
-        prefix, keymap = "", [(name, name, None) for name in expected_shapes(config)]
+        ln_names = ("gamma", "beta") if old_style else ("weight", "bias")
+        return keymaps.strip_prefix(names, ("bert.",)), keymaps.bert_keymap(config, ln_names)
+    return "", [(name, name, keymaps.IDENTITY) for name in expected_shapes(config)]
+
+
+def _map_params(ckpt: Checkpoint, config: ModelConfig) -> dict[str, np.ndarray]:
+    """Only the tensors the forward pass reads are touched, each shape-checked before reading."""
+    prefix, keymap = _keymap(ckpt, config)
     shapes = expected_shapes(config)
+    read: dict[str, np.ndarray] = {}  # c_attn feeds q, k and v: read (and widen) it once
     params: dict[str, np.ndarray] = {}
     for core_name, ckpt_name, transform in keymap:
         # BERT's MLM head lives outside the bert. prefix ("cls.predictions...")
         full = ckpt_name if ckpt_name.startswith("cls.") else prefix + ckpt_name
-        if full not in names:
+        if full not in ckpt.where:
             raise ModelError(f"{ckpt.source}: missing tensor {full}")
-        value = ckpt.get(full)
-        if transform is not None:
-            value = transform(value)
-        if value.shape != shapes[core_name]:
-            raise ModelError(f"{ckpt.source}: tensor {full} has shape {ckpt.shape(full)}, "
-                             f"which does not fit the config (d_model={config.d_model}, "
-                             f"n_vocab={config.n_vocab}, d_ff={config.d_ff})")
-        params[core_name] = value
+        expected = transform.checkpoint_shape(shapes[core_name])
+        actual = ckpt.shape(full)
+        if actual != expected:
+            raise ModelError(f"{ckpt.file_of(full)}: tensor {full} has shape {actual}, expected "
+                             f"{expected} (d_model={config.d_model}, n_vocab={config.n_vocab}, "
+                             f"n_ctx={config.n_ctx}, d_ff={config.d_ff})")
+        if full not in read:
+            read[full] = ckpt.get(full)
+        params[core_name] = transform(read[full])
     return params
 
 
-def _find_tokenizer(folder: Path, source: str) -> Tokenizer:
+def _find_tokenizer(folder: Path) -> Tokenizer:
     path = folder / "tokenizer.json"
     if not path.is_file():
-        raise ModelError(f"{source}: no tokenizer.json beside the weights")
+        hint = ""
+        if (folder / "vocab.txt").is_file() or (folder / "vocab.json").is_file():
+            hint = ("; only a slow tokenizer's vocabulary is there: save a fast one with "
+                    "AutoTokenizer.from_pretrained(DIR).save_pretrained(DIR)")
+        raise ModelError(f"{path}: not found (the tokenizer must sit beside the weights){hint}")
     return Tokenizer.from_file(path)
 
 
@@ -175,7 +203,8 @@ def _display_name(folder: Path, cfg: dict) -> str:
         if repo.startswith("models--"):
             return repo[len("models--"):].replace("--", "/")
     if folder.name.lower() in _GENERIC_FOLDER_NAMES:
-        return folder.parent.name or cfg.get("_name_or_path") or folder.name
+        fallback = cfg.get("_name_or_path")
+        return folder.parent.name or (fallback if isinstance(fallback, str) else "") or folder.name
     return folder.name
 
 
@@ -184,18 +213,27 @@ def _refuse_pickle(path: Path) -> None:
                      f"{CONVERT_HINT}")
 
 
-def _from_checkpoint(ckpt: Checkpoint, folder: Path, cfg: Optional[dict], name: str,
-                     warnings: list[str]) -> Model:
+def _metadata_config(ckpt: Checkpoint) -> Optional[dict]:
+    # the project's own safetensors carry their config.json in the header metadata
+    text = ckpt.metadata.get("config")
+    if text is None:
+        return None
+    try:
+        cfg = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ModelError(f"{ckpt.source}: metadata 'config' is not valid JSON") from None
+    if not isinstance(cfg, dict):
+        raise ModelError(f"{ckpt.source}: metadata 'config' is not a JSON object")
+    return cfg
+
+
+def _from_checkpoint(ckpt: Checkpoint, folder: Path, cfg: Optional[dict], name: str) -> Model:
     names = ckpt.names()
-    if cfg is None:
-        meta_cfg = ckpt.metadata.get("config")
-        if meta_cfg:
-            try:
-                cfg = json.loads(meta_cfg)
-            except ValueError:
-                raise ModelError(f"{ckpt.source}: metadata 'config' is not valid JSON") from None
+    warnings: list[str] = []
     if cfg is not None:
         config = config_from_hf(cfg, str(folder / "config.json"), names)
+    elif (meta := _metadata_config(ckpt)) is not None:
+        config = config_from_hf(meta, f"{ckpt.source} (metadata)", names)
     else:
         family = keymaps.detect_family(names)
         if family is None or family == "stepper":
@@ -204,43 +242,46 @@ def _from_checkpoint(ckpt: Checkpoint, folder: Path, cfg: Optional[dict], name: 
         config = infer_config(ckpt, family, warnings)
     config = config.replace(name=name)
     params = _map_params(ckpt, config)
-    model = Model(config, params, _find_tokenizer(folder, ckpt.source), source=ckpt.source)
+    model = Model(config, params, _find_tokenizer(folder), source=ckpt.source)
     model.warnings = warnings
     return model
+
+
+def _weights_in(folder: Path) -> Checkpoint | Path:
+    """The folder's weights: a Checkpoint, or the path of an .npz to open."""
+    index, single = folder / "model.safetensors.index.json", folder / "model.safetensors"
+    if index.is_file():
+        return Checkpoint.sharded(index)
+    if single.is_file():
+        return Checkpoint.single(single)
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    by_suffix = {suffix: [p for p in files if p.suffix.lower() == suffix] for suffix in (".safetensors", ".npz")}
+    for suffix, found in by_suffix.items():
+        if len(found) > 1:
+            raise ModelError(f"{folder}: {len(found)} {suffix} files and no model.safetensors.index.json "
+                             f"to say how they fit together; open one of the files")
+        if found:
+            return Checkpoint.single(found[0]) if suffix == ".safetensors" else found[0]
+    pickles = [p for p in files if p.suffix.lower() in PICKLE_SUFFIXES]
+    if pickles:
+        _refuse_pickle(pickles[0])
+    raise ModelError(f"{folder}: no model.safetensors, sharded index or .npz weights found")
 
 
 def load_folder(folder: Path) -> Model:
     cfg_path = folder / "config.json"
     cfg = _read_json(cfg_path) if cfg_path.is_file() else None
-    name = _display_name(folder, cfg or {})
-    index = folder / "model.safetensors.index.json"
-    single = folder / "model.safetensors"
-    if index.is_file():
-        ckpt = Checkpoint.sharded(index)
-    elif single.is_file():
-        ckpt = Checkpoint.single(single)
-    else:
-        others = sorted(folder.glob("*.safetensors"))
-        npz = sorted(folder.glob("*.npz"))
-        if len(others) == 1:
-            ckpt = Checkpoint.single(others[0])
-        elif npz:
-            return load_npz(npz[0])
-        else:
-            pickles = [p for p in sorted(folder.iterdir()) if p.suffix in PICKLE_SUFFIXES]
-            if pickles:
-                _refuse_pickle(pickles[0])
-            raise ModelError(f"{folder}: no model.safetensors, sharded index or .npz weights found")
-    if cfg is None:
-        raise ModelError(f"{folder}: no config.json in the model folder")
-    return _from_checkpoint(ckpt, folder, cfg, name, [])
+    weights = _weights_in(folder)
+    if isinstance(weights, Path):
+        return load_npz(weights)
+    return _from_checkpoint(weights, folder, cfg, _display_name(folder, cfg or {}))
 
 
 def load_lone_safetensors(path: Path) -> Model:
     ckpt = Checkpoint.single(path)
     cfg_path = path.parent / "config.json"
     cfg = _read_json(cfg_path) if cfg_path.is_file() else None
-    return _from_checkpoint(ckpt, path.parent, cfg, path.stem, [])
+    return _from_checkpoint(ckpt, path.parent, cfg, path.stem)
 
 
 def load_npz(path: Path) -> Model:
@@ -248,15 +289,11 @@ def load_npz(path: Path) -> Model:
     if tokenizer_json is not None:
         tokenizer = Tokenizer.from_json(tokenizer_json, f"{path} (embedded tokenizer)")
     else:
-        tokenizer = _find_tokenizer(path.parent, str(path))
-    model = Model(config.replace(name=config.name or path.stem), params, tokenizer, source=str(path))
-    model.warnings = []
-    return model
+        tokenizer = _find_tokenizer(path.parent)
+    return Model(config.replace(name=config.name or path.stem), params, tokenizer, source=str(path))
 
 
-def load_model(path: str | Path | None = None) -> Model:
-    """Open any supported weight file or folder; None opens the built-in teaching model."""
-    path = Path(path).expanduser() if path is not None else builtin_model_dir()
+def _load(path: Path) -> Model:
     if not path.exists():
         raise ModelError(f"{path}: no such file or folder")
     if path.is_dir():
@@ -273,8 +310,30 @@ def load_model(path: str | Path | None = None) -> Model:
         if not cfg_path.is_file():
             raise ModelError(f"{path.parent}: no config.json beside the index")
         return _from_checkpoint(Checkpoint.sharded(path), path.parent, _read_json(cfg_path),
-                                _display_name(path.parent, {}), [])
-    if path.name == "config.json" or path.name == "tokenizer.json":
+                                _display_name(path.parent, {}))
+    if path.name in ("config.json", "tokenizer.json"):
         return load_folder(path.parent)
     raise ModelError(f"{path}: unsupported file type {suffix or '(none)'}; open an HF folder, "
                      f".safetensors or .npz")
+
+
+def load_model(path: str | os.PathLike | None = None) -> Model:
+    """Open any supported weight file or folder; None opens the built-in teaching model."""
+    if path is None:
+        resolved = builtin_model_dir()
+    else:
+        if not isinstance(path, (str, os.PathLike)):
+            raise ModelError(f"model path must be a string or a path, got {type(path).__name__}")
+        text = os.fspath(path)
+        if not isinstance(text, str) or not text.strip():
+            raise ModelError(f"model path {text!r} is empty or not text")
+        if "\0" in text:
+            raise ModelError(f"{text!r}: a path cannot contain a NUL character")
+        try:
+            resolved = Path(text).expanduser()
+        except RuntimeError as exc:  # "~nosuchuser"
+            raise ModelError(f"{text}: {exc}") from None
+    try:
+        return _load(resolved)
+    except OSError as exc:  # permissions, name too long, a file vanishing mid-way ...
+        raise ModelError(f"{exc.filename or resolved}: cannot read ({exc.strerror or exc})") from None

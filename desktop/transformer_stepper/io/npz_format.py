@@ -6,11 +6,13 @@ Layout (every member a plain numeric or unicode array, so allow_pickle=False wor
                   must sit beside the .npz)
   <name>          one float array per parameter, named as in core/forward.py
                   (wte, wpe, h.0.attn.q.w stored [d_in, d_out], ...)
+Only the members the forward pass reads are decompressed; others are ignored.
 """
 from __future__ import annotations
 
 import json
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Mapping, Optional
 
@@ -18,33 +20,70 @@ import numpy as np
 
 from ..core.config import ModelConfig
 from ..core.errors import ModelError
+from ..core.forward import expected_shapes
+
+_CORRUPT = (OSError, EOFError, zipfile.BadZipFile, zlib.error)
+
+
+def config_from_dict(data, source: str) -> ModelConfig:
+    """ModelConfig from its to_dict() form, every problem reported against `source`."""
+    if not isinstance(data, dict):
+        raise ModelError(f"{source}: the model config must be a JSON object, got {type(data).__name__}")
+    try:
+        return ModelConfig.from_dict(data)
+    except ModelError as exc:
+        raise ModelError(f"{source}: {str(exc).removeprefix('config: ')}") from None
+    except TypeError as exc:  # a missing field
+        raise ModelError(f"{source}: bad model config ({exc})") from None
+
+
+def _member(archive, name: str, path: Path) -> np.ndarray:
+    try:
+        return archive[name]
+    except ValueError:  # the member is an object array: loading it would need pickle
+        raise ModelError(f"{path}: member {name} is an object array, which would need pickle "
+                         f"(refused)") from None
+    except _CORRUPT as exc:
+        raise ModelError(f"{path}: member {name} is corrupt ({exc})") from None
+
+
+def _text(archive, name: str, path: Path) -> str:
+    value = _member(archive, name, path)
+    if value.dtype.kind != "U" or value.ndim != 0:
+        raise ModelError(f"{path}: member {name} must be a 0-d unicode array, got {value.dtype} {value.shape}")
+    return str(value)
+
+
+def _tensor(archive, name: str, path: Path) -> np.ndarray:
+    value = _member(archive, name, path)
+    if value.dtype.kind != "f":
+        raise ModelError(f"{path}: tensor {name} has dtype {value.dtype}, expected float")
+    value = value.astype(np.float32, copy=False)
+    value.flags.writeable = False
+    return value
 
 
 def read(path: Path) -> tuple[ModelConfig, dict[str, np.ndarray], Optional[str]]:
     try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        archive = np.load(path, allow_pickle=False, mmap_mode="r")
+    except ValueError as exc:  # a pickle file, or a malformed .npy header
+        raise ModelError(f"{path}: not a readable .npz ({exc})") from None
+    except _CORRUPT as exc:
         raise ModelError(f"{path}: not a readable .npz ({exc})") from None
     if not hasattr(archive, "files"):
         raise ModelError(f"{path}: a single .npy array, not a model .npz")
     with archive:
         if "__config__" not in archive.files:
             raise ModelError(f"{path}: no __config__ entry (not a Transformer Stepper .npz)")
+        config_text = _text(archive, "__config__", path)
         try:
-            config = ModelConfig.from_dict(json.loads(str(archive["__config__"])))
-            tokenizer_json = str(archive["__tokenizer__"]) if "__tokenizer__" in archive.files else None
-            params = {}
-            for name in archive.files:
-                if name.startswith("__"):
-                    continue
-                value = archive[name]
-                if value.dtype.kind != "f":
-                    raise ModelError(f"{path}: tensor {name} has dtype {value.dtype}, expected float")
-                params[name] = value.astype(np.float32, copy=False)
-        except ValueError as exc:  # object arrays ask for pickle: refused
-            raise ModelError(f"{path}: {exc}") from None
-        except zipfile.BadZipFile as exc:
-            raise ModelError(f"{path}: corrupt archive ({exc})") from None
+            config_data = json.loads(config_text)
+        except (ValueError, RecursionError) as exc:
+            raise ModelError(f"{path}: __config__ is not valid JSON ({exc})") from None
+        config = config_from_dict(config_data, f"{path} __config__")
+        tokenizer_json = _text(archive, "__tokenizer__", path) if "__tokenizer__" in archive.files else None
+        params = {name: _tensor(archive, name, path)
+                  for name in expected_shapes(config) if name in archive.files}
     return config, params, tokenizer_json
 
 

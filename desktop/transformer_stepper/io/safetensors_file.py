@@ -2,24 +2,28 @@
 
 Why not `safetensors.numpy.load_file`: it reads every tensor eagerly and cannot return
 bfloat16. Here a tensor is only touched when the model reads it, float32 tensors stay
-memory-mapped, and float16/bfloat16 are widened to float32 on access."""
+memory-mapped, and float16/bfloat16 are widened to float32 on access. A tensor of a dtype
+we cannot read (int8, float8 ...) is only an error if the model asks for it."""
 from __future__ import annotations
 
 import json
 import struct
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
 from ..core.errors import ModelError
 
-_DTYPES = {
-    "F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"),
-    "F64": np.dtype("<f8"), "I64": np.dtype("<i8"), "I32": np.dtype("<i4"),
-    "I16": np.dtype("<i2"), "I8": np.dtype("i1"), "U8": np.dtype("u1"), "BOOL": np.dtype("?"),
-}
-_FLOATS = {"F32", "F16", "BF16", "F64"}
-_MAX_HEADER = 100 * 1024 * 1024
+# dtypes we can turn into float32 (bfloat16 is read as raw uint16 bits, then shifted)
+_READABLE = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"),
+             "F64": np.dtype("<f8")}
+# bytes per element of every dtype the safetensors format defines, to check the header's
+# byte ranges even for tensors we never read; sub-byte types (F4, F6_*) are left unchecked
+_ITEMSIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1,
+             "F8_E8M0": 1, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8, "U32": 4,
+             "U16": 2, "U8": 1, "BOOL": 1, "C64": 8}
+_MAX_HEADER = 100 * 1024 * 1024  # the format's own limit
 
 
 def bf16_to_f32(raw: np.ndarray) -> np.ndarray:
@@ -27,47 +31,75 @@ def bf16_to_f32(raw: np.ndarray) -> np.ndarray:
     return (raw.astype(np.uint32) << 16).view(np.float32)
 
 
+def _read_header(path: Path) -> tuple[dict, int, int]:
+    """-> (header object, header length, file size), or a ModelError naming the file."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            prefix = handle.read(8)
+            if len(prefix) < 8:
+                raise ModelError(f"{path}: not a safetensors file (only {size} bytes)")
+            (header_len,) = struct.unpack("<Q", prefix)
+            if header_len > min(_MAX_HEADER, size - 8):
+                raise ModelError(f"{path}: not a safetensors file (header length "
+                                 f"{header_len} does not fit in {size} bytes)")
+            header_bytes = handle.read(header_len)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        header = json.loads(header_bytes.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ModelError(f"{path}: corrupt safetensors header ({exc})") from None
+    if not isinstance(header, dict):
+        raise ModelError(f"{path}: corrupt safetensors header (not a JSON object)")
+    return header, header_len, size
+
+
+def _parse_entry(path: Path, name: str, info, data_len: int) -> tuple[str, tuple[int, ...], int, int]:
+    # one header entry -> (dtype, shape, start, end), with every field checked
+    def bad(why: str) -> ModelError:
+        return ModelError(f"{path}: tensor {name} has a malformed header entry ({why})")
+
+    if not isinstance(info, dict):
+        raise bad("not an object")
+    dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+    if not isinstance(dtype, str):
+        raise bad(f"dtype {dtype!r}")
+    if not isinstance(shape, list) or not all(type(s) is int and s >= 0 for s in shape):
+        raise bad(f"shape {shape!r}")
+    if (not isinstance(offsets, list) or len(offsets) != 2
+            or not all(type(o) is int for o in offsets)):
+        raise bad(f"data_offsets {offsets!r}")
+    start, end = offsets
+    if not 0 <= start <= end <= data_len:
+        raise ModelError(f"{path}: tensor {name} has data_offsets [{start}, {end}] outside the "
+                         f"{data_len} data bytes (file truncated?)")
+    itemsize = _ITEMSIZE.get(dtype)
+    if itemsize is not None:
+        expected = int(np.prod(shape, dtype=np.int64)) * itemsize
+        if end - start != expected:
+            raise ModelError(f"{path}: tensor {name} has {end - start} data bytes, but {dtype} "
+                             f"{tuple(shape)} needs {expected}")
+    return dtype, tuple(shape), start, end
+
+
 class SafetensorsFile:
-    """name -> float32 array on demand; `entries` holds (dtype, shape) without reading data."""
+    """name -> float32 array on demand; `entries` holds (dtype, shape, start, end) without
+    reading any tensor data."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        try:
-            size = self.path.stat().st_size
-            with open(self.path, "rb") as handle:
-                prefix = handle.read(8)
-                if len(prefix) < 8:
-                    raise ModelError(f"{self.path}: not a safetensors file (only {size} bytes)")
-                (header_len,) = struct.unpack("<Q", prefix)
-                if header_len > min(_MAX_HEADER, size - 8):
-                    raise ModelError(f"{self.path}: not a safetensors file (header length "
-                                     f"{header_len} does not fit in {size} bytes)")
-                header_bytes = handle.read(header_len)
-        except OSError as exc:
-            raise ModelError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
-        try:
-            header = json.loads(header_bytes.decode("utf-8"))
-            if not isinstance(header, dict):
-                raise ValueError("header is not an object")
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ModelError(f"{self.path}: corrupt safetensors header ({exc})") from None
-        self.metadata = header.pop("__metadata__", None) or {}
+        header, header_len, size = _read_header(self.path)
+        metadata = header.pop("__metadata__", None) or {}
+        if not isinstance(metadata, dict):
+            raise ModelError(f"{self.path}: corrupt safetensors header (__metadata__ is not an object)")
+        # the format says str -> str; anything else is ignored rather than trusted
+        self.metadata = {k: v for k, v in metadata.items() if isinstance(v, str)}
         self._data_start = 8 + header_len
         data_len = size - self._data_start
-        self.entries: dict[str, tuple[str, tuple[int, ...], int, int]] = {}
-        for name, info in header.items():
-            try:
-                dtype, shape, (start, end) = info["dtype"], tuple(int(s) for s in info["shape"]), info["data_offsets"]
-            except (KeyError, TypeError, ValueError):
-                raise ModelError(f"{self.path}: tensor {name} has a malformed header entry") from None
-            if dtype not in _DTYPES:
-                raise ModelError(f"{self.path}: tensor {name} has unsupported dtype {dtype}")
-            expected = int(np.prod(shape, dtype=np.int64)) * _DTYPES[dtype].itemsize
-            if not (0 <= start <= end <= data_len) or end - start != expected:
-                raise ModelError(f"{self.path}: tensor {name} lies outside the file or has the "
-                                 f"wrong byte length (file truncated?)")
-            self.entries[name] = (dtype, shape, start, end)
-        self._map: np.memmap | None = None
+        self.entries: dict[str, tuple[str, tuple[int, ...], int, int]] = {
+            name: _parse_entry(self.path, name, info, data_len) for name, info in header.items()}
+        self._map: Optional[np.ndarray] = None
 
     def keys(self):
         return self.entries.keys()
@@ -78,18 +110,30 @@ class SafetensorsFile:
     def dtype(self, name: str) -> str:
         return self.entries[name][0]
 
-    def get(self, name: str) -> np.ndarray:
-        dtype, shape, start, end = self.entries[name]
-        if dtype not in _FLOATS:
-            raise ModelError(f"{self.path}: tensor {name} has dtype {dtype}, expected a float type")
+    def _data(self) -> np.ndarray:
+        # the data area as read-only bytes, memory-mapped on first use
         if self._map is None:
-            if self.path.stat().st_size == self._data_start:
-                self._map = np.zeros(0, dtype=np.uint8)
-            else:
-                self._map = np.memmap(self.path, dtype=np.uint8, mode="r", offset=self._data_start)
-        raw = self._map[start:end].view(_DTYPES[dtype]).reshape(shape)
+            try:
+                if self.path.stat().st_size <= self._data_start:
+                    self._map = np.zeros(0, dtype=np.uint8)
+                else:
+                    self._map = np.memmap(self.path, dtype=np.uint8, mode="r", offset=self._data_start)
+            except (OSError, ValueError) as exc:
+                raise ModelError(f"{self.path}: cannot map the file ({exc})") from None
+        return self._map
+
+    def get(self, name: str) -> np.ndarray:
+        """The tensor as a read-only float32 array: a view of the file for F32, a copy else."""
+        dtype, shape, start, end = self.entries[name]
+        if dtype not in _READABLE:
+            raise ModelError(f"{self.path}: tensor {name} has unsupported dtype {dtype} "
+                             f"(F32, F16 and BF16 are read)")
+        data = self._data()
+        if end > len(data):  # the file shrank since its header was read
+            raise ModelError(f"{self.path}: tensor {name} lies past the end of the file (file truncated?)")
+        raw = data[start:end].view(_READABLE[dtype]).reshape(shape)
         if dtype == "F32":
-            return raw
-        if dtype == "BF16":
-            return bf16_to_f32(raw)
-        return raw.astype(np.float32)
+            return raw  # memory-mapped, read-only (mode "r")
+        value = bf16_to_f32(raw) if dtype == "BF16" else raw.astype(np.float32)
+        value.flags.writeable = False
+        return value
