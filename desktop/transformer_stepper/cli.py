@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
+import uuid
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -21,7 +21,11 @@ def write_atomically(path: Path, write) -> None:
     path = Path(path)
     if not path.parent.is_dir():
         raise ModelError(f"{path.parent}: folder does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    if path.is_dir():
+        raise ModelError(f"{path}: is a folder")
+    # not mkstemp: its 0600 would stick to the result; O_EXCL with 0666 honours the umask
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.part"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             write(handle)
@@ -37,14 +41,18 @@ def write_atomically(path: Path, write) -> None:
 def _trace(args: argparse.Namespace) -> int:
     from .io.loader import load_model
 
+    out = Path(args.out)
+    if out.suffix.lower() != ".npz":  # checked before the slow part
+        raise ModelError(f"{out}: the output file must end in .npz")
+    if not out.parent.is_dir():
+        raise ModelError(f"{out.parent}: folder does not exist")
     model = load_model(args.model)
+    for warning in model.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     trace = model.trace(args.text)
     if trace.truncated:
         print(f"warning: the text is longer than the model's context; truncated to "
               f"{model.config.n_ctx} tokens", file=sys.stderr)
-    out = Path(args.out)
-    if out.suffix != ".npz":
-        raise ModelError(f"{out}: the output file must end in .npz")
     try:
         write_atomically(out, lambda handle: np.savez(handle, **trace.to_dict()))
     except OSError as exc:
@@ -65,8 +73,17 @@ def _train(args: argparse.Namespace) -> int:
     return run_train(args)
 
 
+class _UsageError(Exception):
+    """A bad command line; reported as one `error:` line like every other user error."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print the usage block and exit
+        raise _UsageError(f"{message} (see {self.prog} --help)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="transformer-stepper",
         description="Step through what a transformer computes. With no subcommand, opens the app.")
     sub = parser.add_subparsers(dest="command")
@@ -90,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _gui_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="transformer-stepper",
         description="Step through what a transformer computes. Subcommands: " + ", ".join(SUBCOMMANDS)
                     + " (see transformer-stepper SUBCOMMAND --help).")
@@ -109,9 +126,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from .ui.app import run
 
         return run(model_path=args.model, text=args.text)
-    except ModelError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (ModelError, _UsageError) as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

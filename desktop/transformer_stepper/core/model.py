@@ -1,7 +1,8 @@
 """A loaded model: config + parameters + tokenizer. `trace(text)` is the public entry point."""
 from __future__ import annotations
 
-from typing import Mapping, Optional
+import math
+from typing import Mapping
 
 import numpy as np
 
@@ -12,28 +13,57 @@ from .tokenize import Encoded, Tokenizer
 from .trace import Recorder, Trace
 
 
-def check_params(params: Mapping[str, np.ndarray], config: ModelConfig, source: str) -> None:
-    """Every tensor the forward pass reads must be present with its exact shape."""
+def check_config(config: ModelConfig, source: str) -> None:
+    """The fields ModelConfig itself does not check (it trusts its types)."""
+    eps = config.ln_eps
+    if type(eps) not in (int, float) or not math.isfinite(eps) or eps < 0:
+        raise ModelError(f"{source}: ln_eps must be a non-negative number, got {eps!r}")
+    if type(config.n_token_types) is not int or config.n_token_types < 0:
+        raise ModelError(f"{source}: n_token_types must be a non-negative integer, "
+                         f"got {config.n_token_types!r}")
+    for field in ("embed_norm", "causal", "final_norm", "lm_head", "lm_head_transform"):
+        if type(getattr(config, field)) is not bool:
+            raise ModelError(f"{source}: {field} must be true or false, got {getattr(config, field)!r}")
+    if config.lm_head_transform and not config.lm_head:
+        raise ModelError(f"{source}: lm_head_transform needs lm_head")
+
+
+def check_params(params: Mapping[str, np.ndarray], config: ModelConfig,
+                 source: str) -> dict[str, np.ndarray]:
+    """Every tensor the forward pass reads must be present, float, with its exact shape.
+    -> the parameters as read-only float32 arrays (float32 ones, memory-mapped or not, are
+    not copied)."""
+    checked: dict[str, np.ndarray] = {}
     for name, shape in expected_shapes(config).items():
         if name not in params:
             raise ModelError(f"{source}: missing tensor {name}")
-        actual = tuple(params[name].shape)
-        if actual != shape:
-            raise ModelError(f"{source}: tensor {name} has shape {actual}, expected {shape}")
+        value = np.asarray(params[name])
+        if tuple(value.shape) != shape:
+            raise ModelError(f"{source}: tensor {name} has shape {tuple(value.shape)}, expected {shape}")
+        if value.dtype.kind != "f":
+            raise ModelError(f"{source}: tensor {name} has dtype {value.dtype}, expected float")
+        if value.dtype != np.float32:  # float64 would spread through every product
+            value = value.astype(np.float32)
+        value = value.view()  # freeze a view, not the caller's array
+        value.flags.writeable = False
+        checked[name] = value
+    return checked
 
 
 class Model:
     def __init__(self, config: ModelConfig, params: Mapping[str, np.ndarray],
                  tokenizer: Tokenizer, source: str = "") -> None:
-        check_params(params, config, source or config.name)
+        where = source or config.name or "model"
+        check_config(config, where)
+        self.params = check_params(params, config, where)
         self.config = config
-        self.params = dict(params)
         self.tokenizer = tokenizer
         self.source = source
         self.warnings: list[str] = []
-        if tokenizer.max_id() >= config.n_vocab:
-            raise ModelError(f"{tokenizer.source}: token id {tokenizer.max_id()} is outside "
-                             f"the model's vocabulary of {config.n_vocab}")
+        max_id = tokenizer.max_id()
+        if max_id >= config.n_vocab:
+            raise ModelError(f"{tokenizer.source}: token id {max_id} ({tokenizer.id_to_token(max_id)!r}) "
+                             f"is outside the model's vocabulary of {config.n_vocab}")
 
     @property
     def name(self) -> str:
@@ -45,22 +75,43 @@ class Model:
     def encode(self, text: str) -> Encoded:
         return self.tokenizer.encode(text, max_length=self.config.n_ctx)
 
+    def _checked_ids(self, encoded: Encoded) -> tuple[np.ndarray, np.ndarray]:
+        # ids from anywhere (a hand-made Encoded too) must index the model's tables
+        ids = np.asarray(encoded.input_ids, dtype=np.int64)
+        types = np.asarray(encoded.token_type_ids, dtype=np.int64)
+        n_seq = len(ids)
+        if ids.ndim != 1 or n_seq == 0:
+            raise ModelError(f"input_ids must be a non-empty 1-d array, got shape {ids.shape}")
+        if n_seq > self.config.n_ctx:
+            raise ModelError(f"{n_seq} tokens is longer than the model's context of {self.config.n_ctx}")
+        if ids.min() < 0 or ids.max() >= self.config.n_vocab:
+            bad = int(ids[(ids < 0) | (ids >= self.config.n_vocab)][0])
+            raise ModelError(f"token id {bad} is outside the model's vocabulary of {self.config.n_vocab}")
+        if types.shape != ids.shape:
+            raise ModelError(f"token_type_ids has shape {types.shape}, expected {ids.shape}")
+        if self.config.n_token_types and (types.min() < 0 or types.max() >= self.config.n_token_types):
+            bad = int(types[(types < 0) | (types >= self.config.n_token_types)][0])
+            raise ModelError(f"{self.tokenizer.source}: token type id {bad} is outside the model's "
+                             f"{self.config.n_token_types} token types")
+        return ids, types
+
     def __call__(self, text: str) -> dict:
         """The untraced forward pass: {"last_hidden_state", "logits"}."""
-        encoded = self.encode(text)
-        return forward(self.params, self.config, encoded.input_ids, encoded.token_type_ids)
+        ids, types = self._checked_ids(self.encode(text))
+        return forward(self.params, self.config, ids, types)
 
     def trace(self, text: str) -> Trace:
         encoded = self.encode(text)
         return self.trace_encoded(encoded, text)
 
     def trace_encoded(self, encoded: Encoded, text: str = "") -> Trace:
+        ids, types = self._checked_ids(encoded)
         recorder = Recorder()
-        forward(self.params, self.config, encoded.input_ids, encoded.token_type_ids, recorder)
+        forward(self.params, self.config, ids, types, recorder)
         arrays = recorder.finish()
-        arrays["token_type_ids"] = encoded.token_type_ids.copy()
+        arrays["token_type_ids"] = types.copy()
         arrays["token_type_ids"].flags.writeable = False
         return Trace(config=self.config, text=text, tokens=encoded.tokens,
-                     input_ids=encoded.input_ids.copy(), offsets=encoded.offsets.copy(),
+                     input_ids=ids.copy(), offsets=encoded.offsets.copy(),
                      special_tokens_mask=encoded.special_tokens_mask.copy(),
                      arrays=arrays, truncated=encoded.truncated)

@@ -1,6 +1,7 @@
 """A thin wrapper over the `tokenizers` library: the exact ids Hugging Face gives."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -8,6 +9,19 @@ import numpy as np
 from tokenizers import Tokenizer as _HFTokenizer
 
 from .errors import ModelError
+
+# Lone surrogates (from undecodable bytes on a command line, say) cannot cross into Rust;
+# each becomes U+FFFD, one character for one, so offsets still index the original text.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _is_interrupt(exc: BaseException) -> bool:
+    return isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit))
 
 
 @dataclass(frozen=True)
@@ -26,6 +40,8 @@ class Tokenizer:
         self.source = source
         self._tok.no_padding()
 
+    # The library raises a bare Exception on bad JSON, and a Rust panic surfaces as
+    # pyo3's PanicException, a BaseException: both become a ModelError naming the file.
     @classmethod
     def from_file(cls, path: str | Path) -> "Tokenizer":
         path = Path(path)
@@ -33,17 +49,19 @@ class Tokenizer:
             raise ModelError(f"{path}: tokenizer file not found")
         try:
             return cls(_HFTokenizer.from_file(str(path)), str(path))
-        except Exception as exc:  # the library raises a bare Exception on bad JSON
-            first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ModelError(f"{path}: not a valid tokenizer.json ({first_line})") from None
+        except BaseException as exc:
+            if _is_interrupt(exc):
+                raise
+            raise ModelError(f"{path}: not a valid tokenizer.json ({_reason(exc)})") from None
 
     @classmethod
     def from_json(cls, text: str, source: str) -> "Tokenizer":
         try:
             return cls(_HFTokenizer.from_str(text), source)
-        except Exception as exc:
-            first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ModelError(f"{source}: not a valid tokenizer ({first_line})") from None
+        except BaseException as exc:
+            if _is_interrupt(exc):
+                raise
+            raise ModelError(f"{source}: not a valid tokenizer ({_reason(exc)})") from None
 
     def to_json(self) -> str:
         return self._tok.to_str()
@@ -53,7 +71,8 @@ class Tokenizer:
         return self._tok.get_vocab_size(with_added_tokens=True)
 
     def max_id(self) -> int:
-        return max(self._tok.get_vocab(with_added_tokens=True).values())
+        """The largest id the tokenizer can produce; -1 for an empty vocabulary."""
+        return max(self._tok.get_vocab(with_added_tokens=True).values(), default=-1)
 
     def id_to_token(self, token_id: int) -> str:
         token = self._tok.id_to_token(int(token_id))
@@ -68,13 +87,15 @@ class Tokenizer:
             raise ModelError(f"text must be a string, got {type(text).__name__}")
         if not text.strip():
             raise ModelError("empty text: type a sentence to trace")
-        self._tok.enable_truncation(max_length=max_length)
         try:
-            encoding = self._tok.encode(text)
-        except Exception as exc:
-            raise ModelError(f"could not tokenize the text ({exc})") from None
+            self._tok.enable_truncation(max_length=max_length)
+            encoding = self._tok.encode(_SURROGATE.sub("\ufffd", text))
+        except BaseException as exc:
+            if _is_interrupt(exc):
+                raise
+            raise ModelError(f"{self.source}: could not tokenize the text ({_reason(exc)})") from None
         if not encoding.ids:
-            raise ModelError("the text produced no tokens")
+            raise ModelError(f"{self.source}: the text produced no tokens")
         return Encoded(
             tokens=tuple(encoding.tokens),
             input_ids=np.asarray(encoding.ids, dtype=np.int64),
