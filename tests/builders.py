@@ -348,3 +348,18 @@ def write_npz_model(path: Path, config: ModelConfig, params: Mapping[str, np.nda
         members.update(extra)
         np.savez(path, **members)
     return Path(path)
+
+
+# ------------------------------------------------------------------------------ assertions
+def model_error(fn, *args, **kwargs) -> str:
+    """Call fn, expect a ModelError, check its message is one line; -> the message."""
+    from transformer_stepper.core.errors import ModelError
+
+    try:
+        fn(*args, **kwargs)
+    except ModelError as exc:
+        message = str(exc)
+    else:
+        raise AssertionError(f"{getattr(fn, '__name__', fn)} raised no ModelError")
+    assert message and "\n" not in message and message == message.strip(), repr(message)
+    return message
