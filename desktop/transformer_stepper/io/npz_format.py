@@ -63,27 +63,47 @@ def _tensor(archive, name: str, path: Path) -> np.ndarray:
     return value
 
 
-def read(path: Path) -> tuple[ModelConfig, dict[str, np.ndarray], Optional[str]]:
+def _check_magic(path: Path) -> None:
+    # say what the file is before numpy does (its wording changes between versions)
     try:
-        archive = np.load(path, allow_pickle=False, mmap_mode="r")
-    except ValueError as exc:  # a pickle file, or a malformed .npy header
-        raise ModelError(f"{path}: not a readable .npz ({exc})") from None
-    except _CORRUPT as exc:
-        raise ModelError(f"{path}: not a readable .npz ({exc})") from None
-    if not hasattr(archive, "files"):
+        with open(path, "rb") as handle:
+            magic = handle.read(6)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if magic.startswith(b"\x93NUMPY"):
         raise ModelError(f"{path}: a single .npy array, not a model .npz")
-    with archive:
-        if "__config__" not in archive.files:
-            raise ModelError(f"{path}: no __config__ entry (not a Transformer Stepper .npz)")
-        config_text = _text(archive, "__config__", path)
+    if magic[:1] == b"\x80":  # every pickle protocol >= 2 starts with PROTO
+        raise ModelError(f"{path}: a pickle, not an .npz; pickles are never opened (they can run code)")
+    if not magic.startswith(b"PK"):
+        raise ModelError(f"{path}: not an .npz (it is not a zip archive)")
+
+
+def read(path: Path) -> tuple[ModelConfig, dict[str, np.ndarray], Optional[str]]:
+    _check_magic(path)
+    # our own handle: np.load leaks the file it opened when the archive turns out corrupt
+    with open(path, "rb") as handle:
         try:
-            config_data = json.loads(config_text)
-        except (ValueError, RecursionError) as exc:
-            raise ModelError(f"{path}: __config__ is not valid JSON ({exc})") from None
-        config = config_from_dict(config_data, f"{path} __config__")
-        tokenizer_json = _text(archive, "__tokenizer__", path) if "__tokenizer__" in archive.files else None
-        params = {name: _tensor(archive, name, path)
-                  for name in expected_shapes(config) if name in archive.files}
+            archive = np.load(handle, allow_pickle=False)
+        except (ValueError, *_CORRUPT) as exc:
+            raise ModelError(f"{path}: not a readable .npz ({exc})") from None
+        if not hasattr(archive, "files"):
+            raise ModelError(f"{path}: not a model .npz")
+        with archive:
+            return _read_members(archive, path)
+
+
+def _read_members(archive, path: Path) -> tuple[ModelConfig, dict[str, np.ndarray], Optional[str]]:
+    if "__config__" not in archive.files:
+        raise ModelError(f"{path}: no __config__ entry (not a Transformer Stepper .npz)")
+    config_text = _text(archive, "__config__", path)
+    try:
+        config_data = json.loads(config_text)
+    except (ValueError, RecursionError) as exc:
+        raise ModelError(f"{path}: __config__ is not valid JSON ({exc})") from None
+    config = config_from_dict(config_data, f"{path}: __config__")
+    tokenizer_json = _text(archive, "__tokenizer__", path) if "__tokenizer__" in archive.files else None
+    params = {name: _tensor(archive, name, path)
+              for name in expected_shapes(config) if name in archive.files}
     return config, params, tokenizer_json
 
 
