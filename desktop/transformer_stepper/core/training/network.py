@@ -1,0 +1,135 @@
+"""The training forward pass (batched, keeping what backward needs) and its backward pass.
+
+Covers the architecture the built-in model uses: token embedding + sinusoidal (or learned)
+positions, pre-LN blocks of causal multi-head attention and a feed-forward, the final
+LayerNorm, and the LM head tied to wte. Parameter names are core/forward.py's, so the
+trained dictionary loads into the app unchanged; a test proves the logits equal
+core.forward.forward's on single sequences."""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from .. import ops
+from ..config import ModelConfig
+from ..errors import ModelError
+from ..forward import expected_shapes
+from . import layers
+
+_ATTN = ("q.w", "q.b", "k.w", "k.b", "v.w", "v.b", "o.w", "o.b")
+
+
+def check_trainable(config: ModelConfig) -> None:
+    """The training code covers a subset of the configs the forward pass reads."""
+    unsupported = []
+    if config.norm != "pre":
+        unsupported.append("post-LN blocks")
+    if config.embed_norm or config.n_token_types or config.lm_head_transform:
+        unsupported.append("BERT's embedding LayerNorm, token types or MLM head")
+    if not (config.lm_head and config.final_norm):
+        unsupported.append("a model without ln_f and the tied LM head")
+    if config.activation not in ("relu", "gelu_tanh"):
+        unsupported.append(f"activation {config.activation}")
+    if unsupported:
+        raise ModelError(f"config: training does not support {', '.join(unsupported)}")
+
+
+def init_params(config: ModelConfig, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """GPT-2's initialisation: N(0, 0.02) matrices, residual projections scaled by
+    1/sqrt(2 n_layer), LayerNorm gains 1, biases 0. wte starts larger (std `embed_std`
+    below) because, untied from any sqrt(d_model) scaling, it sits next to sinusoids of
+    amplitude 1."""
+    check_trainable(config)
+    params: dict[str, np.ndarray] = {}
+    residual_std = 0.02 / np.sqrt(2 * config.n_layer)
+    for name, shape in expected_shapes(config).items():
+        if name == "wte":
+            value = rng.normal(0.0, 0.3, size=shape)
+        elif name.endswith(".g"):
+            value = np.ones(shape)
+        elif name.endswith(".b"):
+            value = np.zeros(shape)
+        elif name.endswith(("attn.o.w", "mlp.proj.w")):
+            value = rng.normal(0.0, residual_std, size=shape)
+        else:
+            value = rng.normal(0.0, 0.02, size=shape)
+        params[name] = value.astype(np.float32)
+    return params
+
+
+def _block_forward(params, config: ModelConfig, x, mask, layer: int):
+    p = f"h.{layer}."
+    ln_1, ln_1_cache = layers.layer_norm_forward(x, params[p + "ln_1.g"], params[p + "ln_1.b"], config.ln_eps)
+    attn_params = {name: params[p + "attn." + name] for name in _ATTN}
+    attn_out, attn_cache = layers.attention_forward(ln_1, attn_params, config.n_head, mask)
+    x = x + attn_out
+    ln_2, ln_2_cache = layers.layer_norm_forward(x, params[p + "ln_2.g"], params[p + "ln_2.b"], config.ln_eps)
+    pre_act = ops.linear(ln_2, params[p + "mlp.fc.w"], params[p + "mlp.fc.b"])
+    act = layers.activation_forward(config.activation, pre_act)
+    x = x + ops.linear(act, params[p + "mlp.proj.w"], params[p + "mlp.proj.b"])
+    return x, (ln_1_cache, attn_params, attn_cache, ln_2_cache, ln_2, pre_act, act)
+
+
+def _block_backward(params, config: ModelConfig, dx, cache, layer: int, grads: dict) -> np.ndarray:
+    p = f"h.{layer}."
+    ln_1_cache, attn_params, attn_cache, ln_2_cache, ln_2, pre_act, act = cache
+    # x_out = x_mid + proj(act(fc(ln_2(x_mid))))
+    dact, grads[p + "mlp.proj.w"], grads[p + "mlp.proj.b"] = layers.linear_backward(
+        act, params[p + "mlp.proj.w"], dx)
+    dpre = layers.activation_backward(config.activation, pre_act, dact)
+    dln_2, grads[p + "mlp.fc.w"], grads[p + "mlp.fc.b"] = layers.linear_backward(
+        ln_2, params[p + "mlp.fc.w"], dpre)
+    dmid, grads[p + "ln_2.g"], grads[p + "ln_2.b"] = layers.layer_norm_backward(dln_2, ln_2_cache)
+    dx = dx + dmid
+    # x_mid = x_in + attn(ln_1(x_in))
+    dln_1, attn_grads = layers.attention_backward(dx, attn_params, attn_cache)
+    for name, value in attn_grads.items():
+        grads[p + "attn." + name] = value
+    din, grads[p + "ln_1.g"], grads[p + "ln_1.b"] = layers.layer_norm_backward(dln_1, ln_1_cache)
+    return dx + din
+
+
+def forward_batch(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np.ndarray):
+    """[batch, n_seq] ids -> (logits [batch, n_seq, n_vocab], cache for backward_batch)."""
+    input_ids = np.asarray(input_ids, dtype=np.int64)
+    n_seq = input_ids.shape[1]
+    if config.position == "sinusoidal":
+        positions = ops.sinusoid_table(n_seq, config.d_model).astype(params["wte"].dtype)
+    else:
+        positions = params["wpe"][:n_seq]
+    x = params["wte"][input_ids] + positions               # one-hot x E, plus p
+    mask = ops.causal_mask(n_seq) if config.causal else None
+    block_caches = []
+    for layer in range(config.n_layer):
+        x, cache = _block_forward(params, config, x, mask, layer)
+        block_caches.append(cache)
+    h, ln_f_cache = layers.layer_norm_forward(x, params["ln_f.g"], params["ln_f.b"], config.ln_eps)
+    logits = h @ params["wte"].T                            # tied LM head
+    return logits, (input_ids, block_caches, ln_f_cache, h)
+
+
+def backward_batch(params: Mapping[str, np.ndarray], config: ModelConfig, cache, dlogits) -> dict:
+    """Gradients of every parameter given d(loss)/d(logits) [batch, n_seq, n_vocab]."""
+    input_ids, block_caches, ln_f_cache, h = cache
+    grads: dict[str, np.ndarray] = {}
+    d_model = config.d_model
+    dwte = dlogits.reshape(-1, dlogits.shape[-1]).T @ h.reshape(-1, d_model)
+    dh = dlogits @ params["wte"]
+    dx, grads["ln_f.g"], grads["ln_f.b"] = layers.layer_norm_backward(dh, ln_f_cache)
+    for layer in reversed(range(config.n_layer)):
+        dx = _block_backward(params, config, dx, block_caches[layer], layer, grads)
+    np.add.at(dwte, input_ids.reshape(-1), dx.reshape(-1, d_model))  # row selection, scattered back
+    grads["wte"] = dwte
+    if config.position == "learned":
+        dwpe = np.zeros_like(params["wpe"])
+        dwpe[:input_ids.shape[1]] = dx.sum(axis=0)
+        grads["wpe"] = dwpe
+    return grads
+
+
+def loss_and_grads(params, config: ModelConfig, input_ids, targets, weights):
+    """Mean next-token cross-entropy over weighted positions, and every parameter's gradient."""
+    logits, cache = forward_batch(params, config, input_ids)
+    loss, dlogits = layers.cross_entropy(logits, targets, weights)
+    return loss, backward_batch(params, config, cache, dlogits)
