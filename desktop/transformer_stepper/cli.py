@@ -15,6 +15,17 @@ from .core.errors import ModelError
 SUBCOMMANDS = ("trace", "export", "train")
 
 
+def _say(text: str, stream=None) -> None:
+    """print, but a path with undecodable bytes (lone surrogates) never crashes it: stdout is
+    strict in a UTF-8 locale."""
+    stream = stream or sys.stdout
+    try:
+        print(text, file=stream)
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        print(text.encode(encoding, "backslashreplace").decode(encoding), file=stream)
+
+
 def write_atomically(path: Path, write) -> None:
     """Write through `write(file_object)` to a temporary name beside `path`, then rename, so a
     failure never leaves a half-written file where a complete one was expected."""
@@ -48,16 +59,19 @@ def _trace(args: argparse.Namespace) -> int:
         raise ModelError(f"{out.parent}: folder does not exist")
     model = load_model(args.model)
     for warning in model.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        _say(f"warning: {warning}", sys.stderr)
     trace = model.trace(args.text)
     if trace.truncated:
-        print(f"warning: the text is longer than the model's context; truncated to "
-              f"{model.config.n_ctx} tokens", file=sys.stderr)
+        _say(f"warning: the text is longer than the model's context; truncated to "
+             f"{model.config.n_ctx} tokens", sys.stderr)
+    if not np.isfinite(trace.hidden_states).all():
+        _say(f"warning: {model.source or model.name}: the forward pass produced inf or NaN "
+             f"(are the weights corrupt?)", sys.stderr)
     try:
         write_atomically(out, lambda handle: np.savez(handle, **trace.to_dict()))
     except OSError as exc:
         raise ModelError(f"{out}: cannot write ({exc.strerror or exc})") from None
-    print(f"wrote {out}: {trace.n_seq} tokens, {len(trace.names())} arrays")
+    _say(f"wrote {out}: {trace.n_seq} tokens, {len(trace.names())} arrays")
     return 0
 
 
@@ -127,7 +141,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         return run(model_path=args.model, text=args.text)
     except (ModelError, _UsageError) as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        _say(f"error: {' '.join(str(exc).splitlines())}", sys.stderr)
         return 2
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0

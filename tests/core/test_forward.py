@@ -180,3 +180,15 @@ def test_single_token(kind):
     trace = model.trace("x")
     assert trace.n_seq == len(encoded.input_ids) >= 1
     assert np.all(np.isfinite(trace.hidden_states))
+
+
+def test_corrupt_weights_give_inf_or_nan_in_the_trace_not_numpy_warnings(kind):
+    # pytest turns warnings into errors: a RuntimeWarning from inside an op would fail here
+    config = tiny_config(kind)
+    params = random_params(config)
+    params["wte"][:, 3] = np.inf
+    params["h.0.mlp.fc.w"][0, 0] = np.nan
+    model = Model(config, params, wrap(tokenizer_for(kind)))
+    trace = model.trace(TEXT[kind])
+    assert not np.isfinite(trace.hidden_states).all()
+    assert not np.isfinite(model(TEXT[kind])["last_hidden_state"]).all()

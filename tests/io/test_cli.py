@@ -185,3 +185,27 @@ def test_real_subprocess(tmp_path, bert):
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr == f"error: {tmp_path / 'nope'}: no such file or folder\n"
+
+
+def test_corrupt_weights_trace_with_one_warning_line(tmp_path, capsys):
+    from tests.builders import bytelevel_tokenizer, gpt2_checkpoint, gpt2_config_json, vocab_size, write_folder
+
+    n_vocab = vocab_size(bytelevel_tokenizer())
+    tensors = gpt2_checkpoint(n_vocab)
+    tensors["wte.weight"][:, 3] = np.inf
+    write_folder(tmp_path, tensors, gpt2_config_json(n_vocab), bytelevel_tokenizer())
+    code, stdout, err = run(capsys, "trace", "--model", tmp_path, "--text", "bank", "--out", tmp_path / "t.npz")
+    assert code == 0 and stdout.startswith("wrote ")
+    assert err.splitlines() == [f"warning: {tmp_path / 'model.safetensors'}: the forward pass produced "
+                                f"inf or NaN (are the weights corrupt?)"]
+
+
+def test_undecodable_path_does_not_crash_a_strict_stream():
+    import io
+
+    from transformer_stepper.cli import _say
+
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    _say("wrote /tmp/\udcff.npz: 3 tokens", stream)
+    stream.flush()
+    assert stream.buffer.getvalue() == b"wrote /tmp/\\udcff.npz: 3 tokens\n"

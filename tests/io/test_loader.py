@@ -566,3 +566,15 @@ def test_model_constructed_directly_checks_its_params(tmp_path):
     wide = Model(config, {k: v.astype(np.float64) for k, v in params.items()}, tok)
     assert all(p.dtype == np.float32 and not p.flags.writeable for p in wide.params.values())
     assert params["wte"].flags.writeable  # the caller's arrays are left alone
+
+
+def test_untied_lm_head_gives_no_logits_and_says_so(tmp_path):
+    folder = gpt2_folder(tmp_path / "g", config_overrides={"tie_word_embeddings": False})
+    model = load_model(folder)
+    assert not model.config.lm_head and model.trace(TEXT).logits is None
+    assert model.warnings == [f"{folder / 'config.json'}: tie_word_embeddings is false and a separate LM "
+                              f"head is not supported: no logits or predictions"]
+    folder = bert_folder(tmp_path / "b", mlm_head=True, config_overrides={"tie_word_embeddings": False})
+    model = load_model(folder)
+    assert not model.config.lm_head and not model.config.lm_head_transform and len(model.warnings) == 1
+    assert load_model(bert_folder(tmp_path / "plain", config_overrides={"tie_word_embeddings": False})).warnings == []

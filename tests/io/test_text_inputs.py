@@ -157,3 +157,26 @@ def test_any_text_either_traces_or_is_empty(models, text):
         trace = model.trace(text)
         _check_offsets(trace)
         assert np.all(np.isfinite(trace.hidden_states))
+
+
+def test_one_tokenizer_shared_by_threads_with_different_contexts(tmp_path):
+    import threading
+
+    from tests.builders import bytelevel_tokenizer
+
+    tokenizer = wrap(bytelevel_tokenizer())
+    text = "the bank of the river " * 300
+    failures = []
+
+    def work(max_length):
+        for _ in range(20):
+            n = len(tokenizer.encode(text, max_length=max_length).input_ids)
+            if n != max_length:
+                failures.append((max_length, n))
+
+    threads = [threading.Thread(target=work, args=(50 + i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []

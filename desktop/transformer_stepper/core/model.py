@@ -13,6 +13,14 @@ from .tokenize import Encoded, Tokenizer
 from .trace import Recorder, Trace
 
 
+# Corrupt weights (inf, NaN) or extreme activations make numpy warn from deep inside an op,
+# as several lines on stderr; the values themselves (inf, NaN) are what the trace should
+# show, and callers check np.isfinite where they care. errstate is context-local, but one
+# instance cannot be entered twice at once: make a new one per pass.
+def _quiet_floats() -> np.errstate:
+    return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
+
+
 def check_config(config: ModelConfig, source: str) -> None:
     """The fields ModelConfig itself does not check (it trusts its types)."""
     eps = config.ln_eps
@@ -98,7 +106,8 @@ class Model:
     def __call__(self, text: str) -> dict:
         """The untraced forward pass: {"last_hidden_state", "logits"}."""
         ids, types = self._checked_ids(self.encode(text))
-        return forward(self.params, self.config, ids, types)
+        with _quiet_floats():
+            return forward(self.params, self.config, ids, types)
 
     def trace(self, text: str) -> Trace:
         encoded = self.encode(text)
@@ -107,7 +116,8 @@ class Model:
     def trace_encoded(self, encoded: Encoded, text: str = "") -> Trace:
         ids, types = self._checked_ids(encoded)
         recorder = Recorder()
-        forward(self.params, self.config, ids, types, recorder)
+        with _quiet_floats():
+            forward(self.params, self.config, ids, types, recorder)
         arrays = recorder.finish()
         arrays["token_type_ids"] = types.copy()
         arrays["token_type_ids"].flags.writeable = False

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,10 @@ class Tokenizer:
         self._tok = hf_tokenizer
         self.source = source
         self._tok.no_padding()
+        # enable_truncation mutates the Rust tokenizer, which raises "Already borrowed" if
+        # another thread is encoding: set it only when it changes, under a lock
+        self._lock = threading.Lock()
+        self._max_length: int | None = None
 
     # The library raises a bare Exception on bad JSON, and a Rust panic surfaces as
     # pyo3's PanicException, a BaseException: both become a ModelError naming the file.
@@ -88,8 +93,11 @@ class Tokenizer:
         if not text.strip():
             raise ModelError("empty text: type a sentence to trace")
         try:
-            self._tok.enable_truncation(max_length=max_length)
-            encoding = self._tok.encode(_SURROGATE.sub("\ufffd", text))
+            with self._lock:
+                if self._max_length != max_length:
+                    self._tok.enable_truncation(max_length=max_length)
+                    self._max_length = max_length
+                encoding = self._tok.encode(_SURROGATE.sub("\ufffd", text))
         except BaseException as exc:
             if _is_interrupt(exc):
                 raise

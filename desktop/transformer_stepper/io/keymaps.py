@@ -92,6 +92,12 @@ def _name(cfg: dict) -> str:
     return name if isinstance(name, str) else ""
 
 
+def tied_head(cfg: dict) -> bool:
+    """The LM head is wte itself (the core computes logits as h @ wte.T) unless the config
+    unties it; then the checkpoint's own lm_head/decoder weights would be needed."""
+    return cfg.get("tie_word_embeddings", True) is not False
+
+
 def build_config(source: str, **fields) -> ModelConfig:
     """ModelConfig(**fields), with its own checks reported against `source`."""
     try:
@@ -119,7 +125,7 @@ def bert_config(cfg: dict, source: str, has_mlm_head: bool) -> ModelConfig:
         causal=bool(cfg.get("is_decoder", False)),  # BertModel masks causally as a decoder
         activation=_activation(cfg, "hidden_act", source, "gelu"),
         ln_eps=_eps(cfg, "layer_norm_eps", source, 1e-12), final_norm=False,
-        lm_head=has_mlm_head, lm_head_transform=has_mlm_head)
+        lm_head=has_mlm_head and tied_head(cfg), lm_head_transform=has_mlm_head and tied_head(cfg))
 
 
 def bert_keymap(config: ModelConfig, ln_names: tuple[str, str]) -> KeyMap:
@@ -171,7 +177,7 @@ def gpt2_config(cfg: dict, source: str) -> ModelConfig:
         d_ff=4 * d_model if n_inner is None else _int(cfg, "n_inner", source),
         position="learned", norm="pre", embed_norm=False, n_token_types=0, causal=True,
         activation=_activation(cfg, "activation_function", source, "gelu_new"),
-        ln_eps=_eps(cfg, "layer_norm_epsilon", source, 1e-5), final_norm=True, lm_head=True)
+        ln_eps=_eps(cfg, "layer_norm_epsilon", source, 1e-5), final_norm=True, lm_head=tied_head(cfg))
 
 
 def gpt2_keymap(config: ModelConfig) -> KeyMap:

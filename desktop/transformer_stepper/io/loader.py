@@ -93,8 +93,14 @@ def _read_json(path: Path) -> dict:
     return data
 
 
-def config_from_hf(cfg: dict, source: str, names: set[str]) -> ModelConfig:
+def config_from_hf(cfg: dict, source: str, names: set[str],
+                   warnings: Optional[list[str]] = None) -> ModelConfig:
     model_type = cfg.get("model_type")
+    if model_type in ("bert", "gpt2") and not keymaps.tied_head(cfg) and warnings is not None:
+        has_head = model_type == "gpt2" or any(n.startswith("cls.predictions.") for n in names)
+        if has_head:
+            warnings.append(f"{source}: tie_word_embeddings is false and a separate LM head is not "
+                            f"supported: no logits or predictions")
     if model_type == "transformer-stepper":
         stepper = cfg.get("stepper_config")
         if not isinstance(stepper, dict):
@@ -231,9 +237,9 @@ def _from_checkpoint(ckpt: Checkpoint, folder: Path, cfg: Optional[dict], name: 
     names = ckpt.names()
     warnings: list[str] = []
     if cfg is not None:
-        config = config_from_hf(cfg, str(folder / "config.json"), names)
+        config = config_from_hf(cfg, str(folder / "config.json"), names, warnings)
     elif (meta := _metadata_config(ckpt)) is not None:
-        config = config_from_hf(meta, f"{ckpt.source} (metadata)", names)
+        config = config_from_hf(meta, f"{ckpt.source} (metadata)", names, warnings)
     else:
         family = keymaps.detect_family(names)
         if family is None or family == "stepper":
