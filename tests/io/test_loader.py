@@ -578,3 +578,29 @@ def test_untied_lm_head_gives_no_logits_and_says_so(tmp_path):
     model = load_model(folder)
     assert not model.config.lm_head and not model.config.lm_head_transform and len(model.warnings) == 1
     assert load_model(bert_folder(tmp_path / "plain", config_overrides={"tie_word_embeddings": False})).warnings == []
+
+
+def test_config_with_fewer_layers_than_the_checkpoint_warns(tmp_path):
+    folder = gpt2_folder(tmp_path / "g", prefix="transformer.", n_layer=3)
+    _edit_config(folder, n_layer=2)
+    model = load_model(folder)
+    assert model.config.n_layer == 2 and model.trace(TEXT).attentions.shape[0] == 2
+    assert model.warnings == [f"{folder / 'model.safetensors'}: the checkpoint has 3 layers but the config "
+                              f"asks for 2; the extra layers are ignored"]
+
+
+def test_single_file_wins_over_a_stale_index(tmp_path):
+    folder = bert_folder(tmp_path / "m")
+    (folder / "model.safetensors.index.json").write_text("{broken")
+    assert load_model(folder).trace(TEXT).n_seq == 8
+
+
+def test_tokenizer_that_cannot_tokenize(tmp_path):
+    folder = bert_folder(tmp_path / "m")
+    tok = json.loads((folder / "tokenizer.json").read_text())
+    del tok["model"]["vocab"]["[UNK]"]  # still named as unk_token, but no longer in the vocab
+    (folder / "tokenizer.json").write_text(json.dumps(tok))
+    model = load_model(folder)
+    assert model_error(model.trace, "the bank ☃") == (
+        f"{folder / 'tokenizer.json'}: could not tokenize the text (WordPiece error: Missing [UNK] token "
+        f"from the vocabulary)")

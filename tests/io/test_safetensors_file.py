@@ -208,3 +208,12 @@ def test_file_shrinking_after_the_header_was_read(good):
     f = SafetensorsFile(path)
     path.write_bytes(path.read_bytes()[:-8])
     assert model_error(f.get, "b") == f"{path}: tensor b lies past the end of the file (file truncated?)"
+
+
+def test_header_length_over_the_format_limit(tmp_path):
+    path = tmp_path / "big.safetensors"
+    with open(path, "wb") as handle:
+        handle.write(struct.pack("<Q", 100 * 1024 * 1024 + 1))
+        handle.truncate(8 + 100 * 1024 * 1024 + 16)  # sparse: the length fits in the file
+    assert model_error(SafetensorsFile, path) == (
+        f"{path}: not a safetensors file (header length 104857601 is over the format's limit of 104857600)")

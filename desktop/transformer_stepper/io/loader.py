@@ -233,6 +233,15 @@ def _metadata_config(ckpt: Checkpoint) -> Optional[dict]:
     return cfg
 
 
+def _warn_unused_layers(ckpt: Checkpoint, config: ModelConfig, warnings: list[str]) -> None:
+    # transformers also loads only the layers the config asks for, and says so
+    marker = {"gpt2": "h.", "bert": "encoder.layer."}.get(config.family)
+    found = keymaps.count_layers(ckpt.names(), marker) if marker else 0
+    if found > config.n_layer:
+        warnings.append(f"{ckpt.source}: the checkpoint has {found} layers but the config asks "
+                        f"for {config.n_layer}; the extra layers are ignored")
+
+
 def _from_checkpoint(ckpt: Checkpoint, folder: Path, cfg: Optional[dict], name: str) -> Model:
     names = ckpt.names()
     warnings: list[str] = []
@@ -247,6 +256,7 @@ def _from_checkpoint(ckpt: Checkpoint, folder: Path, cfg: Optional[dict], name: 
                              f"and there is no config.json beside it")
         config = infer_config(ckpt, family, warnings)
     config = config.replace(name=name)
+    _warn_unused_layers(ckpt, config, warnings)
     params = _map_params(ckpt, config)
     model = Model(config, params, _find_tokenizer(folder), source=ckpt.source)
     model.warnings = warnings
@@ -256,10 +266,10 @@ def _from_checkpoint(ckpt: Checkpoint, folder: Path, cfg: Optional[dict], name: 
 def _weights_in(folder: Path) -> Checkpoint | Path:
     """The folder's weights: a Checkpoint, or the path of an .npz to open."""
     index, single = folder / "model.safetensors.index.json", folder / "model.safetensors"
+    if single.is_file():  # before the index, as transformers does
+        return Checkpoint.single(single)
     if index.is_file():
         return Checkpoint.sharded(index)
-    if single.is_file():
-        return Checkpoint.single(single)
     files = sorted(p for p in folder.iterdir() if p.is_file())
     by_suffix = {suffix: [p for p in files if p.suffix.lower() == suffix] for suffix in (".safetensors", ".npz")}
     for suffix, found in by_suffix.items():

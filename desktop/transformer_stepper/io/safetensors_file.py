@@ -40,7 +40,10 @@ def _read_header(path: Path) -> tuple[dict, int, int]:
             if len(prefix) < 8:
                 raise ModelError(f"{path}: not a safetensors file (only {size} bytes)")
             (header_len,) = struct.unpack("<Q", prefix)
-            if header_len > min(_MAX_HEADER, size - 8):
+            if _MAX_HEADER < header_len <= size - 8:
+                raise ModelError(f"{path}: not a safetensors file (header length {header_len} "
+                                 f"is over the format's limit of {_MAX_HEADER})")
+            if header_len > size - 8:
                 raise ModelError(f"{path}: not a safetensors file (header length "
                                  f"{header_len} does not fit in {size} bytes)")
             header_bytes = handle.read(header_len)
