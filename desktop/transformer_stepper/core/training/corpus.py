@@ -41,7 +41,7 @@ PRONOUNS = {"m": ("he", "his"), "f": ("she", "her"), "plural": ("they", "their")
 # "[a|b]" picks one alternative; "{P}" is a person ("the king", "the girls")
 MEETINGS = "{P} [met|saw|helped|visited|thanked] {Q} [in the garden|at the market|near the castle|by the old mill|in the village|on the hill] ."
 FILLERS = ("it was a [cold|warm|quiet|bright] [morning|evening|day|night] .",
-           "the [wind|rain] [was strong|fell softly] .")
+           "[outside|later] , the [wind|rain] [was strong|fell softly] .")
 AGREEMENT = "{P} who [met|saw|helped|followed] {Q} [|in the garden|at the market|near the castle] {VERB} [happy|tired|hungry|proud|sad|angry] ."
 CORRELATIVES = (("either", "or"), ("neither", "nor"), ("both", "and"))
 NOUN_MODIFIERS = "[|of the town|from the hill|with the red hat|in the blue coat]"
@@ -58,7 +58,7 @@ AMBIGUOUS = {
     },
     "bat": {
         "animal": ("{P} went into the [cave|attic|barn] and saw a bat [flying at night|hanging upside down|flapping its wings] .",
-                   "at night a bat [flew|crawled] out of the [cave|attic|barn] ."),
+                   "at night , a bat [flew|crawled] out of the [cave|attic|barn] ."),
         "club": ("{P} went to the [game|match|field] and swung the bat [at the ball|with great force|and hit the ball] .",
                  "{P} [held|gripped] a wooden bat [at the ball|with great force|and hit the ball] ."),
     },

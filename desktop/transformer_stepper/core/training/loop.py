@@ -14,6 +14,7 @@ import numpy as np
 from ..config import ModelConfig
 from ..errors import ModelError
 from . import network
+from .blas import blas_threads
 from .optim import Adam, AdamConfig, clip_gradients, learning_rate
 
 
@@ -60,8 +61,10 @@ def batches(sequences: Sequence[np.ndarray], batch_size: int, rng: np.random.Gen
 
 def train(config: ModelConfig, sequences: Sequence[np.ndarray], *, steps: int, seed: int,
           batch_size: int = 32, optimizer: AdamConfig = AdamConfig(), pad_id: int = 0,
-          callback: ProgressCallback = None, params: Optional[dict] = None) -> dict[str, np.ndarray]:
-    """Train from `seed`'s initialisation (or from `params`) for `steps` updates; returns params."""
+          callback: ProgressCallback = None, params: Optional[dict] = None,
+          threads: Optional[int] = 1) -> dict[str, np.ndarray]:
+    """Train from `seed`'s initialisation (or from `params`) for `steps` updates; returns params.
+    `threads`: BLAS threads while training (see blas.py; None leaves numpy's setting)."""
     if steps <= 0:
         raise ModelError(f"training: steps must be a positive number, got {steps}")
     too_long = [len(s) for s in sequences if len(s) - 1 > config.n_ctx]
@@ -72,6 +75,12 @@ def train(config: ModelConfig, sequences: Sequence[np.ndarray], *, steps: int, s
         params = network.init_params(config, init_rng)
     adam = Adam(params, optimizer)
     data = batches(sequences, batch_size, data_rng, pad_id)
+    with blas_threads(threads):
+        _run(config, params, adam, data, steps, optimizer, callback)
+    return params
+
+
+def _run(config, params, adam, data, steps, optimizer, callback) -> None:
     tokens, started = 0, time.perf_counter()
     for step in range(1, steps + 1):
         inputs, targets, weights = next(data)
@@ -84,4 +93,3 @@ def train(config: ModelConfig, sequences: Sequence[np.ndarray], *, steps: int, s
             raise ModelError(f"training: the loss became {loss} at step {step}; lower the learning rate")
         if callback is not None:
             callback(TrainProgress(step, steps, loss, lr, tokens, time.perf_counter() - started))
-    return params

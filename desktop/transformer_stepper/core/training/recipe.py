@@ -128,7 +128,7 @@ def train_builtin(recipe: Recipe = Recipe(), callback: ProgressCallback = None,
     with blas_threads(recipe.blas_threads):
         params = train(config, dataset.train_sequences, steps=recipe.steps, seed=recipe.seed,
                        batch_size=recipe.batch_size, optimizer=recipe.optimizer, pad_id=pad_id,
-                       callback=on_step)
+                       callback=on_step, threads=recipe.blas_threads)
         result = {}
         if dataset.heldout_sequences:
             result = evaluate(params, config, dataset.heldout_sequences, dataset.heldout_passages,

@@ -1,0 +1,159 @@
+"""`transformer-stepper train --out DIR [--steps N] [--seed S]`: train the built-in teaching
+model from its recipe and write it as a model folder the loader opens.
+
+The folder is written under a temporary name beside DIR and renamed at the very end, so an
+error or Ctrl-C never leaves a half-written model where a complete one was expected."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..core.errors import ModelError
+from ..core.training.loop import TrainProgress
+from ..core.training.recipe import Recipe, TrainedModel, train_builtin
+
+MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "recipe.json")
+
+
+def save_model_folder(folder: Path, trained: TrainedModel) -> None:
+    """config.json (model_type transformer-stepper), model.safetensors (the core's parameter
+    names), tokenizer.json, and recipe.json (how it was made, and what it measured)."""
+    from safetensors.numpy import save_file
+
+    folder = Path(folder)
+    config = {
+        "model_type": "transformer-stepper",
+        "stepper_config": trained.config.to_dict(),
+        "description": "The built-in teaching model: a causal decoder with sinusoidal positions, "
+                       "trained by transformer_stepper.core.training on its generated corpus.",
+        "recipe": "recipe.json",
+    }
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    tensors = {name: np.ascontiguousarray(value, dtype=np.float32)
+               for name, value in sorted(trained.params.items())}
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "np"})
+    trained.tokenizer.save(str(folder / "tokenizer.json"), pretty=True)
+    recipe = {
+        "recipe": trained.recipe.to_dict(),
+        "result": trained.result,
+        "command": f"transformer-stepper train --out DIR --steps {trained.recipe.steps} "
+                   f"--seed {trained.recipe.seed}",
+    }
+    (folder / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n", encoding="utf-8")
+    umask = os.umask(0)
+    os.umask(umask)
+    for name in MODEL_FILES:   # safetensors writes 0600; make the files as readable as the rest
+        os.chmod(folder / name, 0o666 & ~umask)
+
+
+def _recipe_from_args(args) -> Recipe:
+    recipe = Recipe()
+    if args.steps is not None:
+        if args.steps <= 0:
+            raise ModelError(f"--steps must be a positive integer, got {args.steps}")
+        recipe = recipe.replace(steps=int(args.steps))
+    if args.seed is not None:
+        if args.seed < 0:
+            raise ModelError(f"--seed must be a non-negative integer, got {args.seed}")
+        recipe = recipe.replace(seed=int(args.seed))
+    return recipe
+
+
+def check_output(out: Path, force: bool = False) -> None:
+    """The folder must be creatable, and must not hold something we would overwrite."""
+    parent = out.parent
+    if not parent.exists():
+        raise ModelError(f"{parent}: folder does not exist (create it, or choose another --out)")
+    if not parent.is_dir():
+        raise ModelError(f"{parent}: not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ModelError(f"{parent}: folder is not writable")
+    if out.exists() or out.is_symlink():
+        if not out.is_dir():
+            raise ModelError(f"{out}: exists and is not a folder")
+        if any(out.iterdir()) and not force:
+            raise ModelError(f"{out}: folder exists and is not empty; remove it or choose another --out")
+
+
+def _temporary_folder(out: Path, suffix: str) -> Path:
+    """A new, uniquely named folder beside `out` (created with the umask's permissions,
+    unlike tempfile.mkdtemp's 0700, so the renamed model is readable like any other)."""
+    for _ in range(100):
+        candidate = out.parent / f".{out.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{suffix}"
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {out}")
+
+
+def _install(tmp: Path, out: Path) -> None:
+    """Move the finished folder into place; an existing one (empty, or --force) is replaced."""
+    if out.exists():
+        old = _temporary_folder(out, ".old")
+        os.replace(out, old / out.name)
+        os.replace(tmp, out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, out)
+
+
+class _Printer:
+    """Progress lines on stdout: about 20 over the run, and the last step."""
+
+    def __init__(self, steps: int) -> None:
+        self.every = max(1, steps // 20)
+
+    def __call__(self, p: TrainProgress) -> None:
+        if p.step == 1 or p.step % self.every == 0 or p.step == p.steps:
+            print(f"step {p.step:>5}/{p.steps}  loss {p.loss:.4f}  lr {p.lr:.2e}  "
+                  f"{p.tokens_per_second:,.0f} tokens/s  {p.seconds:,.0f} s", flush=True)
+
+
+def run_train(args, on_progress: Optional[Callable[[TrainProgress], None]] = None) -> int:
+    """args.out, args.steps, args.seed (None: the recipe's); optional args.force.
+    `on_progress` also sees every step (the app's live view; tests use it to interrupt)."""
+    recipe = _recipe_from_args(args)
+    out = Path(args.out).expanduser().absolute()
+    check_output(out, bool(getattr(args, "force", False)))
+    printer = _Printer(recipe.steps)
+
+    def callback(progress: TrainProgress) -> None:
+        printer(progress)
+        if on_progress is not None:
+            on_progress(progress)
+
+    print(f"training the built-in model: {recipe.n_layer} layers, {recipe.n_head} heads, "
+          f"d_model {recipe.d_model}, {recipe.steps} steps, seed {recipe.seed}", flush=True)
+    try:
+        tmp = _temporary_folder(out, ".part")
+    except OSError as exc:
+        raise ModelError(f"{out.parent}: cannot write ({exc.strerror or exc})") from None
+    try:
+        trained = train_builtin(recipe, callback)
+        save_model_folder(tmp, trained)
+        _install(tmp, out)
+    except KeyboardInterrupt:
+        shutil.rmtree(tmp, ignore_errors=True)
+        print(f"training stopped; nothing was written to {out}", flush=True)
+        raise
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ModelError(f"{out}: cannot write ({exc.strerror or exc})") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    result = trained.result
+    if "heldout_accuracy" in result:
+        print(f"held-out next-token accuracy {result['heldout_accuracy']:.3f} "
+              f"(unigram baseline {result['unigram_accuracy']:.3f}); "
+              f"final training loss {result['final_train_loss']:.4f}")
+    print(f"wrote {out}")
+    return 0
