@@ -363,3 +363,20 @@ def model_error(fn, *args, **kwargs) -> str:
         raise AssertionError(f"{getattr(fn, '__name__', fn)} raised no ModelError")
     assert message and "\n" not in message and message == message.strip(), repr(message)
     return message
+
+
+# ------------------------------------------------------------------------------ assertions
+def assert_same_trace(a, b) -> None:
+    """Two traces with the same tokens and bit-identical arrays."""
+    assert a.tokens == b.tokens
+    for name in a.names():
+        assert a[name].tobytes() == b[name].tobytes(), name
+
+
+def edit_config(folder: Path, **changes) -> Path:
+    """Change fields of folder/config.json in place; -> its path."""
+    path = Path(folder) / "config.json"
+    cfg = json.loads(path.read_text())
+    cfg.update(changes)
+    path.write_text(json.dumps(cfg))
+    return path
