@@ -9,7 +9,6 @@ from tests.builders import (bert_folder, edit_config, gpt2_folder, model_error, 
 from transformer_stepper import load_model
 
 
-
 def test_config_json_that_is_not_json(tmp_path):
     folder = bert_folder(tmp_path / "m")
     (folder / "config.json").write_text("{'model_type': 'bert',}")
