@@ -1,0 +1,73 @@
+"""The stages the stepper walks, as data. Adding a stage = adding one entry to STAGES (and a
+view registered under its key in ui/stages/, and an explanation in resources/explanations/)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .config import ModelConfig
+
+
+@dataclass(frozen=True)
+class Stage:
+    key: str                   # stable identifier: view registry, explanation file, export names
+    number: int                # 1-based, as in DESIGN.md
+    title: str
+    per_layer: bool            # shown for the selected layer
+    per_head: bool = False     # ... and for the selected head
+    needs_lm_head: bool = False
+
+    def available(self, config: Optional[ModelConfig]) -> bool:
+        return not self.needs_lm_head or (config is not None and config.lm_head)
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("tokenize", 1, "Tokenize", per_layer=False),
+    Stage("embedding", 2, "Embedding lookup", per_layer=False),
+    Stage("position_encoding", 3, "Position encoding", per_layer=False),
+    Stage("position_addition", 4, "Position addition", per_layer=False),
+    Stage("qkv", 5, "Q/K/V projection", per_layer=True, per_head=True),
+    Stage("scores", 6, "Scores", per_layer=True, per_head=True),
+    Stage("softmax", 7, "Softmax", per_layer=True, per_head=True),
+    Stage("weighted_sum", 8, "Weighted sum", per_layer=True, per_head=True),
+    Stage("output_projection", 9, "Output projection and residual", per_layer=True),
+    Stage("feed_forward", 10, "Feed-forward and residual", per_layer=True),
+    Stage("layer_output", 11, "Layer output", per_layer=True),
+    Stage("prediction", 12, "Prediction", per_layer=False, needs_lm_head=True),
+)
+
+_BY_KEY = {stage.key: stage for stage in STAGES}
+
+
+def stage(key: str) -> Stage:
+    try:
+        return _BY_KEY[key]
+    except KeyError:
+        raise KeyError(f"unknown stage {key!r} (known: {', '.join(_BY_KEY)})") from None
+
+
+def available_stages(config: Optional[ModelConfig]) -> list[Stage]:
+    return [s for s in STAGES if s.available(config)]
+
+
+def step(key: str, layer: int, direction: int, config: ModelConfig) -> Optional[tuple[str, int]]:
+    """The (stage key, layer) one step forward (+1) or back (-1) in the order the forward pass
+    runs: the per-layer stages repeat once per layer, so stepping past the last per-layer stage
+    enters the next layer. None at either end."""
+    walk: list[tuple[str, int]] = []
+    stages = available_stages(config)
+    for s in stages:
+        if not s.per_layer:
+            walk.append((s.key, -1))
+        elif s is next(x for x in stages if x.per_layer):
+            per_layer = [x.key for x in stages if x.per_layer]
+            walk.extend((k, i) for i in range(config.n_layer) for k in per_layer)
+    current = stage(key)
+    here = (key, layer if current.per_layer else -1)
+    if here not in walk:
+        return None
+    index = walk.index(here) + (1 if direction > 0 else -1)
+    if not 0 <= index < len(walk):
+        return None
+    new_key, new_layer = walk[index]
+    return new_key, (layer if new_layer < 0 else new_layer)

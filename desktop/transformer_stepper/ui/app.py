@@ -1,0 +1,41 @@
+"""Launching the app: `transformer-stepper [--model PATH] [--text TEXT]` lands in run()."""
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication
+
+from .main_window import MainWindow
+from .plots import configure_pyqtgraph
+from .session import Session
+
+
+def application() -> QApplication:
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("Transformer Stepper")
+    app.setOrganizationName("transformer-stepper")
+    configure_pyqtgraph()
+    return app
+
+
+def create_main_window(model_path: Optional[str] = None, text: Optional[str] = None,
+                       settings: Optional[QSettings] = None) -> MainWindow:
+    """The window with its session; the model (None: the built-in one) opens in a worker, so
+    the window can show at once. A model that fails to open leaves an error dialog and an
+    empty window from which File → Open works."""
+    session = Session()
+    if text:
+        session.set_text(text, immediate=True)     # no model yet: nothing runs until it opens
+    window = MainWindow(session, settings)
+    session.setParent(window)
+    window.open_model(model_path)
+    return window
+
+
+def run(model_path: Optional[str] = None, text: Optional[str] = None) -> int:
+    app = application()
+    window = create_main_window(model_path, text)
+    window.show()
+    return app.exec()

@@ -1,0 +1,366 @@
+"""The main window: text box and token strip on top, the stage list, the stage view and its
+explanation side by side, a toolbar to step and to choose layer and head, a status bar."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QLabel, QLineEdit, QListWidget,
+                               QListWidgetItem, QMainWindow, QMessageBox, QProgressBar, QSplitter,
+                               QStackedWidget, QTextBrowser, QVBoxLayout, QWidget)
+
+from ..core import stages
+from . import explanations
+from .model_menu import HFCacheMenu, RecentMenu, RecentModels
+from .session import Session
+from .stages import StageView, create_view
+from .token_strip import TokenStripArea
+
+MODEL_FILES = "Model files (*.safetensors *.npz *.json);;All files (*)"
+
+
+def default_settings() -> QSettings:
+    return QSettings("transformer-stepper", "transformer-stepper")
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, session: Optional[Session] = None, settings: Optional[QSettings] = None,
+                 parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.session = session or Session(self)
+        self.settings = settings or default_settings()
+        self.recent = RecentModels(self.settings)
+        self.views: dict[str, StageView] = {}
+        self.errors: list[str] = []              # every error shown, for tests and bug reports
+        self.error_box: Optional[QMessageBox] = None
+        self.setWindowTitle("Transformer Stepper")
+        self.setAcceptDrops(True)
+        self._build_central()
+        self._build_actions()
+        self._build_status_bar()
+        self._connect_session()
+        self._restore_settings()
+        self._refresh_model_widgets()
+        self._show_stage(self.session.stage_key)
+
+    # -- building -----------------------------------------------------------------------
+    def _build_central(self) -> None:
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(6, 6, 6, 0)
+        layout.setSpacing(4)
+        self.text_box = QLineEdit(self.session.text)
+        self.text_box.setPlaceholderText("Type a sentence; the model re-runs as you type")
+        self.text_box.setClearButtonEnabled(True)
+        font = self.text_box.font()
+        font.setPointSize(font.pointSize() + 2)
+        self.text_box.setFont(font)
+        self.text_box.textEdited.connect(self.session.set_text)
+        layout.addWidget(self.text_box)
+        self.text_problem = QLabel()
+        self.text_problem.setStyleSheet("color: #b00020;")
+        self.text_problem.setVisible(False)
+        layout.addWidget(self.text_problem)
+        self.tokens = TokenStripArea()
+        self.tokens.strip.tokenClicked.connect(self.session.select_token)
+        layout.addWidget(self.tokens)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.stage_list = QListWidget()
+        self.stage_list.setMinimumWidth(215)
+        self.stage_list.setMaximumWidth(280)
+        for stage in stages.STAGES:
+            item = QListWidgetItem(f"{stage.number:>2}  {stage.title}")
+            item.setData(Qt.ItemDataRole.UserRole, stage.key)
+            self.stage_list.addItem(item)
+        self.stage_list.currentItemChanged.connect(self._stage_clicked)
+        self.stack = QStackedWidget()
+        self.explanation = QTextBrowser()
+        self.explanation.setOpenExternalLinks(False)
+        self.explanation.setMinimumWidth(260)
+        self.splitter.addWidget(self.stage_list)
+        self.splitter.addWidget(self.stack)
+        self.splitter.addWidget(self.explanation)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setStretchFactor(2, 0)
+        self.splitter.setSizes([220, 880, 320])
+        layout.addWidget(self.splitter, stretch=1)
+        self.setCentralWidget(central)
+
+    def _build_actions(self) -> None:
+        menu = self.menuBar().addMenu("&File")
+        open_folder = menu.addAction("Open Model &Folder…", self.open_folder_dialog)
+        open_folder.setShortcut(QKeySequence.StandardKey.Open)
+        menu.addAction("Open Model F&ile…", self.open_file_dialog)
+        menu.addAction("Open the &Built-in Model", lambda: self.open_model(None))
+        self.reopen_action = menu.addAction("&Reopen Last Model", self._reopen_last)
+        menu.addMenu(RecentMenu(self.recent, self.open_model, menu))
+        menu.addMenu(HFCacheMenu(self.open_model, menu))
+        menu.addSeparator()
+        quit_action = menu.addAction("&Quit", self.close)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        self.file_menu = menu
+        toolbar = self.addToolBar("Stepping")
+        toolbar.setObjectName("stepping")
+        toolbar.setMovable(False)
+        self.back_action = QAction("◀  Back", self)
+        self.back_action.setShortcut(Qt.Key.Key_Left)
+        self.back_action.setToolTip("Previous stage (←)")
+        self.back_action.triggered.connect(lambda: self.session.step(-1))
+        self.next_action = QAction("Next  ▶", self)
+        self.next_action.setShortcut(Qt.Key.Key_Right)
+        self.next_action.setToolTip("Next stage (→); after a layer's output, the next layer")
+        self.next_action.triggered.connect(lambda: self.session.step(+1))
+        toolbar.addAction(self.back_action)
+        toolbar.addAction(self.next_action)
+        toolbar.addSeparator()
+        toolbar.addWidget(QLabel(" Layer "))
+        self.layer_box = QComboBox()
+        self.layer_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.layer_box.currentIndexChanged.connect(self._layer_chosen)
+        toolbar.addWidget(self.layer_box)
+        toolbar.addWidget(QLabel("  Head "))
+        self.head_box = QComboBox()
+        self.head_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.head_box.currentIndexChanged.connect(self._head_chosen)
+        toolbar.addWidget(self.head_box)
+        toolbar.addSeparator()
+        self.stage_title = QLabel()
+        self.stage_title.setStyleSheet("font-weight: bold; padding-left: 8px;")
+        toolbar.addWidget(self.stage_title)
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.model_label = QLabel("no model")
+        self.params_label = QLabel()
+        self.tokens_label = QLabel()
+        self.time_label = QLabel()
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 0)              # indeterminate: loading has no steps to count
+        self.progress.setMaximumWidth(140)
+        self.progress.setVisible(False)
+        self.busy_label = QLabel()
+        for widget in (self.busy_label, self.progress, self.model_label, self.params_label,
+                       self.tokens_label, self.time_label):
+            bar.addPermanentWidget(widget)
+
+    def _connect_session(self) -> None:
+        s = self.session
+        s.modelChanged.connect(self._refresh_model_widgets)
+        s.traceChanged.connect(self._on_trace)
+        s.layerChanged.connect(self._on_layer)
+        s.headChanged.connect(self._on_head)
+        s.selectionChanged.connect(self.tokens.strip.set_selected)
+        s.selectionChanged.connect(lambda _: self._update_explanation())
+        s.stageChanged.connect(self._show_stage)
+        s.temperatureChanged.connect(lambda _: self._update_explanation())
+        s.busyChanged.connect(self._on_busy)
+        s.openFailed.connect(lambda message: self.show_error("Could not open the model", message))
+        s.computeFailed.connect(self._on_compute_failed)
+        s.textChanged.connect(self._on_text_changed)
+
+    # -- opening models -----------------------------------------------------------------------
+    def open_model(self, path: Optional[str]) -> None:
+        self._pending_path = path
+        self.session.open_model(path)
+
+    def open_folder_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Open a model folder (config.json + weights)",
+                                                  self._dialog_start())
+        if folder:
+            self.open_model(folder)
+
+    def open_file_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a model file", self._dialog_start(), MODEL_FILES)
+        if path:
+            self.open_model(path)
+
+    def _dialog_start(self) -> str:
+        recent = self.recent.paths()
+        return str(Path(recent[0]).parent) if recent else str(Path.home())
+
+    def _reopen_last(self) -> None:
+        last = self.settings.value("last_model", "")
+        if last:
+            self.open_model(str(last))
+
+    def dragEnterEvent(self, event) -> None:
+        if any(url.isLocalFile() for url in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        if paths:
+            event.acceptProposedAction()
+            self.open_model(paths[0])
+
+    def show_error(self, title: str, message: str) -> None:
+        """A non-blocking dialog naming the problem (tests read `errors`)."""
+        self.errors.append(message)
+        if self.error_box is not None:
+            self.error_box.close()
+        box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, self)
+        box.setInformativeText("The previous model, the text and the stage are unchanged."
+                               if self.session.model is not None else
+                               "Open a model with File → Open Model Folder… or drop one on the window.")
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.open()
+        self.error_box = box
+        self.statusBar().showMessage(f"{title}: {message}", 15000)
+
+    # -- reacting to the session ------------------------------------------------------------
+    def _refresh_model_widgets(self) -> None:
+        model = self.session.model
+        if model is not None:
+            path = self.session.model_path
+            if path is not None:
+                self.recent.add(str(Path(path).expanduser().resolve()))
+            self.settings.setValue("last_model", "" if path is None else str(Path(path).expanduser().resolve()))
+            config = model.config
+            self.setWindowTitle(f"Transformer Stepper — {model.name}")
+            self.model_label.setText(f"{model.name} ({config.family})")
+            self.params_label.setText(f"{model.n_params() / 1e6:.2f} M parameters")
+            for box, count, name in ((self.layer_box, config.n_layer, "layer"),
+                                     (self.head_box, config.n_head, "head")):
+                box.blockSignals(True)
+                box.clear()
+                box.addItems([f"{name} {i} of {count}" for i in range(count)])
+                box.blockSignals(False)
+            self.layer_box.setCurrentIndex(self.session.layer)
+            self.head_box.setCurrentIndex(self.session.head)
+        for row, stage in enumerate(stages.STAGES):
+            item = self.stage_list.item(row)
+            available = stage.available(model.config if model else None)
+            flags = item.flags()
+            item.setFlags(flags | Qt.ItemFlag.ItemIsEnabled if available else flags & ~Qt.ItemFlag.ItemIsEnabled)
+            item.setToolTip("" if available else "this model has no language-model head")
+        self._update_stepping()
+
+    def _on_trace(self) -> None:
+        trace = self.session.trace
+        self.text_problem.setVisible(False)
+        if trace is None:
+            self.tokens.strip.set_tokens([], [], [], -1)
+            self.tokens_label.setText("")
+            self._update_explanation()
+            return
+        self.tokens.strip.set_tokens(self.session.token_labels(), trace.input_ids,
+                                     trace.special_tokens_mask, self.session.selected_token)
+        self.tokens.fit_height()
+        truncated = f" (truncated to {trace.config.n_ctx})" if trace.truncated else ""
+        self.tokens_label.setText(f"{trace.n_seq} tokens{truncated}")
+        self.time_label.setText(f"forward pass {1000 * self.session.compute_seconds:.0f} ms")
+        self._update_explanation()
+
+    def _on_text_changed(self, text: str) -> None:
+        if self.text_box.text() != text:
+            self.text_box.setText(text)
+
+    def _on_compute_failed(self, message: str) -> None:
+        self.text_problem.setText(f"⚠ {message}")
+        self.text_problem.setVisible(True)
+        self.statusBar().showMessage(message, 8000)
+
+    def _on_busy(self, busy: bool, message: str) -> None:
+        self.progress.setVisible(busy and message.startswith("Opening"))
+        self.busy_label.setText(message if busy else "")
+
+    def _on_layer(self, layer: int) -> None:
+        self.layer_box.blockSignals(True)
+        self.layer_box.setCurrentIndex(layer)
+        self.layer_box.blockSignals(False)
+        self._update_stepping()
+
+    def _on_head(self, head: int) -> None:
+        self.head_box.blockSignals(True)
+        self.head_box.setCurrentIndex(head)
+        self.head_box.blockSignals(False)
+        self._update_explanation()
+
+    def _layer_chosen(self, index: int) -> None:
+        if index >= 0:
+            self.session.set_layer(index)
+
+    def _head_chosen(self, index: int) -> None:
+        if index >= 0:
+            self.session.set_head(index)
+
+    def _stage_clicked(self, item: Optional[QListWidgetItem], _previous=None) -> None:
+        if item is not None:
+            self.session.set_stage(item.data(Qt.ItemDataRole.UserRole))
+
+    def _show_stage(self, key: str) -> None:
+        view = self.view(key)
+        self.stack.setCurrentWidget(view)
+        row = [s.key for s in stages.STAGES].index(key)
+        self.stage_list.blockSignals(True)
+        self.stage_list.setCurrentRow(row)
+        self.stage_list.blockSignals(False)
+        self._update_stepping()
+
+    def view(self, key: str) -> StageView:
+        """The stage's view, created the first time it is needed."""
+        if key not in self.views:
+            view = create_view(key, self.session, self.stack)
+            view.updated.connect(self._view_updated)
+            self.stack.addWidget(view)
+            self.views[key] = view
+        return self.views[key]
+
+    def current_view(self) -> StageView:
+        return self.view(self.session.stage_key)
+
+    def _view_updated(self) -> None:
+        if self.sender() is self.views.get(self.session.stage_key):
+            self._update_explanation()
+
+    def _update_stepping(self) -> None:
+        session = self.session
+        stage = stages.stage(session.stage_key)
+        config = session.model.config if session.model else None
+        self.back_action.setEnabled(config is not None and stages.step(stage.key, session.layer, -1, config) is not None)
+        self.next_action.setEnabled(config is not None and stages.step(stage.key, session.layer, +1, config) is not None)
+        where = f" — layer {session.layer}" if stage.per_layer and config else ""
+        self.stage_title.setText(f"{stage.number}. {stage.title}{where}")
+        self._update_explanation()
+
+    def _update_explanation(self) -> None:
+        key = self.session.stage_key
+        view = self.views.get(key)
+        stage = stages.stage(key)
+        if view is None or self.session.trace is None:
+            self.explanation.setMarkdown(f"## {stage.number}. {stage.title}\n\n*No trace yet.*")
+            return
+        view.ensure_current()
+        values, flags = view.explanation_values()
+        where = (f" · layer {self.session.layer}, head {self.session.head}" if stage.per_head else
+                 f" · layer {self.session.layer}" if stage.per_layer else "")
+        body = explanations.render_stage(key, values, flags)
+        scroll = self.explanation.verticalScrollBar().value()
+        self.explanation.setMarkdown(f"## {stage.number}. {stage.title}{where}\n\n{body}")
+        self.explanation.verticalScrollBar().setValue(scroll)
+
+    # -- settings ----------------------------------------------------------------------------
+    def _restore_settings(self) -> None:
+        geometry = self.settings.value("geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1400, 860)
+        splitter = self.settings.value("splitter")
+        if splitter is not None:
+            self.splitter.restoreState(splitter)
+
+    def save_settings(self) -> None:
+        self.settings.setValue("geometry", self.saveGeometry())
+        self.settings.setValue("splitter", self.splitter.saveState())
+        self.settings.sync()
+
+    def closeEvent(self, event) -> None:
+        self.save_settings()
+        self.session.shutdown()
+        for view in self.views.values():
+            view.close()
+        super().closeEvent(event)

@@ -1,0 +1,79 @@
+"""File-menu parts for choosing a model: recent models (kept in QSettings) and the models found
+in the Hugging Face cache."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Optional
+
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QMenu, QWidget
+
+from ..io.hf_cache import hub_cache_dir, list_cached_models
+
+MAX_RECENT = 10
+
+
+class RecentModels:
+    def __init__(self, settings: QSettings) -> None:
+        self.settings = settings
+
+    def paths(self) -> list[str]:
+        value = self.settings.value("recent_models", [])
+        if isinstance(value, str):          # QSettings returns a lone entry as a string
+            value = [value]
+        return [str(v) for v in (value or [])]
+
+    def add(self, path: str) -> None:
+        paths = [path] + [p for p in self.paths() if p != path]
+        self.settings.setValue("recent_models", paths[:MAX_RECENT])
+
+    def clear(self) -> None:
+        self.settings.setValue("recent_models", [])
+
+
+class RecentMenu(QMenu):
+    def __init__(self, recent: RecentModels, open_path: Callable[[str], None],
+                 parent: Optional[QWidget] = None) -> None:
+        super().__init__("Recent Models", parent)
+        self.recent, self.open_path = recent, open_path
+        self.aboutToShow.connect(self.refresh)
+
+    def refresh(self) -> None:
+        self.clear()
+        paths = self.recent.paths()
+        if not paths:
+            self.addAction("(none yet)").setEnabled(False)
+            return
+        for path in paths:
+            action = self.addAction(_short(path))
+            action.setToolTip(path)
+            action.setStatusTip(path)
+            action.setEnabled(Path(path).exists())
+            action.triggered.connect(lambda _=False, p=path: self.open_path(p))
+        self.addSeparator()
+        self.addAction("Clear Recent Models").triggered.connect(self.recent.clear)
+
+
+class HFCacheMenu(QMenu):
+    """Lists the cache when opened (it may have changed since the app started)."""
+
+    def __init__(self, open_path: Callable[[str], None], parent: Optional[QWidget] = None) -> None:
+        super().__init__("Hugging Face Cache", parent)
+        self.open_path = open_path
+        self.aboutToShow.connect(self.refresh)
+
+    def refresh(self) -> None:
+        self.clear()
+        models = list_cached_models()
+        if not models:
+            self.addAction(f"(no models in {hub_cache_dir()})").setEnabled(False)
+            return
+        for cached in models:
+            action = self.addAction(f"{cached.repo_id}   ({cached.revision[:8]})")
+            action.setStatusTip(str(cached.path))
+            action.triggered.connect(lambda _=False, p=str(cached.path): self.open_path(p))
+
+
+def _short(path: str) -> str:
+    parts = Path(path).parts
+    return str(Path(*parts[-3:])) if len(parts) > 3 else path

@@ -1,0 +1,9 @@
+"""Reusable figures: heatmap with colour bar, bars, lines, scatter. Each is a widget whose
+`figure` layout is the exportable figure."""
+from .bars import Bars
+from .common import Figure, configure_pyqtgraph
+from .heatmap import Heatmap
+from .lines import Curve, Lines
+from .scatter import Scatter
+
+__all__ = ["Bars", "Curve", "Figure", "Heatmap", "Lines", "Scatter", "configure_pyqtgraph"]

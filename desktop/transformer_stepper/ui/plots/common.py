@@ -1,0 +1,202 @@
+"""What every figure shares: a token-labelled axis, hover and click mapped to data coordinates,
+the colours and fonts. A figure is a GraphicsLayoutWidget whose layout (`figure`) stands on its
+own: title, axis labels, colour bar; it is what gets exported."""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtGui import QColor, QCursor, QFont, QFontMetrics
+from PySide6.QtWidgets import QToolTip, QWidget
+
+SELECTED = QColor("#ff7f0e")          # the selected token, in every plot
+HIGHLIGHT_PEN = pg.mkPen(SELECTED, width=2.5)
+INK = QColor("#222222")
+MUTED = QColor("#9a9a9a")
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+           "#bcbd22", "#7f7f7f")
+BAR_BRUSH = QColor("#4c78a8")
+TITLE_POINTS = 11
+TITLE_SIZE = f"{TITLE_POINTS}pt"
+LABEL_STYLE = {"font-size": "10pt", "color": "#222"}
+TICK_FONT_POINTS = 9
+
+_configured = False
+
+
+def configure_pyqtgraph() -> None:
+    """Light background, dark ink (legible on screen, on slides and in papers)."""
+    global _configured
+    if not _configured:
+        pg.setConfigOptions(background="w", foreground=INK, antialias=True,
+                            imageAxisOrder="row-major")
+        _configured = True
+
+
+def format_value(value: float) -> str:
+    """The exact float32 value, as its shortest round-trip representation."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if np.isneginf(value):
+        return "−∞ (masked)"
+    return str(np.float32(value))
+
+
+class LabelAxis(pg.AxisItem):
+    """An axis that names integer positions (tokens, characters, layers) and thins its labels to
+    what fits at the current zoom; without labels it behaves like a normal numeric axis."""
+
+    def __init__(self, orientation: str, **kwargs) -> None:
+        super().__init__(orientation, **kwargs)
+        self.labels: Optional[Sequence[str]] = None
+        font = QFont()
+        font.setPointSize(TICK_FONT_POINTS)
+        self.setTickFont(font)
+        self.enableAutoSIPrefix(False)      # "value (x0.001)" confuses more than it helps
+        self._label_pixels = 14.0
+
+    def set_labels(self, labels: Optional[Sequence[str]]) -> None:
+        self.labels = list(labels) if labels is not None else None
+        metrics = QFontMetrics(self.style["tickFont"] or QFont())
+        if self.labels and self.orientation in ("bottom", "top"):
+            sample = self.labels[:: max(1, len(self.labels) // 500)]
+            self._label_pixels = max(metrics.horizontalAdvance(_shorten(s)) for s in sample) + 10.0
+        else:
+            self._label_pixels = metrics.height() + 2.0
+        self.picture = None
+        self.update()
+
+    def tickValues(self, minVal, maxVal, size):
+        if not self.labels:
+            return super().tickValues(minVal, maxVal, size)
+        lo = max(0, math.ceil(min(minVal, maxVal) - 1e-6))
+        hi = min(len(self.labels) - 1, math.floor(max(minVal, maxVal) + 1e-6))
+        if hi < lo or size <= 0:
+            return []
+        step = max(1, math.ceil((hi - lo + 1) * self._label_pixels / size))
+        first = lo + (-lo) % step
+        return [(step, list(range(first, hi + 1, step)))]
+
+    def tickStrings(self, values, scale, spacing):
+        if not self.labels:
+            return super().tickStrings(values, scale, spacing)
+        out = []
+        for v in values:
+            i = int(round(v))
+            label = self.labels[i] if 0 <= i < len(self.labels) else ""
+            out.append(_shorten(label))
+        return out
+
+
+def _shorten(label: str, limit: int = 16) -> str:
+    return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+class TitleLabel(pg.LabelItem):
+    """A figure title that never forces the figure wider than its window: too long a title is
+    shortened with '…' (pyqtgraph's LabelItem makes its text width the minimum width)."""
+
+    def __init__(self, text: str) -> None:
+        self.full_text = text
+        super().__init__(text, size=TITLE_SIZE, color="#222")
+
+    def set_full_text(self, text: str) -> None:
+        self.full_text = text
+        self._elide()
+
+    def _elide(self) -> None:
+        font = QFont()
+        font.setPointSize(TITLE_POINTS)
+        available = max(int(self.width()) - 8, 40)
+        shown = QFontMetrics(font).elidedText(self.full_text, Qt.TextElideMode.ElideRight, available)
+        if shown != self.text:
+            self.setText(shown)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if event is not None:
+            self._elide()
+
+    def updateMin(self) -> None:
+        height = self.itemRect().height()
+        self.setMinimumWidth(0)
+        self.setMinimumHeight(height)
+        self._sizeHint = {Qt.SizeHint.MinimumSize: (0, height), Qt.SizeHint.PreferredSize: (0, height),
+                          Qt.SizeHint.MaximumSize: (-1, -1), Qt.SizeHint.MinimumDescent: (0, 0)}
+        self.updateGeometry()
+
+
+class Figure(pg.GraphicsLayoutWidget):
+    """One exportable figure: `figure` (the layout) holds a titled PlotItem, and subclasses add
+    items once and feed them data. Hover shows `hover_at(x, y)`; a click on a token emits
+    tokenClicked with `token_at(x, y)`."""
+
+    tokenClicked = Signal(int)
+    hovered = Signal(str)
+
+    def __init__(self, title: str, x_label: str = "", y_label: str = "",
+                 parent: Optional[QWidget] = None) -> None:
+        configure_pyqtgraph()
+        super().__init__(parent)
+        self.x_axis = LabelAxis("bottom")
+        self.y_axis = LabelAxis("left")
+        self.title_label = TitleLabel(title)
+        self.ci.addItem(self.title_label, row=0, col=0, colspan=2)
+        self.plot = self.ci.addPlot(row=1, col=0, axisItems={"bottom": self.x_axis, "left": self.y_axis})
+        self.plot.hideButtons()
+        self.set_title(title)
+        self.plot.setLabel("bottom", x_label, **LABEL_STYLE)
+        self.plot.setLabel("left", y_label, **LABEL_STYLE)
+        self.setMinimumSize(160, 130)
+        self.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self.scene().sigMouseClicked.connect(self._on_mouse_clicked)
+
+    @property
+    def figure(self) -> pg.GraphicsLayout:
+        """The item to export: it holds the title, the axes and any colour bar."""
+        return self.ci
+
+    def set_title(self, title: str) -> None:
+        self.title = title
+        self.title_label.set_full_text(title)
+
+    # -- overridden by the plot kinds ---------------------------------------------------
+    def hover_at(self, x: float, y: float) -> Optional[str]:
+        return None
+
+    def token_at(self, x: float, y: float) -> Optional[int]:
+        return None
+
+    # -- mouse --------------------------------------------------------------------------
+    def _data_point(self, scene_pos) -> Optional[QPointF]:
+        view = self.plot.vb
+        if not view.sceneBoundingRect().contains(scene_pos):
+            return None
+        return view.mapSceneToView(scene_pos)
+
+    def _on_mouse_moved(self, scene_pos) -> None:
+        point = self._data_point(scene_pos)
+        text = self.hover_at(point.x(), point.y()) if point is not None else None
+        if text:
+            self.hovered.emit(text)
+            QToolTip.showText(QCursor.pos(), text, self)
+        else:
+            QToolTip.hideText()
+
+    def _on_mouse_clicked(self, event) -> None:
+        if event.button() != pg.QtCore.Qt.MouseButton.LeftButton or event.double():
+            return
+        point = self._data_point(event.scenePos())
+        if point is None:
+            return
+        index = self.token_at(point.x(), point.y())
+        if index is not None:
+            self.tokenClicked.emit(int(index))
+
+
+def nearest_index(value: float, count: int) -> Optional[int]:
+    i = int(round(value))
+    return i if 0 <= i < count else None

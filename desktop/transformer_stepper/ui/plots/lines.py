@@ -1,0 +1,108 @@
+"""Several named curves over a shared x (positions, dimensions, layers), with a legend; the
+nearest point's exact value on hover. Curves are created once and re-fed."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QWidget
+
+from .common import PALETTE, Figure, format_value
+
+
+@dataclass
+class Curve:
+    name: str
+    y: np.ndarray
+    x: Optional[np.ndarray] = None      # default 0..len(y)-1
+    color: object = None
+    width: float = 1.8
+    step: bool = False                  # a histogram: x holds len(y)+1 bin edges
+    fill: bool = False
+
+
+class Lines(Figure):
+    def __init__(self, title: str, x_label: str = "", y_label: str = "", *,
+                 legend: bool = True, tokens_on_x: bool = False,
+                 parent: Optional[QWidget] = None) -> None:
+        super().__init__(title, x_label, y_label, parent)
+        self.tokens_on_x = tokens_on_x
+        self.legend = self.plot.addLegend(offset=(-6, 6), labelTextSize="9pt") if legend else None
+        if self.legend is not None:
+            self.legend.setBrush(pg.mkBrush(255, 255, 255, 210))
+        self.items: list[pg.PlotDataItem] = []
+        self.curves: list[Curve] = []
+        self.x_labels: Optional[list[str]] = None
+
+    def _item(self, i: int) -> pg.PlotDataItem:
+        while len(self.items) <= i:
+            item = pg.PlotDataItem()
+            self.plot.addItem(item)
+            self.items.append(item)
+        return self.items[i]
+
+    def set_curves(self, curves: Sequence[Curve], x_labels: Optional[Sequence[str]] = None,
+                   y_range: Optional[tuple[float, float]] = None) -> None:
+        self.curves = list(curves)
+        self.x_labels = list(x_labels) if x_labels is not None else None
+        if self.legend is not None:
+            self.legend.clear()
+        for i, curve in enumerate(self.curves):
+            item = self._item(i)
+            x = np.arange(len(curve.y)) if curve.x is None else curve.x
+            color = curve.color if curve.color is not None else PALETTE[i % len(PALETTE)]
+            pen = pg.mkPen(color, width=curve.width)
+            if curve.step:
+                item.setData(x, curve.y, stepMode="center", fillLevel=0 if curve.fill else None,
+                             brush=pg.mkBrush(pg.mkColor(color).lighter(170)) if curve.fill else None,
+                             pen=pen)
+            else:
+                item.setData(x, curve.y, stepMode=None, fillLevel=None, pen=pen)
+            item.setVisible(True)
+            if self.legend is not None and curve.name:
+                self.legend.addItem(item, curve.name)
+        for item in self.items[len(self.curves):]:
+            item.setData([], [])
+            item.setVisible(False)
+        self.x_axis.set_labels(self.x_labels)
+        self.plot.enableAutoRange()
+        if self.x_labels is not None:      # whole labels at both ends
+            self.plot.setXRange(-0.5, len(self.x_labels) - 0.5, padding=0)
+        if y_range is not None:
+            self.plot.setYRange(*y_range, padding=0.02)
+
+    def hover_at(self, x: float, y: float) -> Optional[str]:
+        best = None
+        view_range = self.plot.vb.viewRange()
+        y_span = (view_range[1][1] - view_range[1][0]) or 1.0
+        for curve in self.curves:
+            xs = np.arange(len(curve.y)) if curve.x is None else np.asarray(curve.x)
+            if curve.step:
+                centres = 0.5 * (xs[:-1] + xs[1:])
+                j = int(np.clip(np.searchsorted(xs, x) - 1, 0, len(curve.y) - 1))
+                distance = abs(float(curve.y[j]) - y) / y_span if len(curve.y) else np.inf
+                candidate = (distance, f"{curve.name}: {centres[j]:.3g} → {format_value(float(curve.y[j]))}")
+            else:
+                if not len(xs):
+                    continue
+                j = int(np.argmin(np.abs(xs - x)))
+                distance = abs(float(curve.y[j]) - y) / y_span
+                where = self._x_name(xs[j])
+                candidate = (distance, f"{curve.name}: {where} → {format_value(float(curve.y[j]))}")
+            if best is None or candidate[0] < best[0]:
+                best = candidate
+        return best[1] if best is not None else None
+
+    def _x_name(self, x: float) -> str:
+        i = int(round(x))
+        if self.x_labels is not None and 0 <= i < len(self.x_labels):
+            return f"{i} '{self.x_labels[i]}'"
+        return f"{x:.6g}"
+
+    def token_at(self, x: float, y: float) -> Optional[int]:
+        if not self.tokens_on_x or self.x_labels is None:
+            return None
+        i = int(round(x))
+        return i if 0 <= i < len(self.x_labels) else None

@@ -1,0 +1,272 @@
+"""The one state object of the app: model, text, trace and what the user is looking at.
+
+Widgets call its methods and react to its signals; nothing else holds state. Opening a model and
+tracing text run in workers; each request gets a number, and a result that is no longer the
+latest request (the user typed on, or opened another model) is dropped."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from ..core import stages
+from ..core.model import Model
+from ..core.trace import Trace
+from . import analysis
+from .workers import ComputeResult, LoadResult, Task, WorkerPool, compute_trace, load_and_trace
+
+DEFAULT_TEXT = "The fisherman sat on the bank of the river because he was tired."
+TEXT_DEBOUNCE_MS = 40
+
+
+class Session(QObject):
+    modelChanged = Signal()              # a new model is in place; traceChanged follows
+    traceChanged = Signal()              # a new trace (new text or new model)
+    layerChanged = Signal(int)
+    headChanged = Signal(int)
+    selectionChanged = Signal(int)       # the selected token (query) index
+    stageChanged = Signal(str)
+    temperatureChanged = Signal(float)
+    busyChanged = Signal(bool, str)      # work under way, what it is
+    openFailed = Signal(str)             # a model did not open: one line naming the problem
+    computeFailed = Signal(str)          # the text did not trace (e.g. empty): one line
+    textChanged = Signal(str)            # the text was set (by the user or programmatically)
+
+    def __init__(self, parent: Optional[QObject] = None, debounce_ms: int = TEXT_DEBOUNCE_MS) -> None:
+        super().__init__(parent)
+        self.workers = WorkerPool()
+        self._model: Optional[Model] = None
+        self._model_path: Optional[str] = None
+        self._trace: Optional[Trace] = None
+        self._text = DEFAULT_TEXT
+        self._layer = 0
+        self._head = 0
+        self._selected = -1               # none yet: the first ordinary token once traced
+        self._stage = stages.STAGES[0].key
+        self._temperature = 1.0
+        self.compute_seconds = 0.0
+        self._labels: list[str] = []
+        self._requests = 0                # every load or compute request takes the next number
+        self._latest_load = -1
+        self._latest_compute = -1
+        self._computing = False
+        self._compute_again = False
+        self._loading_path: Optional[str] = None
+        self._debounce = QTimer(self)
+        self._debounce.setSingleShot(True)
+        self._debounce.setInterval(debounce_ms)
+        self._debounce.timeout.connect(self.compute_now)
+
+    # -- read-only state ---------------------------------------------------------------
+    @property
+    def model(self) -> Optional[Model]:
+        return self._model
+
+    @property
+    def model_path(self) -> Optional[str]:
+        return self._model_path
+
+    @property
+    def trace(self) -> Optional[Trace]:
+        return self._trace
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    @property
+    def layer(self) -> int:
+        return self._layer
+
+    @property
+    def head(self) -> int:
+        return self._head
+
+    @property
+    def selected_token(self) -> int:
+        return self._selected
+
+    @property
+    def stage_key(self) -> str:
+        return self._stage
+
+    @property
+    def temperature(self) -> float:
+        return self._temperature
+
+    @property
+    def busy(self) -> bool:
+        return self._loading_path is not None or self._computing
+
+    def token_labels(self) -> list[str]:
+        """How each token of the current trace reads on an axis (GPT-2's 'Ġ' shown as a space)."""
+        return self._labels
+
+    def available_stages(self) -> list[stages.Stage]:
+        return stages.available_stages(self._model.config if self._model else None)
+
+    # -- model -------------------------------------------------------------------------
+    def open_model(self, path: Optional[str]) -> None:
+        """Open a folder or file (None: the built-in model) in a worker; the old model, text and
+        stage stay until the new one has opened, and stay for good if it fails."""
+        self._requests += 1
+        self._latest_load = self._requests
+        self._loading_path = path or "the built-in model"
+        self.busyChanged.emit(True, f"Opening {self._loading_path}…")
+        self.workers.start(Task(self._requests, load_and_trace, path, self._text),
+                           self._on_loaded, self._on_load_failed)
+
+    def _on_loaded(self, request_id: int, result: LoadResult) -> None:
+        if request_id != self._latest_load:
+            return
+        self._loading_path = None
+        self._model, self._model_path = result.model, result.path
+        config = result.model.config
+        self._layer = min(self._layer, config.n_layer - 1)
+        self._head = min(self._head, config.n_head - 1)
+        if not stages.stage(self._stage).available(config):
+            self._stage = stages.available_stages(config)[-1].key
+        self._latest_compute = self._requests     # any compute for the old model is stale now
+        self.modelChanged.emit()
+        self.layerChanged.emit(self._layer)
+        self.headChanged.emit(self._head)
+        self.stageChanged.emit(self._stage)
+        if result.text == self._text and result.trace is not None:
+            self._accept_trace(result.trace, result.seconds)
+        else:
+            self._trace, self._labels = None, []
+            self.traceChanged.emit()
+            if result.text == self._text:
+                self.computeFailed.emit(result.trace_error or "the text did not trace")
+            else:                      # typed on while the model opened
+                self.compute_now()
+        self._emit_busy()
+
+    def _on_load_failed(self, request_id: int, message: str, user_error: bool) -> None:
+        if request_id != self._latest_load:
+            return
+        self._loading_path = None
+        self._emit_busy()
+        self.openFailed.emit(message)
+
+    # -- text and trace ----------------------------------------------------------------
+    def set_text(self, text: str, immediate: bool = False) -> None:
+        """Typing lands here: the model re-runs after a short pause (or at once)."""
+        if text != self._text:
+            self._text = text
+            self.textChanged.emit(text)
+        if immediate:
+            self._debounce.stop()
+            self.compute_now()
+        else:
+            self._debounce.start()
+
+    def compute_now(self) -> None:
+        if self._model is None:
+            return
+        if self._computing:            # one forward pass at a time; the latest text runs next
+            self._compute_again = True
+            return
+        self._requests += 1
+        self._latest_compute = self._requests
+        self._computing = True
+        self._emit_busy()
+        self.workers.start(Task(self._requests, compute_trace, self._model, self._text),
+                           self._on_computed, self._on_compute_failed)
+
+    def _compute_done(self) -> None:
+        self._computing = False
+        if self._compute_again:
+            self._compute_again = False
+            self.compute_now()
+        else:
+            self._emit_busy()
+
+    def _on_computed(self, request_id: int, result: ComputeResult) -> None:
+        if (request_id == self._latest_compute and result.model is self._model
+                and result.text == self._text):
+            self._accept_trace(result.trace, result.seconds)
+        self._compute_done()
+
+    def _on_compute_failed(self, request_id: int, message: str, user_error: bool) -> None:
+        if request_id == self._latest_compute:
+            if user_error:
+                self.computeFailed.emit(message)
+            else:
+                self.openFailed.emit(f"computing the trace failed: {message}")
+        self._compute_done()
+
+    def _accept_trace(self, trace: Trace, seconds: float) -> None:
+        self._trace = trace
+        self.compute_seconds = seconds
+        self._labels = analysis.token_labels(trace, self._model.tokenizer)
+        if self._selected >= trace.n_seq or self._selected < 0:
+            self._selected = analysis.default_token(trace)
+        self.traceChanged.emit()
+
+    def _emit_busy(self) -> None:
+        if self._loading_path is not None:
+            self.busyChanged.emit(True, f"Opening {self._loading_path}…")
+        elif self._computing:
+            self.busyChanged.emit(True, "Computing…")
+        else:
+            self.busyChanged.emit(False, "")
+
+    # -- what the user looks at --------------------------------------------------------
+    def set_layer(self, layer: int) -> None:
+        if self._model is None:
+            return
+        layer = int(np.clip(layer, 0, self._model.config.n_layer - 1))
+        if layer != self._layer:
+            self._layer = layer
+            self.layerChanged.emit(layer)
+
+    def set_head(self, head: int) -> None:
+        if self._model is None:
+            return
+        head = int(np.clip(head, 0, self._model.config.n_head - 1))
+        if head != self._head:
+            self._head = head
+            self.headChanged.emit(head)
+
+    def select_token(self, index: int) -> None:
+        if self._trace is None or not 0 <= index < self._trace.n_seq:
+            return
+        if index != self._selected:
+            self._selected = int(index)
+            self.selectionChanged.emit(self._selected)
+
+    def set_stage(self, key: str) -> None:
+        stage = stages.stage(key)
+        if not stage.available(self._model.config if self._model else None):
+            return
+        if key != self._stage:
+            self._stage = key
+            self.stageChanged.emit(key)
+
+    def step(self, direction: int) -> bool:
+        """One stage forward (+1) or back (-1); past a layer's last stage into the next layer."""
+        if self._model is None:
+            return False
+        target = stages.step(self._stage, self._layer, direction, self._model.config)
+        if target is None:
+            return False
+        key, layer = target
+        self.set_layer(layer)
+        self.set_stage(key)
+        return True
+
+    def set_temperature(self, temperature: float) -> None:
+        temperature = float(max(temperature, 1e-3))
+        if temperature != self._temperature:
+            self._temperature = temperature
+            self.temperatureChanged.emit(temperature)
+
+    # -- shutdown ----------------------------------------------------------------------
+    def shutdown(self, msecs: int = -1) -> bool:
+        """Drop every pending result and wait for the workers (teardown, window close)."""
+        self._debounce.stop()
+        self._latest_load = self._latest_compute = -1
+        self._compute_again = False
+        return self.workers.wait(msecs)

@@ -1,0 +1,192 @@
+"""What every stage view shares: figures in a grid, a readout line for hover values, and the
+bookkeeping that redraws only what changed, and only when the view is on screen (or asked for
+its plots, e.g. by an export)."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
+
+from ...core import stages
+from ...core.trace import Trace
+from ..plots.common import Figure
+from ..session import Session
+
+
+class StageView(QWidget):
+    """Subclasses set `stage_key`, build their figures in `build()` (once), and fill them in
+    `update_data()` (trace, layer, head changed) and `update_selection()` (selected token)."""
+
+    stage_key = ""
+    updated = Signal()               # redrawn: the explanation may have new numbers
+
+    def __init__(self, session: Session, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.stage = stages.stage(self.stage_key)
+        self._figures: list[tuple[str, Figure]] = []
+        self._drawn: Optional[tuple] = None      # (trace, data key, selection) last drawn
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(4, 4, 4, 2)
+        outer.setSpacing(4)
+        self.controls = QVBoxLayout()
+        outer.addLayout(self.controls)
+        self.placeholder = QLabel("Open a model and type a sentence to see this stage.")
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.placeholder.setVisible(False)
+        outer.addWidget(self.placeholder)
+        self.grid = QGridLayout()
+        self.grid.setSpacing(6)
+        outer.addLayout(self.grid, stretch=1)
+        self.readout = QLabel("Hover a plot for exact values; click a token to select it.")
+        self.readout.setObjectName("readout")
+        self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.readout.setStyleSheet("color: #444;")
+        outer.addWidget(self.readout)
+        self._connections: list = []
+        self.build()
+        self.listen(session.traceChanged, self._on_data)
+        self.listen(session.selectionChanged, self._on_selection)
+        if self.stage.per_layer:
+            self.listen(session.layerChanged, self._on_data)
+        if self.stage.per_head:
+            self.listen(session.headChanged, self._on_data)
+        self.ensure_current()
+
+    # -- for subclasses -------------------------------------------------------------------
+    def build(self) -> None:
+        raise NotImplementedError
+
+    def update_data(self) -> None:
+        raise NotImplementedError
+
+    def update_selection(self) -> None:
+        """Only what depends on the selected token (always called after update_data)."""
+
+    def stage_values(self) -> dict:
+        """Numbers for this stage's explanation text (answers with the actual values)."""
+        return {}
+
+    def listen(self, signal, slot) -> None:
+        """Connect to a session signal; close() disconnects (the session outlives views)."""
+        signal.connect(slot)
+        self._connections.append((signal, slot))
+
+    def add_figure(self, name: str, figure: Figure, row: int, col: int,
+                   row_span: int = 1, col_span: int = 1, on_click=None) -> Figure:
+        """Place a figure; a click on it selects a token (or calls `on_click(index)`)."""
+        self._figures.append((name, figure))
+        self.grid.addWidget(figure, row, col, row_span, col_span)
+        figure.tokenClicked.connect(on_click or self.session.select_token)
+        figure.hovered.connect(self.readout.setText)
+        return figure
+
+    def show_figure(self, name: str, visible: bool) -> None:
+        for figure_name, figure in self._figures:
+            if figure_name == name:
+                figure.setVisible(visible)
+
+    @property
+    def trace(self) -> Optional[Trace]:
+        return self.session.trace
+
+    @property
+    def labels(self) -> list[str]:
+        return self.session.token_labels()
+
+    @property
+    def selected(self) -> int:
+        return self.session.selected_token
+
+    def layer_array(self, name: str) -> np.ndarray:
+        return self.trace[name][self.session.layer]
+
+    def head_array(self, name: str) -> np.ndarray:
+        return self.trace[name][self.session.layer, self.session.head]
+
+    # -- the export contract ----------------------------------------------------------------
+    def plots(self) -> list[tuple[str, object]]:
+        """(plot name, pyqtgraph GraphicsLayout standing on its own as a figure), up to date."""
+        self.ensure_current()
+        return [(name, figure.figure) for name, figure in self._figures if not figure.isHidden()]
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+    def data_key(self) -> tuple:
+        """What update_data() depends on besides the trace (per-layer views: layer and head)."""
+        return ((self.session.layer,) if self.stage.per_layer else ()) + \
+            ((self.session.head,) if self.stage.per_head else ())
+
+    def is_current(self) -> bool:
+        drawn = self._drawn
+        return (drawn is not None and drawn[0] is self.trace and drawn[1] == self.data_key()
+                and drawn[2] == self.session.selected_token)
+
+    def _on_data(self, *_: object) -> None:
+        if self.isVisible():
+            self.ensure_current()
+
+    _on_selection = _on_data
+
+    def showEvent(self, event) -> None:
+        self.ensure_current()
+        super().showEvent(event)
+
+    def ensure_current(self) -> None:
+        """Redraw what changed since the last drawing; nothing if nothing did. Signals may
+        arrive in any order and more than once: the comparison makes repeats free."""
+        trace = self.trace
+        if trace is None:
+            self.placeholder.setVisible(True)
+            for _, figure in self._figures:
+                figure.setVisible(False)
+            self._drawn = None
+            return
+        if self.is_current():
+            return
+        drawn, key, selected = self._drawn, self.data_key(), self.session.selected_token
+        self.placeholder.setVisible(False)
+        if drawn is None or drawn[0] is not trace or drawn[1] != key:
+            self.update_data()
+        self.update_selection()
+        self._drawn = (trace, key, selected)
+        for _, figure in self._figures:   # a figure marks itself unused (e.g. no token types)
+            figure.setVisible(not getattr(figure, "unused", False))
+        self.updated.emit()
+
+    def explanation_values(self) -> tuple[dict, dict]:
+        """(values, flags) for the stage's explanation template."""
+        session, trace = self.session, self.trace
+        values: dict = {"layer": session.layer, "head": session.head,
+                        "next_layer": session.layer + 1,
+                        "prev_layer": "embedding" if session.layer == 0 else session.layer - 1,
+                        "temperature": f"{session.temperature:.2f}"}
+        flags: dict = {"trace": trace is not None}
+        if trace is not None:
+            c = trace.config
+            i = min(self.selected, trace.n_seq - 1)
+            values.update(n_seq=trace.n_seq, d_model=c.d_model, n_head=c.n_head, d_head=c.d_head,
+                          n_layer=c.n_layer, d_ff=c.d_ff, n_vocab=c.n_vocab, n_ctx=c.n_ctx,
+                          last_layer=c.n_layer - 1, family=c.family, model=c.name,
+                          token=self.labels[i], token_index=i, token_id=int(trace.input_ids[i]),
+                          eps=f"{c.ln_eps:g}", n_types=c.n_token_types,
+                          activation={"gelu_erf": "GELU (exact, with erf)",
+                                      "gelu_tanh": "GELU (tanh approximation)",
+                                      "relu": "ReLU"}[c.activation])
+            flags.update(causal=c.causal, sinusoidal=c.position == "sinusoidal",
+                         learned=c.position == "learned", token_types=c.n_token_types > 0,
+                         embed_norm=c.embed_norm, pre_ln=c.norm == "pre", post_ln=c.norm == "post",
+                         lm_head=c.lm_head, final_norm=c.final_norm,
+                         mlm=c.lm_head and not c.causal)
+            values.update(self.stage_values())
+        return values, flags
+
+    def close(self) -> bool:
+        for signal, slot in self._connections:
+            try:
+                signal.disconnect(slot)
+            except (RuntimeError, TypeError):
+                pass
+        self._connections = []
+        return super().close()

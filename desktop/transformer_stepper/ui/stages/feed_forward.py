@@ -1,0 +1,68 @@
+"""10. Feed-forward and residual: W1, activation, W2, + the residual, LayerNorm (post-LN)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import analysis
+from ..plots import Curve, Heatmap, Lines, Scatter
+from ..plots.common import PALETTE
+from .base import StageView
+
+ACTIVATION_NAMES = {"gelu_erf": "GELU", "gelu_tanh": "GELU (tanh)", "relu": "ReLU"}
+
+
+def _heatmap(title: str, x_label: str = "dimension") -> Heatmap:
+    return Heatmap(title, x_label, "token", value_label="value", row_names="token",
+                   col_names="unit" if x_label != "dimension" else "dim")
+
+
+class FeedForwardView(StageView):
+    stage_key = "feed_forward"
+
+    def build(self) -> None:
+        self.hidden = self.add_figure("hidden_activations", _heatmap("Hidden activations", "hidden unit"), 0, 0, 1, 2)
+        self.distribution = self.add_figure("activation_distributions", Lines(
+            "Values before and after the activation (all tokens)", "value", "count (log10)"), 0, 2)
+        self.shape = self.add_figure("activation_function", Scatter(
+            "The selected token's hidden units: before vs after", "before (x·W1 + b1)",
+            "after activation"), 1, 2)
+        self.output = self.add_figure("feed_forward_output", _heatmap("· W2 + b2"), 1, 0)
+        self.after = self.add_figure("after_residual", _heatmap("+ residual"), 1, 1)
+
+    def update_data(self) -> None:
+        trace, layer = self.trace, self.session.layer
+        config = trace.config
+        act = ACTIVATION_NAMES[config.activation]
+        self.hidden.set_title(f"Hidden activations {act}(x·W1 + b1): {trace.n_seq} × {config.d_ff}, layer {layer}")
+        self.hidden.set_data(self.layer_array("mlp_act"), self.labels)
+        pre, post = self.layer_array("mlp_pre_act"), self.layer_array("mlp_act")
+        limit = max(analysis.robust_limit(pre, 99.9), 1e-6)
+        curves = []
+        for name, values, color in (("before", pre, PALETTE[0]), (f"after {act}", post, PALETTE[1])):
+            edges, counts = analysis.histogram(np.clip(values, -limit, limit), bins=80, limit=limit)
+            curves.append(Curve(name, np.log10(counts + 1.0).astype(np.float32), x=edges, color=color,
+                                step=True))
+        self.distribution.set_curves(curves)
+        self.output.set_title(f"Feed-forward output: · W2 + b2 ({config.d_ff} → {config.d_model})")
+        self.output.set_data(self.layer_array("mlp_out"), self.labels)
+        if config.norm == "post":
+            self.after.set_title("+ residual, then LayerNorm ln_2 = the layer's output")
+            self.after.set_data(self.layer_array("ln_2_out"), self.labels)
+        else:
+            self.after.set_title("+ residual = the layer's output (pre-LN: no norm here)")
+            self.after.set_data(self.layer_array("mlp_residual"), self.labels)
+        self.positive_fraction = float(np.mean(post > 0))
+
+    def update_selection(self) -> None:
+        i = self.selected
+        for figure in (self.hidden, self.output, self.after):
+            figure.set_highlight(row=i)
+        pre, post = self.layer_array("mlp_pre_act")[i], self.layer_array("mlp_act")[i]
+        self.shape.set_title(f"'{self.labels[i]}': each of {len(pre)} hidden units, before vs after")
+        self.shape.set_points(pre, post, [f"unit {u}" for u in range(len(pre))], size=5)
+
+    def stage_values(self) -> dict:
+        post = self.layer_array("mlp_act")[self.selected]
+        top = np.argsort(-post)[:3]
+        return {"positive_fraction": f"{100 * self.positive_fraction:.0f}%",
+                "top_units": ", ".join(f"{int(u)} ({post[u]:.2f})" for u in top)}

@@ -1,0 +1,75 @@
+"""11. Layer output: the contextual embedding after this layer, and how far each token has
+moved from its own layer-0 vector across the layers."""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from .. import analysis
+from ..plots import Curve, Heatmap, Lines
+from ..plots.common import HIGHLIGHT_PEN, SELECTED
+from .base import StageView
+
+MAX_TOKEN_CURVES = 32      # beyond this, the other tokens are summarised by their mean
+
+
+class LayerOutputView(StageView):
+    stage_key = "layer_output"
+
+    def build(self) -> None:
+        self.hidden = self.add_figure("layer_output", Heatmap(
+            "Hidden states after this layer", "dimension", "token", value_label="value",
+            row_names="token", col_names="dim"), 0, 0)
+        self.drift = self.add_figure("cosine_to_layer0", Lines(
+            "Each token's cosine to its own layer-0 vector", "hidden state", "cosine"), 0, 1)
+        self.similarity = self.add_figure("token_similarity", Heatmap(
+            "Cosine between tokens after this layer", "token", "token", value_label="cosine",
+            row_names="token", col_names="token"), 1, 0, 1, 2)
+        self.layer_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#555", width=1,
+                                                                 style=pg.QtCore.Qt.PenStyle.DashLine))
+        self.drift.plot.addItem(self.layer_line)
+        self.grid.setRowStretch(0, 1)
+        self.grid.setRowStretch(1, 1)
+
+    def update_data(self) -> None:
+        trace, layer = self.trace, self.session.layer
+        config = trace.config
+        states = trace.hidden_states                       # [n_layer + 1, n, d]
+        self.hidden.set_title(f"Hidden states after layer {layer}: {trace.n_seq} × {config.d_model}"
+                              " — the contextual embeddings")
+        self.hidden.set_data(self.layer_array("layer_out"), self.labels)
+        base = states[0]
+        self.cosines = np.stack([analysis.cosine_rows(s, base) for s in states])   # [L+1, n]
+        self.similarity.set_title(f"Cosine between tokens after layer {layer}")
+        self.similarity.set_data(analysis.cosine_matrix(self.layer_array("layer_out")), self.labels,
+                                 self.labels, levels=(-1.0, 1.0))
+        suffix = " (+ ln_f)" if config.final_norm else ""
+        self.layer_names = ["embedding"] + [f"layer {i}" for i in range(config.n_layer)]
+        self.layer_names[-1] += suffix
+        self.layer_line.setValue(layer + 1)
+
+    def update_selection(self) -> None:
+        i = self.selected
+        self.hidden.set_highlight(row=i)
+        self.similarity.set_highlight(row=i)
+        n = self.cosines.shape[1]
+        curves = [Curve("mean of all tokens", self.cosines.mean(axis=1), color="#555", width=2.5)]
+        others = [j for j in range(n) if j != i][:MAX_TOKEN_CURVES]
+        curves += [Curve("", self.cosines[:, j], color=pg.mkColor(120, 150, 200, 90), width=1) for j in others]
+        curves.append(Curve(f"'{self.labels[i]}' (selected)", self.cosines[:, i], color=SELECTED, width=3))
+        self.drift.set_curves(curves, x_labels=self.layer_names,
+                              y_range=(min(0.0, float(self.cosines.min())), 1.0))
+
+    def stage_values(self) -> dict:
+        i, layer = self.selected, self.session.layer
+        trace = self.trace
+        same = [j for j in range(trace.n_seq) if j != i and trace.input_ids[j] == trace.input_ids[i]]
+        values = {"cos_layer0": f"{float(self.cosines[layer + 1, i]):.3f}",
+                  "cos_last": f"{float(self.cosines[-1, i]):.3f}", "n_states": len(self.cosines)}
+        if same:
+            j = same[0]
+            out = self.layer_array("layer_out")
+            values.update(twin=j, twin_cos=f"{float(analysis.cosine_rows(out[i:i+1], out[j:j+1])[0]):.3f}")
+        else:
+            values.update(twin="—", twin_cos="— (type a sentence with the same word twice)")
+        return values

@@ -1,0 +1,81 @@
+"""9. Output projection and residual: heads side by side, · W_O, + the residual, LayerNorm."""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from .. import analysis
+from ..plots import Bars, Heatmap
+from .base import StageView
+
+
+def _heatmap(title: str) -> Heatmap:
+    return Heatmap(title, "dimension", "token", value_label="value", row_names="token", col_names="dim")
+
+
+class OutputProjectionView(StageView):
+    stage_key = "output_projection"
+
+    def build(self) -> None:
+        self.concat = self.add_figure("heads_concat", _heatmap("Heads side by side (concat)"), 0, 0)
+        self.projected = self.add_figure("attention_output", _heatmap("· W_O + b_O"), 0, 1)
+        self.change = self.add_figure("attention_change", Bars(
+            "How much attention changes each token: |attn out| / |x|", "token", "ratio",
+            value_name="|attn out| / |x|"), 0, 2)
+        self.residual = self.add_figure("residual", _heatmap("x + attention output"), 1, 0)
+        self.norm = self.add_figure("layernorm", _heatmap("LayerNorm"), 1, 1)
+        self.norm_effect = self.add_figure("layernorm_effect", Bars(
+            "Length of each token's vector before → after LayerNorm", "token", "|vector|",
+            value_name="length after LayerNorm"), 1, 2)
+        self.head_lines: list[pg.InfiniteLine] = []
+
+    def _head_boundaries(self, n_head: int, d_head: int) -> None:
+        while len(self.head_lines) < n_head - 1:
+            line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#000", width=1, style=pg.QtCore.Qt.PenStyle.DashLine))
+            self.concat.plot.addItem(line)
+            self.head_lines.append(line)
+        for h, line in enumerate(self.head_lines):
+            line.setVisible(h < n_head - 1)
+            line.setValue((h + 1) * d_head - 0.5)
+
+    def update_data(self) -> None:
+        trace, layer = self.trace, self.session.layer
+        config = trace.config
+        self.concat.set_title(f"{config.n_head} heads × {config.d_head} side by side, layer {layer}")
+        self.concat.set_data(self.layer_array("heads_concat"), self.labels)
+        self._head_boundaries(config.n_head, config.d_head)
+        self.projected.set_title(f"Attention output: concat · W_O + b_O ({config.d_model} × {config.d_model})")
+        self.projected.set_data(self.layer_array("attn_out"), self.labels)
+        self.residual.set_title("Residual: x + attention output")
+        self.residual.set_data(self.layer_array("attn_residual"), self.labels)
+        # post-LN (BERT): ln_1 follows this residual; pre-LN (GPT-2): ln_2 normalises it for the MLP
+        norm = "ln_1" if config.norm == "post" else "ln_2"
+        role = "the new residual stream" if config.norm == "post" else "the feed-forward's input; the stream itself stays un-normalised"
+        self.norm_name = norm
+        self.norm.set_title(f"LayerNorm {norm}: {role}")
+        self.norm.set_data(self.layer_array(f"{norm}_out"), self.labels)
+        x = self.layer_array("layer_in")
+        attn_out = self.layer_array("attn_out")
+        self.ratios = np.linalg.norm(attn_out, axis=1) / np.maximum(np.linalg.norm(x, axis=1), 1e-12)
+        self.change.set_data(self.ratios, self.labels, self.selected)
+        after = np.linalg.norm(self.layer_array(f"{norm}_out"), axis=1)
+        before = np.linalg.norm(self.layer_array(f"{norm}_in"), axis=1)
+        self.norm_effect.set_data(after, self.labels, self.selected,
+                                  notes=[f"before: {b:.4g}, after: {a:.4g}" for b, a in zip(before, after)])
+        self._before_after = (before, after)
+
+    def update_selection(self) -> None:
+        i = self.selected
+        for figure in (self.concat, self.projected, self.residual, self.norm):
+            figure.set_highlight(row=i)
+        self.change.set_highlight(i)
+        self.norm_effect.set_highlight(i)
+
+    def stage_values(self) -> dict:
+        i = self.selected
+        before, after = self._before_after
+        normalized = self.layer_array(f"{self.norm_name}_normalized")[i]
+        return {"ratio": f"{float(self.ratios[i]):.3f}", "norm_name": self.norm_name,
+                "len_before": f"{float(before[i]):.3g}", "len_after": f"{float(after[i]):.3g}",
+                "ln_mean": f"{float(normalized.mean()):.2g}", "ln_std": f"{float(normalized.std()):.4f}",
+                "mean_ratio": f"{float(np.mean(self.ratios)):.3f}"}

@@ -1,0 +1,94 @@
+"""4. Position addition: x = e + p (+ t), then the embedding LayerNorm where the model has one."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import analysis
+from ..plots import Bars, Curve, Heatmap, Lines
+from ..plots.common import PALETTE
+from .base import StageView
+
+
+class PositionAdditionView(StageView):
+    stage_key = "position_addition"
+
+    def build(self) -> None:
+        def heatmap(title: str) -> Heatmap:
+            return Heatmap(title, "dimension", "token", value_label="value",
+                           row_names="token", col_names="dim")
+
+        self.e = self.add_figure("token_embeddings", heatmap("e: token embeddings"), 0, 0)
+        self.p = self.add_figure("position_embeddings", heatmap("p: position vectors"), 0, 1)
+        self.t = self.add_figure("token_type_embeddings", heatmap("t: token-type rows"), 0, 2)
+        self.sum = self.add_figure("embedding_sum", heatmap("e + p: the sum"), 1, 0)
+        self.ln = self.add_figure("embedding_layernorm", heatmap("LayerNorm(e + p + t)"), 1, 1)
+        self.concat = self.add_figure("concatenation_alternative", heatmap(
+            "The alternative: [e | p] concatenated"), 1, 2)
+        self.magnitude = self.add_figure("magnitude_per_dimension", Lines(
+            "Size of e and p per dimension (RMS over tokens)", "dimension", "RMS"), 2, 0, 1, 2)
+        self.cosine = self.add_figure("cosine_e_sum", Bars(
+            "cos(e, e + p) per token", "token", "cosine", value_name="cosine"), 2, 2)
+        self._placed_for = None
+
+    def _place(self, has_types: bool, has_norm: bool) -> None:
+        """Three heatmaps a row: e, p, [t], sum, [LayerNorm], concatenation; then the curves."""
+        if self._placed_for == (has_types, has_norm):
+            return
+        self._placed_for = (has_types, has_norm)
+        heatmaps = [self.e, self.p] + ([self.t] if has_types else []) + [self.sum] \
+            + ([self.ln] if has_norm else []) + [self.concat]
+        for index, figure in enumerate(heatmaps):
+            self.grid.addWidget(figure, index // 3, index % 3)
+        row = (len(heatmaps) + 2) // 3
+        self.grid.addWidget(self.magnitude, row, 0, 1, 2)
+        self.grid.addWidget(self.cosine, row, 2)
+
+    def update_data(self) -> None:
+        trace = self.trace
+        config = trace.config
+        e, p = trace["token_embeddings"], trace["position_embeddings"]
+        has_types = config.n_token_types > 0
+        self._place(has_types, config.embed_norm)
+        # one colour scale for e, p, t and the sum, so sizes compare at a glance
+        parts = [e, p] + ([trace["token_type_embeddings"]] if has_types else [])
+        limit = max(analysis.robust_limit(a) for a in parts + [trace["embedding_sum"]])
+        levels = (-limit, limit)
+        self.e.set_data(e, self.labels, levels=levels)
+        self.p.set_data(p, self.labels, levels=levels)
+        self.t.unused = not has_types
+        if has_types:
+            self.t.set_data(trace["token_type_embeddings"], self.labels, levels=levels)
+        plus = "e + p + t" if has_types else "e + p"
+        self.sum.set_title(f"{plus}: the sum")
+        self.sum.set_data(trace["embedding_sum"], self.labels, levels=levels)
+        self.ln.unused = not config.embed_norm
+        if config.embed_norm:
+            self.ln.set_title(f"LayerNorm({plus}): the embedding output")
+            self.ln.set_data(trace["embedding_output"], self.labels)
+        curves = [Curve("e (token)", analysis.rms_per_dim(e), color=PALETTE[0]),
+                  Curve("p (position)", analysis.rms_per_dim(p), color=PALETTE[1])]
+        if has_types:
+            curves.append(Curve("t (token type)", analysis.rms_per_dim(trace["token_type_embeddings"]),
+                                color=PALETTE[2]))
+        self.magnitude.set_curves(curves)
+        self.cosines = analysis.cosine_rows(e, trace["embedding_sum"])
+        self.cosine.set_title(f"cos(e, {plus}): how much of e survives")
+        self.cosine.set_data(self.cosines, self.labels, self.selected, value_range=(min(0.0, float(self.cosines.min())), 1.0))
+        self.concat.set_data(np.concatenate([e, p], axis=1), self.labels, levels=levels)
+
+    def update_selection(self) -> None:
+        i = self.selected
+        for figure in (self.e, self.p, self.t, self.sum, self.ln, self.concat):
+            figure.set_highlight(row=i)
+        self.cosine.set_highlight(i)
+
+    def stage_values(self) -> dict:
+        trace, i = self.trace, self.selected
+        e, p = trace["token_embeddings"], trace["position_embeddings"]
+        e_rms, p_rms = analysis.rms_per_dim(e), analysis.rms_per_dim(p)
+        return {"cos_selected": f"{float(self.cosines[i]):.3f}",
+                "cos_mean": f"{float(np.mean(self.cosines)):.3f}",
+                "e_norm": f"{float(np.linalg.norm(e[i])):.2f}",
+                "p_norm": f"{float(np.linalg.norm(p[i])):.2f}",
+                "p_dominates": int(np.sum(p_rms > e_rms)),
+                "first_dims_ratio": f"{float(np.mean(p_rms[:8]) / max(np.mean(e_rms[:8]), 1e-12)):.2f}"}

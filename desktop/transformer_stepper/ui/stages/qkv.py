@@ -1,0 +1,56 @@
+"""5. Q/K/V projection: x·W + b for the selected layer, split into heads; the selected head."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..plots import Heatmap
+from .base import StageView
+
+
+class QKVView(StageView):
+    stage_key = "qkv"
+
+    def build(self) -> None:
+        self.x = self.add_figure("attention_input", Heatmap(
+            "x: what the projections read", "dimension", "token", value_label="value",
+            row_names="token", col_names="dim"), 0, 0, 1, 2)
+        self.w = self.add_figure("query_weights", Heatmap(
+            "W_Q: this head's columns", "head dimension", "input dimension", value_label="weight",
+            row_names="input dim", col_names="head dim", click=None), 0, 2)
+        self.q = self.add_figure("q", Heatmap("q = x·W_Q + b_Q (this head)", "head dimension",
+                                              "token", value_label="value", row_names="token",
+                                              col_names="head dim"), 1, 0)
+        self.k = self.add_figure("k", Heatmap("k = x·W_K + b_K (this head)", "head dimension",
+                                              "token", value_label="value", row_names="token",
+                                              col_names="head dim"), 1, 1)
+        self.v = self.add_figure("v", Heatmap("v = x·W_V + b_V (this head)", "head dimension",
+                                              "token", value_label="value", row_names="token",
+                                              col_names="head dim"), 1, 2)
+
+    def head_columns(self) -> slice:
+        d_head = self.trace.config.d_head
+        return slice(self.session.head * d_head, (self.session.head + 1) * d_head)
+
+    def update_data(self) -> None:
+        trace, layer, head = self.trace, self.session.layer, self.session.head
+        config = trace.config
+        where = f"layer {layer}, head {head}"
+        before = "after ln_1" if config.norm == "pre" else "the layer input"
+        self.x.set_title(f"x: what the projections read ({before}), layer {layer}")
+        self.x.set_data(self.layer_array("attn_in"), self.labels)
+        weights = self.session.model.params[f"h.{layer}.attn.q.w"][:, self.head_columns()]
+        self.w.set_title(f"W_Q columns {self.head_columns().start}–{self.head_columns().stop - 1} ({where})")
+        self.w.set_data(weights)
+        for figure, name in ((self.q, "q"), (self.k, "k"), (self.v, "v")):
+            figure.set_title(f"{name} = x·W_{name.upper()} + b_{name.upper()} ({where})")
+            figure.set_data(self.head_array(name), self.labels)
+
+    def update_selection(self) -> None:
+        for figure in (self.x, self.q, self.k, self.v):
+            figure.set_highlight(row=self.selected)
+
+    def stage_values(self) -> dict:
+        q = self.head_array("q")[self.selected]
+        k = self.head_array("k")[self.selected]
+        return {"q_norm": f"{float(np.linalg.norm(q)):.2f}", "k_norm": f"{float(np.linalg.norm(k)):.2f}",
+                "col_start": self.head_columns().start, "col_stop": self.head_columns().stop - 1}

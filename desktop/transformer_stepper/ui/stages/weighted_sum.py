@@ -1,0 +1,79 @@
+"""8. Weighted sum: weights · V. For the selected query, each source token's contribution
+weight_j · v_j (computed here from attn_weights and v; the trace stores only their sum), the
+sum itself, and what every head made of the same query."""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from .. import analysis
+from ..plots import Bars, Heatmap
+from ..plots.common import format_value
+from .base import StageView
+
+
+class WeightedSumView(StageView):
+    stage_key = "weighted_sum"
+
+    def build(self) -> None:
+        self.contributions = self.add_figure("contributions", Heatmap(
+            "Contributions weight_j · v_j to the selected query", "head dimension",
+            "source token j", value_label="value", row_names="source", col_names="head dim",
+            click=None), 0, 0)
+        self.sizes = self.add_figure("contribution_sizes", Bars(
+            "Size of each contribution |weight_j · v_j|", "source token j", "length",
+            value_name="|weight·v|"), 0, 1)
+        self.all_heads = self.add_figure("weights_every_head", Heatmap(
+            "The selected query's weights in every head", "key", "head", signed=False,
+            value_label="weight", row_names="head", col_names="key", click="row"), 1, 1,
+            on_click=self.session.set_head)
+        self.head_outputs = self.add_figure("head_outputs", Heatmap(
+            "Every head's output for the selected query", "head dimension", "head",
+            value_label="value", row_names="head", col_names="head dim", click="row"), 1, 0,
+            on_click=self.session.set_head)
+        self.sum_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#000", width=2))
+        self.contributions.plot.addItem(self.sum_line)
+
+    def update_data(self) -> None:
+        pass              # everything here depends on the selected query
+
+    def update_selection(self) -> None:
+        trace, layer, head, i = self.trace, self.session.layer, self.session.head, self.selected
+        weights = self.head_array("attn_weights")[i]           # [n_k]
+        v = self.head_array("v")                               # [n_k, d_head]
+        parts = analysis.contributions(weights, v)             # [n_k, d_head]
+        output = self.head_array("head_outputs")[i]            # [d_head] = parts.sum(0)
+        rows = np.vstack([parts, output[None, :]])
+        names = self.labels + ["Σ (output)"]
+        token = f"'{self.labels[i]}'"
+        self.contributions.set_title(f"weight_j · v_j for query {i} {token} (layer {layer}, head {head}); "
+                                     f"last row: their sum")
+        self.contributions.set_data(rows, names)
+        self.sum_line.setValue(len(parts) - 0.5)
+        self.sizes_values = np.linalg.norm(parts, axis=1)
+        v_norms = np.linalg.norm(v, axis=1)
+        notes = [f"weight {format_value(float(w))} × |v| {format_value(float(n))}"
+                 for w, n in zip(weights, v_norms)]
+        self.sizes.set_title(f"How much each source adds to {token}: |weight_j · v_j|")
+        self.sizes.set_data(self.sizes_values, self.labels, i, notes=notes)
+        every_head = trace["attn_weights"][layer, :, i, :]     # [n_head, n_k]
+        head_names = [f"head {h}" for h in range(trace.config.n_head)]
+        self.all_heads.set_title(f"Query {token}'s weights in every head of layer {layer} (click: pick head)")
+        self.all_heads.set_data(every_head, head_names, self.labels,
+                                levels=(0.0, max(float(every_head.max()), 1e-6)))
+        self.all_heads.set_highlight(row=head, col=i)
+        self.head_outputs.set_title(f"Every head's output for {token} (click: pick head)")
+        self.head_outputs.set_data(trace["head_outputs"][layer, :, i, :], head_names)
+        self.head_outputs.set_highlight(row=head)
+        self._weights = weights
+
+    def stage_values(self) -> dict:
+        i = self.selected
+        order = np.argsort(-self.sizes_values)
+        top = order[0]
+        every_head = self.trace["attn_weights"][self.session.layer, :, i, :]
+        favourites = [self.labels[int(j)] for j in every_head.argmax(axis=1)]
+        return {"top_source": self.labels[int(top)], "top_weight": format_value(float(self._weights[top])),
+                "top_size": f"{float(self.sizes_values[top]):.3f}",
+                "head_favourites": ", ".join(f"head {h} → '{w}'" for h, w in enumerate(favourites[:6])),
+                "n_distinct_favourites": len(set(favourites))}

@@ -1,0 +1,106 @@
+"""Work off the GUI thread: opening a model and running a traced forward pass.
+
+A Task runs one plain function on a QThreadPool; its result or its one-line error crosses back
+to the GUI thread only through Qt signals (queued, because the signals object lives in the GUI
+thread). Workers never touch a widget. Whoever starts a task decides whether its result is
+still wanted (the session's request counter); a stale result is simply dropped."""
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+
+from ..core.errors import ModelError
+from ..core.model import Model
+from ..core.trace import Trace
+from ..io.loader import load_model
+
+
+class TaskSignals(QObject):
+    finished = Signal(int, object)      # request id, result
+    failed = Signal(int, str, bool)     # request id, one-line message, is_user_error
+
+
+class Task(QRunnable):
+    def __init__(self, request_id: int, function: Callable[..., Any], *args: Any) -> None:
+        super().__init__()
+        self.setAutoDelete(False)       # the Python side keeps it until its signal arrives
+        self.request_id = request_id
+        self.function = function
+        self.args = args
+        self.signals = TaskSignals()
+
+    def run(self) -> None:
+        try:
+            result = self.function(*self.args)
+        except ModelError as exc:
+            self.signals.failed.emit(self.request_id, str(exc), True)
+        except MemoryError:
+            self.signals.failed.emit(self.request_id, "out of memory", True)
+        except Exception as exc:  # a bug: report it rather than lose it in a thread
+            traceback.print_exc()
+            self.signals.failed.emit(self.request_id, f"{type(exc).__name__}: {exc}", False)
+        else:
+            self.signals.finished.emit(self.request_id, result)
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    path: Optional[str]             # None = the built-in model
+    text: str
+    model: Model
+    trace: Optional[Trace]
+    trace_error: Optional[str]      # the model opened but the text did not trace
+    seconds: float                  # forward pass time
+
+
+@dataclass(frozen=True)
+class ComputeResult:
+    model: Model
+    text: str
+    trace: Trace
+    seconds: float
+
+
+def load_and_trace(path: Optional[str], text: str) -> LoadResult:
+    model = load_model(path)
+    start = time.perf_counter()
+    try:
+        trace = model.trace(text)
+    except ModelError as exc:
+        return LoadResult(path, text, model, None, str(exc), 0.0)
+    return LoadResult(path, text, model, trace, None, time.perf_counter() - start)
+
+
+def compute_trace(model: Model, text: str) -> ComputeResult:
+    start = time.perf_counter()
+    trace = model.trace(text)
+    return ComputeResult(model, text, trace, time.perf_counter() - start)
+
+
+class WorkerPool:
+    """A private QThreadPool (so tests and shutdown can wait for exactly our work) that keeps
+    each running Task alive until its result has been delivered."""
+
+    def __init__(self, max_threads: int = 2) -> None:
+        self.pool = QThreadPool()
+        self.pool.setMaxThreadCount(max_threads)
+        self._running: set[Task] = set()
+
+    def start(self, task: Task, on_finished: Callable[[int, object], None],
+              on_failed: Callable[[int, str, bool], None]) -> None:
+        self._running.add(task)
+        task.signals.finished.connect(on_finished)
+        task.signals.failed.connect(on_failed)
+        task.signals.finished.connect(lambda *_: self._running.discard(task))
+        task.signals.failed.connect(lambda *_: self._running.discard(task))
+        self.pool.start(task)
+
+    def wait(self, msecs: int = -1) -> bool:
+        return self.pool.waitForDone(msecs)
+
+    def active(self) -> int:
+        return self.pool.activeThreadCount()

@@ -1,0 +1,114 @@
+"""Stepping through every stage on each family: every view draws from the trace, its plots
+are exportable figures, and Left/Right walk the forward pass layer by layer."""
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from PySide6.QtCore import Qt
+
+from transformer_stepper.core import stages
+from transformer_stepper.ui.stages import VIEWS, create_view
+
+from .conftest import MODELS, builtin_model_or_skip
+
+
+def walk(session) -> list[tuple[str, int]]:
+    """Every (stage, layer) from the first stage to the last, by stepping forward."""
+    session.set_stage(stages.STAGES[0].key)
+    seen = [(session.stage_key, session.layer)]
+    while session.step(+1):
+        seen.append((session.stage_key, session.layer))
+    return seen
+
+
+def check_view(view) -> None:
+    plots = view.plots()
+    assert plots, f"{view.stage_key}: no plots"
+    names = [name for name, _ in plots]
+    assert len(set(names)) == len(names)
+    for name, item in plots:
+        assert isinstance(item, (pg.PlotItem, pg.GraphicsLayout)), (view.stage_key, name)
+    values, flags = view.explanation_values()
+    assert values["n_seq"] == view.session.trace.n_seq
+
+
+@pytest.mark.parametrize("kind", list(MODELS))
+def test_step_through_every_stage(qtbot, loaded_window, kind):
+    window = loaded_window(kind)
+    session = window.session
+    config = session.model.config
+    seen = walk(session)
+    per_layer = [s for s in stages.STAGES if s.per_layer]
+    expected = len(stages.available_stages(config)) + (config.n_layer - 1) * len(per_layer)
+    assert len(seen) == expected
+    assert [layer for key, layer in seen if key == "layer_output"] == list(range(config.n_layer))
+    assert ("prediction" in {key for key, _ in seen}) == config.lm_head
+    for key in {key for key, _ in seen}:
+        session.set_stage(key)
+        view = window.current_view()
+        assert window.stack.currentWidget() is view and view.is_current()
+        check_view(view)
+        assert "{" not in window.explanation.toPlainText(), f"{key}: unfilled placeholder"
+    assert window.errors == []
+    # and back again to the start
+    while session.step(-1):
+        pass
+    assert session.stage_key == stages.STAGES[0].key
+
+
+def test_arrow_keys_step_and_cross_into_the_next_layer(qtbot, loaded_window):
+    window = loaded_window("gpt2")
+    session = window.session
+    window.stage_list.setFocus()
+    session.set_stage("layer_output")
+    session.set_layer(0)
+    qtbot.keyClick(window.stage_list, Qt.Key.Key_Right)
+    assert (session.stage_key, session.layer) == ("qkv", 1)
+    qtbot.keyClick(window.stage_list, Qt.Key.Key_Left)
+    assert (session.stage_key, session.layer) == ("layer_output", 0)
+    assert window.layer_box.currentIndex() == 0
+
+
+def test_stage_without_lm_head_is_disabled_and_skipped(qtbot, loaded_window):
+    window = loaded_window("bert_nohead")
+    row = [s.key for s in stages.STAGES].index("prediction")
+    assert not (window.stage_list.item(row).flags() & Qt.ItemFlag.ItemIsEnabled)
+    window.session.set_stage("prediction")
+    assert window.session.stage_key != "prediction"
+
+
+@pytest.mark.parametrize("kind", ["bert", "gpt2"])
+def test_every_view_draws_offscreen_without_a_window(qtbot, open_session, kind):
+    session = open_session(kind)
+    for stage in stages.available_stages(session.model.config):
+        view = create_view(stage.key, session)
+        qtbot.addWidget(view)
+        check_view(view)
+        view.close()
+    assert set(VIEWS) == {s.key for s in stages.STAGES}
+
+
+def test_builtin_model_steps_through_every_stage(qtbot, window):
+    builtin_model_or_skip()
+    with qtbot.waitSignal(window.session.traceChanged, timeout=30_000):
+        window.open_model(None)
+    seen = walk(window.session)
+    assert len(seen) > len(stages.STAGES) - 2
+    for key in {key for key, _ in seen}:
+        window.session.set_stage(key)
+        check_view(window.current_view())
+    assert window.errors == []
+
+
+def test_layer_and_head_selectors_redraw_per_layer_views(qtbot, loaded_window):
+    window = loaded_window("bert")
+    session = window.session
+    session.set_stage("qkv")
+    view = window.current_view()
+    before = np.array(view.q.values)
+    window.head_box.setCurrentIndex(2)
+    assert session.head == 2
+    after_head = np.array(view.q.values)
+    assert not np.array_equal(before, after_head)
+    np.testing.assert_array_equal(after_head, session.trace["q"][session.layer, 2])
+    window.layer_box.setCurrentIndex(1)
+    np.testing.assert_array_equal(view.q.values, session.trace["q"][1, 2])
