@@ -52,7 +52,7 @@ def embed(params, config: ModelConfig, input_ids, token_type_ids, record) -> np.
 
 
 def attention(params, config: ModelConfig, x, mask, layer: int, record) -> np.ndarray:
-    # [n_seq, d_model], [n_seq, n_seq] bool or None -> [n_seq, d_model]
+    # [n_seq, d_model], [n_seq, n_seq] additive mask (0 / -inf) or None -> [n_seq, d_model]
     p = f"h.{layer}.attn."
     record("attn_in", x, layer)
     q = ops.split_heads(ops.linear(x, params[p + "q.w"], params[p + "q.b"]), config.n_head)
@@ -65,7 +65,7 @@ def attention(params, config: ModelConfig, x, mask, layer: int, record) -> np.nd
     record("scores_raw", scores_raw, layer)
     scores = scores_raw * np.float32(1.0 / np.sqrt(config.d_head))
     if mask is not None:
-        scores[:, mask] = -np.inf
+        scores += mask                                     # 0 where allowed, -inf where blocked
     record("scores", scores, layer)
     weights = ops.softmax(scores)
     record("attn_weights", weights, layer)
@@ -140,7 +140,8 @@ def forward(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np
     input_ids = np.asarray(input_ids, dtype=np.int64)
     if token_type_ids is None:
         token_type_ids = np.zeros_like(input_ids)
-    mask = ops.causal_mask(len(input_ids)) if config.causal else None
+    # additive form of the causal mask: one broadcast add instead of a boolean scatter
+    mask = ops.additive_mask(ops.causal_mask(len(input_ids))) if config.causal else None
     x = embed(params, config, input_ids, token_type_ids, record)
     for layer in range(config.n_layer):
         x = block(params, config, x, mask, layer, record)

@@ -83,6 +83,11 @@ def causal_mask(n_seq: int) -> np.ndarray:
     return np.triu(np.ones((n_seq, n_seq), dtype=bool), k=1)
 
 
+def additive_mask(blocked: np.ndarray) -> np.ndarray:
+    # [n_seq, n_seq] bool -> [n_seq, n_seq] float32: 0 where a query may look, -inf where not
+    return np.where(blocked, F32(-np.inf), F32(0))
+
+
 def sinusoid_table(n_ctx: int, d_model: int) -> np.ndarray:
     # [n_ctx, d_model]; "Attention Is All You Need" 3.5: sin on even dims, cos on odd dims
     positions = np.arange(n_ctx, dtype=np.float64)[:, None]
