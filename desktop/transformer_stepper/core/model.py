@@ -115,7 +115,7 @@ class Model:
 
     def trace_encoded(self, encoded: Encoded, text: str = "") -> Trace:
         ids, types = self._checked_ids(encoded)
-        recorder = Recorder()
+        recorder = Recorder(self.config.n_layer)
         with _quiet_floats():
             forward(self.params, self.config, ids, types, recorder)
         arrays = recorder.finish()

@@ -21,25 +21,29 @@ LAYER_NAMES = (
 
 
 class Recorder:
-    """Collects what forward() records; `finish()` stacks per-layer arrays and freezes all."""
+    """Collects what forward() records; `finish()` freezes everything.
 
-    def __init__(self) -> None:
+    Per-layer arrays are copied into one preallocated [n_layer, ...] buffer as they arrive,
+    so a layer's temporaries are freed as soon as the layer is done (a list + np.stack at the
+    end would hold every layer's arrays and the stacked copy at once)."""
+
+    def __init__(self, n_layer: int) -> None:
+        self.n_layer = n_layer
         self.arrays: dict[str, np.ndarray] = {}
-        self.per_layer: dict[str, list[np.ndarray]] = {}
 
     def __call__(self, name: str, value: np.ndarray, layer: Optional[int] = None) -> None:
         if layer is None:
             self.arrays[name] = value
-        else:
-            self.per_layer.setdefault(name, []).append(value)
+            return
+        stacked = self.arrays.get(name)
+        if stacked is None:
+            stacked = self.arrays[name] = np.empty((self.n_layer, *value.shape), dtype=value.dtype)
+        stacked[layer] = value
 
     def finish(self) -> dict[str, np.ndarray]:
-        arrays = dict(self.arrays)
-        for name, values in self.per_layer.items():
-            arrays[name] = np.stack(values)
-        for value in arrays.values():
+        for value in self.arrays.values():
             value.flags.writeable = False
-        return arrays
+        return dict(self.arrays)
 
 
 @dataclass(frozen=True)
