@@ -1,0 +1,225 @@
+"""Writing a trace's arrays: one stage's arrays as .npy or labelled .csv, the whole trace as .npz
+(the names of `transformer-stepper trace`). No Qt; every file is written to a temporary name
+beside its target and renamed, so a failure never leaves half a file.
+
+    for array in stage_arrays(trace, "scores", layer=0, head=1):
+        save_csv(folder / array_file_name(stage("scores"), array.name, 0, 1, "csv"), array)
+"""
+from __future__ import annotations
+
+import csv
+import errno
+import io
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Callable, Optional, Sequence
+
+import numpy as np
+
+from ..core.errors import ModelError
+from ..core.stages import Stage
+from ..core.trace import Trace
+
+
+# -- atomic writes -----------------------------------------------------------------------------
+def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> bool:
+    """Write through `write(file)` to `.NAME.<random>.part` beside `path`, then rename it over
+    `path`. -> True if an existing file was replaced. Any OSError becomes one ModelError line
+    naming the file; the temporary file is removed whatever happens."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise ModelError(f"{path.parent}: folder does not exist")
+    if path.is_dir():
+        raise ModelError(f"{path}: is a folder")
+    replaced = path.exists()
+    # 0666 through O_EXCL honours the umask (mkstemp's 0600 would stick to the result)
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.part"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot write ({_reason(exc)})") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise ModelError(f"{path}: cannot write ({_reason(exc)})") from None
+        raise
+    return replaced
+
+
+def write_bytes(path: Path, data: bytes) -> bool:
+    """-> True if an existing file was replaced."""
+    return atomic_write(path, lambda handle: handle.write(data))
+
+
+def _reason(exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return "no space left on device"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "permission denied" if exc.errno != errno.EROFS else "read-only file system"
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def prepare_folder(folder: Path) -> Path:
+    """The output folder, created if its parent exists; a ModelError if it cannot be used."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ModelError(f"{folder}: is a file, not a folder")
+    if not folder.exists():
+        if not folder.parent.is_dir():
+            raise ModelError(f"{folder.parent}: folder does not exist")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise ModelError(f"{folder}: cannot create the folder ({_reason(exc)})") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ModelError(f"{folder}: cannot write (permission denied)")
+    return folder
+
+
+# -- what lies behind each stage ------------------------------------------------------------
+@dataclass(frozen=True)
+class StageArray:
+    """One array of a stage at the chosen layer/head, with what its rows and columns are."""
+    name: str                                # the trace's name (`scores`, `q`, ...)
+    values: np.ndarray                       # 1-D or 2-D
+    rows: Optional[Sequence[str]] = None     # a label per row (tokens), None: numbered
+    columns: Optional[Sequence[str]] = None  # a label per column, None: numbered `name[j]`
+
+
+# stage -> (trace name, indexing) ; "layer": [layer], "head": [layer, head], "": the whole array
+_STAGE_ARRAYS: dict[str, tuple[tuple[str, str], ...]] = {
+    "tokenize": (("input_ids", ""), ("offsets", ""), ("special_tokens_mask", ""),
+                 ("token_type_ids", "")),
+    "embedding": (("input_ids", ""), ("token_embeddings", "")),
+    "position_encoding": (("position_embeddings", ""), ("token_type_embeddings", "")),
+    "position_addition": (("token_embeddings", ""), ("position_embeddings", ""),
+                          ("token_type_embeddings", ""), ("embedding_sum", ""),
+                          ("embedding_ln_normalized", ""), ("embedding_output", "")),
+    "qkv": (("attn_in", "layer"), ("q", "head"), ("k", "head"), ("v", "head")),
+    "scores": (("scores_raw", "head"), ("scores", "head"), ("mask", "")),
+    "softmax": (("scores", "head"), ("attn_weights", "head")),
+    "weighted_sum": (("attn_weights", "head"), ("v", "head"), ("head_outputs", "head")),
+    "output_projection": (("heads_concat", "layer"), ("attn_out", "layer"),
+                          ("attn_residual", "layer"), ("ln_1_out", "layer")),
+    "feed_forward": (("mlp_in", "layer"), ("mlp_pre_act", "layer"), ("mlp_act", "layer"),
+                     ("mlp_out", "layer"), ("mlp_residual", "layer"), ("ln_2_out", "layer")),
+    "layer_output": (("layer_in", "layer"), ("layer_out", "layer")),
+    "prediction": (("final_ln_out", ""), ("head_transform", ""), ("logits", "")),
+}
+
+# what a column of each array is (token axes get the tokens, the rest numbered)
+_KEY_COLUMNS = {"scores_raw", "scores", "attn_weights", "mask"}
+_COLUMN_NAMES = {"offsets": ["start", "end"], "input_ids": ["id"],
+                 "special_tokens_mask": ["special"], "token_type_ids": ["token_type"]}
+
+
+def stage_arrays(trace: Trace, stage_key: str, layer: int, head: int,
+                 vocabulary: Optional[Callable[[int], str]] = None) -> list[StageArray]:
+    """The trace arrays behind a stage at `layer`/`head`, as 1-D/2-D arrays whose rows are the
+    text's tokens (query tokens for scores and weights, whose columns are the key tokens).
+    `vocabulary(id) -> piece` names the columns of logits."""
+    if stage_key not in _STAGE_ARRAYS:
+        raise KeyError(f"unknown stage {stage_key!r}")
+    config = trace.config
+    if not 0 <= layer < config.n_layer:
+        raise ModelError(f"layer {layer}: the model has {config.n_layer} layers (0–{config.n_layer - 1})")
+    if not 0 <= head < config.n_head:
+        raise ModelError(f"head {head}: the model has {config.n_head} heads (0–{config.n_head - 1})")
+    tokens = list(trace.tokens)
+    key_columns = [f"{j}:{token}" for j, token in enumerate(tokens)]
+    out = []
+    for name, index in _STAGE_ARRAYS[stage_key]:
+        if name == "mask":
+            values = trace.mask
+            if values is None:
+                continue
+        elif name in ("input_ids", "offsets", "special_tokens_mask"):
+            values = getattr(trace, name)
+        elif name in trace:
+            values = trace[name]
+        else:
+            continue          # not in this family (token types in GPT-2, ln_f in BERT, ...)
+        if index == "layer":
+            values = values[layer]
+        elif index == "head":
+            values = values[layer, head]
+        columns = _COLUMN_NAMES.get(name)
+        if name in _KEY_COLUMNS:
+            columns = key_columns
+        elif name == "logits" and vocabulary is not None:
+            columns = [f"{j}:{vocabulary(j)}" for j in range(values.shape[1])]
+        out.append(StageArray(name, values, tokens, columns))
+    return out
+
+
+def array_file_name(stage: Stage, name: str, layer: int, head: int, extension: str) -> str:
+    """`06-scores-scores_raw-L0H1.csv`: the layer and head only where the stage has them."""
+    return f"{stage.number:02d}-{stage.key}-{name}{layer_head_suffix(stage, layer, head)}.{extension}"
+
+
+def layer_head_suffix(stage: Stage, layer: int, head: int) -> str:
+    if stage.per_head:
+        return f"-L{layer}H{head}"
+    if stage.per_layer:
+        return f"-L{layer}"
+    return ""
+
+
+# -- writers ----------------------------------------------------------------------------------------
+def save_npy(path: Path, values: np.ndarray) -> bool:
+    """The array exactly (dtype and shape), without pickle. -> True if a file was replaced."""
+    values = np.asarray(values)
+    return atomic_write(path, lambda handle: np.save(handle, values, allow_pickle=False))
+
+
+def save_npz(path: Path, trace: Trace) -> bool:
+    """The whole trace under the names `transformer-stepper trace` writes (Trace.to_dict())."""
+    arrays = trace.to_dict()
+    return atomic_write(path, lambda handle: np.savez(handle, **arrays))
+
+
+def save_csv(path: Path, array: StageArray) -> bool:
+    """A table with a header row; each row starts with its position and its token. Floats are
+    written as the shortest text that reads back as the same float32; -inf stays -inf."""
+    return atomic_write(path, lambda handle: handle.write(csv_bytes(array)))
+
+
+def csv_bytes(array: StageArray) -> bytes:
+    values = np.asarray(array.values)
+    table = values.reshape(len(values), -1) if values.ndim != 2 else values
+    n_rows, n_columns = table.shape
+    columns = list(array.columns) if array.columns is not None else (
+        [array.name] if values.ndim == 1 else [f"{array.name}[{j}]" for j in range(n_columns)])
+    if len(columns) != n_columns:
+        raise ValueError(f"{array.name}: {len(columns)} column labels for {n_columns} columns")
+    rows = list(array.rows) if array.rows is not None else None
+    if rows is not None and len(rows) != n_rows:
+        raise ValueError(f"{array.name}: {len(rows)} row labels for {n_rows} rows")
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["position", "token", *columns] if rows is not None else ["row", *columns])
+    cells = _cells(table)
+    for i in range(n_rows):
+        label = [i, rows[i]] if rows is not None else [i]
+        writer.writerow([*label, *cells[i]])
+    return text.getvalue().encode("utf-8")
+
+
+def _cells(table: np.ndarray) -> list[list[str]]:
+    if table.dtype == np.bool_:
+        return table.astype(np.int8).astype(str).tolist()
+    if table.dtype.kind in "iu":
+        return table.astype(str).tolist()
+    # str() of a float32 scalar is its shortest round-trip repr ('0.1', '-inf', 'nan')
+    return [[str(v) for v in row] for row in table.astype(np.float32, copy=False)]
