@@ -223,3 +223,36 @@ def _cells(table: np.ndarray) -> list[list[str]]:
         return table.astype(str).tolist()
     # str() of a float32 scalar is its shortest round-trip repr ('0.1', '-inf', 'nan')
     return [[str(v) for v in row] for row in table.astype(np.float32, copy=False)]
+
+
+# -- a stage's arrays and the whole trace, into a folder ------------------------------------------
+TRACE_FILE = "trace.npz"
+DATA_FORMATS = ("csv", "npy", "npz")
+
+
+def data_files(trace: Trace, stage: Stage, layer: int, head: int, formats: Sequence[str],
+               vocabulary: Optional[Callable[[int], str]] = None) -> list[tuple[str, Callable[[Path], bool]]]:
+    """-> (file name, write(path) -> replaced) for the stage's arrays in each of `formats`
+    ("csv", "npy") and, with "npz", the whole trace as trace.npz."""
+    unknown = set(formats) - set(DATA_FORMATS)
+    if unknown:
+        raise ValueError(f"unknown data formats {sorted(unknown)}")
+    files: list[tuple[str, Callable[[Path], bool]]] = []
+    arrays = stage_arrays(trace, stage.key, layer, head, vocabulary) if {"csv", "npy"} & set(formats) else []
+    for array in arrays:
+        if "csv" in formats:
+            files.append((array_file_name(stage, array.name, layer, head, "csv"),
+                          lambda path, a=array: save_csv(path, a)))
+        if "npy" in formats:
+            files.append((array_file_name(stage, array.name, layer, head, "npy"),
+                          lambda path, a=array: save_npy(path, a.values)))
+    if "npz" in formats:
+        files.append((TRACE_FILE, lambda path: save_npz(path, trace)))
+    return files
+
+
+def write_data_files(folder: Path, files: Sequence[tuple[str, Callable[[Path], bool]]]) -> list[tuple[Path, bool]]:
+    """Write every file of `data_files` into `folder` (created if its parent exists).
+    -> (path, replaced an existing file) for each; the first failure raises ModelError."""
+    folder = prepare_folder(folder)
+    return [(folder / name, write(folder / name)) for name, write in files]

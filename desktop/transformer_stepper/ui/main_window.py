@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QLabel, QLineEdit, QListW
 
 from ..core import stages
 from . import explanations
+from .export.dialogs import add_export_actions
 from .model_menu import HFCacheMenu, RecentMenu, RecentModels
 from .session import Session
 from .stages import StageView, create_view
@@ -98,6 +99,7 @@ class MainWindow(QMainWindow):
         self.reopen_action = menu.addAction("&Reopen Last Model", self._reopen_last)
         menu.addMenu(RecentMenu(self.recent, self.open_model, menu))
         menu.addMenu(HFCacheMenu(self.open_model, menu))
+        add_export_actions(self, menu)
         menu.addSeparator()
         quit_action = menu.addAction("&Quit", self.close)
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 
 from ...core import stages
 from ...core.trace import Trace
+from ..export.menu import install_plot_menu
 from ..plots.common import Figure
 from ..session import Session
 
@@ -81,6 +82,7 @@ class StageView(QWidget):
         self.grid.addWidget(figure, row, col, row_span, col_span)
         figure.tokenClicked.connect(on_click or self.session.select_token)
         figure.hovered.connect(self.readout.setText)
+        install_plot_menu(self, name, figure)       # right-click: Export as PNG / SVG
         return figure
 
     def show_figure(self, name: str, visible: bool) -> None:

@@ -1,0 +1,255 @@
+"""Exporting many figures without freezing the GUI.
+
+Qt paints only on the GUI thread, so the figures are rendered there, one per event-loop turn
+(a generator driven by a zero-interval QTimer); PNG encoding, SVG tidying and the atomic file
+writes run in a worker. At most `max_pending` rendered figures wait for the worker, so memory
+stays bounded at 4x. The same job serves the File menu (with a progress dialog) and the
+headless command (`run()` spins an event loop until it is done).
+
+    job = ExportJob(SnapshotSession.of(session), folder, ["softmax"], ExportOptions("svg"))
+    job.fileWritten.connect(print)
+    job.run()           # or job.start() and wait for finished / failed / cancelled
+"""
+from __future__ import annotations
+
+import itertools
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+from PySide6.QtCore import QEventLoop, QObject, QThreadPool, QTimer, Signal
+from PySide6.QtWidgets import QWidget
+
+from ...core import stages
+from ...core.errors import ModelError
+from ...io.array_export import write_bytes
+from ..stages import create_view
+from ..workers import Task
+from .render import ExportOptions, Rendered, encode, plot_file_name, render
+from .snapshot import SnapshotSession
+
+STEPS_PER_UNIT = 100        # progress resolution inside one (stage, layer, head)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One stage view drawn at one layer and head: its plots are files."""
+    stage: stages.Stage
+    layer: int
+    head: int
+
+
+def plan(session: SnapshotSession, stage_keys: Sequence[str],
+         all_layers_heads: bool = False) -> tuple[list[Unit], list[str]]:
+    """-> (what to draw, in stepping order; a note for each requested stage that does not apply).
+    A stage is drawn at every layer (and head) only where it depends on them."""
+    config = session.model.config
+    wanted = set(stage_keys)
+    layers = range(config.n_layer) if all_layers_heads else [session.layer]
+    heads = range(config.n_head) if all_layers_heads else [session.head]
+    units, notes = [], []
+    for stage in stages.STAGES:
+        if stage.key not in wanted:
+            continue
+        if not stage.available(config):
+            notes.append(f"skipped {stage.number:02d}-{stage.key}: {config.name or 'this model'} "
+                         f"has no language-model head")
+            continue
+        if stage.per_head:
+            combos = list(itertools.product(layers, heads))
+        elif stage.per_layer:
+            combos = [(layer, session.head) for layer in layers]
+        else:
+            combos = [(session.layer, session.head)]
+        units.extend(Unit(stage, layer, head) for layer, head in combos)
+    return units, notes
+
+
+def existing_exports(folder: Path, stage_keys: Sequence[str], file_format: str) -> list[Path]:
+    """Files an export of these stages may replace (`NN-stage-….png` already in the folder)."""
+    if not folder.is_dir():
+        return []
+    prefixes = tuple(f"{stages.stage(k).number:02d}-{k}-" for k in stage_keys)
+    return sorted(p for p in folder.iterdir()
+                  if p.name.startswith(prefixes) and p.suffix == f".{file_format}")
+
+
+def _write(path: Path, rendered: Rendered) -> tuple[str, bool]:
+    """Worker side: encode and write atomically. -> (path, replaced an existing file)."""
+    return str(path), write_bytes(path, encode(rendered))
+
+
+class ExportJob(QObject):
+    progressed = Signal(int, int, str)     # done, total (STEPS_PER_UNIT per unit), file name
+    fileWritten = Signal(str, bool)        # path, it replaced an existing file
+    finished = Signal()                    # every file written
+    failed = Signal(str)                   # one line naming the file; files before it stay
+    cancelled = Signal()
+
+    def __init__(self, session: SnapshotSession, folder: Path, stage_keys: Sequence[str],
+                 options: ExportOptions, all_layers_heads: bool = False,
+                 parent: Optional[QObject] = None, max_pending: int = 3) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.folder = Path(folder)
+        self.options = options
+        self.units, self.notes = plan(session, stage_keys, all_layers_heads)
+        self.total = len(self.units) * STEPS_PER_UNIT
+        self.max_pending = max_pending
+        self.written: list[Path] = []
+        self.replaced: list[Path] = []
+        self.error: Optional[str] = None
+        self.state = "idle"                # running, done, failed, cancelled
+        self._pool = QThreadPool(self)
+        self._pool.setMaxThreadCount(1)    # the GUI thread renders, one worker encodes/writes
+        self._pool.setExpiryTimeout(2000)
+        self._tasks: dict[int, Task] = {}
+        self._ids = itertools.count()
+        self._host: Optional[QWidget] = None
+        self._views: list = []
+        self._steps: Optional[Iterator] = None
+        self._steps_done = False
+        self._stepping = False
+        self._timer = QTimer(self)
+        self._timer.setInterval(0)
+        self._timer.timeout.connect(self._tick)
+
+    # -- control ------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.state != "idle":
+            raise RuntimeError("an export job runs once")
+        self.state = "running"
+        self._host = QWidget()             # never shown: the views only lay out and paint
+        self._steps = self._run_steps()
+        self._timer.start()
+
+    def run(self) -> list[Path]:
+        """Start and spin an event loop until done (headless use). -> the files written;
+        a ModelError if a file could not be written."""
+        loop = QEventLoop()
+        for signal in (self.finished, self.failed, self.cancelled):
+            signal.connect(loop.quit)
+        self.start()
+        if self.state == "running":
+            loop.exec()
+        if self.state == "failed":
+            raise ModelError(self.error)
+        return self.written
+
+    def cancel(self) -> None:
+        if self.state != "running":
+            return
+        self.state = "cancelled"
+        self._stop()
+        self.cancelled.emit()
+
+    # -- the steps (GUI thread) -------------------------------------------------------------
+    def _run_steps(self) -> Iterator[None]:
+        options, session = self.options, self.session
+        model = session.model
+        view, view_key = None, None
+        for index, unit in enumerate(self.units):
+            if unit.stage.key != view_key:
+                if view is not None:
+                    self._close_view(view)
+                view = create_view(unit.stage.key, session, self._host)
+                self._views.append(view)
+                view_key = unit.stage.key
+                self.progressed.emit(index * STEPS_PER_UNIT, self.total, unit.stage.title)
+                yield
+            session.set_layer(unit.layer)
+            session.set_head(unit.head)
+            plots = view.plots()
+            for k, (name, item) in enumerate(plots):
+                path = self.folder / plot_file_name(unit.stage, name, unit.layer, unit.head, options.format)
+                self.progressed.emit(index * STEPS_PER_UNIT + k * STEPS_PER_UNIT // len(plots),
+                                     self.total, path.name)
+                where = f"layer {unit.layer}, head {unit.head}" if unit.stage.per_head else \
+                    f"layer {unit.layer}" if unit.stage.per_layer else ""
+                title = f"{unit.stage.number}. {unit.stage.title}: {name}" + (f" ({where})" if where else "")
+                description = f"Transformer Stepper · {model.name} · {session.trace.text!r}"
+                self._submit(path, render(item, options, title, description))
+                yield
+        if view is not None:
+            self._close_view(view)
+        self.progressed.emit(self.total, self.total, "")
+
+    def _tick(self) -> None:
+        if self.state != "running" or self._stepping:
+            return
+        if len(self._tasks) >= self.max_pending:
+            self._timer.stop()             # a finished write restarts it
+            return
+        self._stepping = True
+        try:
+            next(self._steps)
+        except StopIteration:
+            self._steps_done = True
+            self._timer.stop()
+            self._finish_if_done()
+        except Exception as exc:           # a bug in a view or in rendering: report, keep running
+            traceback.print_exc()
+            self._fail(f"rendering failed: {type(exc).__name__}: {exc}")
+        finally:
+            self._stepping = False
+
+    # -- the writes (worker) ---------------------------------------------------------------
+    def _submit(self, path: Path, rendered: Rendered) -> None:
+        task = Task(next(self._ids), _write, path, rendered)
+        task.signals.finished.connect(self._on_written)
+        task.signals.failed.connect(self._on_write_failed)
+        self._tasks[task.request_id] = task
+        self._pool.start(task)
+
+    def _on_written(self, request_id: int, result: tuple[str, bool]) -> None:
+        self._tasks.pop(request_id, None)
+        path, replaced = Path(result[0]), result[1]
+        self.written.append(path)
+        if replaced:
+            self.replaced.append(path)
+        self.fileWritten.emit(str(path), replaced)
+        if self.state == "running":
+            if not self._steps_done and not self._timer.isActive():
+                self._timer.start()
+            self._finish_if_done()
+
+    def _on_write_failed(self, request_id: int, message: str, user_error: bool) -> None:
+        self._tasks.pop(request_id, None)
+        self._fail(message if user_error else f"writing failed: {message}")
+
+    # -- ending -------------------------------------------------------------------------------
+    def _finish_if_done(self) -> None:
+        if self.state == "running" and self._steps_done and not self._tasks:
+            self.state = "done"
+            self._stop()
+            self.finished.emit()
+
+    def _fail(self, message: str) -> None:
+        if self.state != "running":
+            return
+        self.state = "failed"
+        self.error = message
+        self._stop()
+        self.failed.emit(message)
+
+    def _stop(self) -> None:
+        """Stop rendering, drop queued writes, wait for the one in progress (milliseconds),
+        and free the views."""
+        self._timer.stop()
+        if self._steps is not None and not self._stepping:
+            self._steps.close()
+        self._pool.clear()
+        self._pool.waitForDone()
+        for view in self._views:
+            self._close_view(view)
+        self._views.clear()
+        if self._host is not None:
+            self._host.deleteLater()
+            self._host = None
+
+    def _close_view(self, view) -> None:
+        if view in self._views:
+            self._views.remove(view)
+        view.close()
+        view.deleteLater()

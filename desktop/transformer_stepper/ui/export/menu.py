@@ -1,0 +1,84 @@
+"""Right-click on any plot: Export as PNG… / Export as SVG….
+
+They replace pyqtgraph's own "Export..." entry, whose dialog offers pyqtgraph's SVGExporter,
+which fails on PySide6 >= 6.11 (pyqtgraph issue #3485). The figure is exported as it is on
+screen (size, selection, temperature), at the last chosen scale and background.
+
+The file dialogs are module-level functions so tests can answer them."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+
+from ...core.errors import ModelError
+from ...io.array_export import write_bytes
+from . import preferences
+from .render import ExportOptions, encode, plot_file_name, render
+
+FILTERS = {"png": "PNG image (*.png)", "svg": "SVG drawing (*.svg)"}
+
+
+def ask_save_path(parent: QWidget, caption: str, start: str, file_filter: str) -> str:
+    """The path to save to ('' if cancelled); the dialog asks before replacing a file."""
+    path, _ = QFileDialog.getSaveFileName(parent, caption, start, file_filter)
+    return path
+
+
+def warn(parent: QWidget, title: str, message: str) -> QMessageBox:
+    """A non-blocking warning naming the problem; the window's error list (if it keeps one)
+    and status bar record it too."""
+    window = parent.window() if parent is not None else None
+    errors = getattr(window, "errors", None)
+    if isinstance(errors, list):
+        errors.append(message)
+    status = getattr(window, "statusBar", None)
+    if callable(status):
+        status().showMessage(f"{title}: {message}", 15000)
+    box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, window)
+    box.open()
+    return box
+
+
+def install_plot_menu(view, name: str, figure) -> None:
+    """Give `figure` (a Figure widget of `view`, exported under `name`) the two entries."""
+    scene = figure.scene()
+    actions = []
+    for file_format in ("png", "svg"):
+        action = QAction(f"Export as {file_format.upper()}…", scene)
+        action.triggered.connect(lambda _=False, f=file_format: export_plot_dialog(view, name, figure, f))
+        actions.append(action)
+    scene.contextMenu = actions
+
+
+def export_plot_dialog(view, name: str, figure, file_format: str) -> Optional[Path]:
+    """Ask where, then export the figure as shown. -> the file written, or None."""
+    session, stage = view.session, view.stage
+    default = plot_file_name(stage, name, session.layer, session.head, file_format)
+    folder = preferences.folder(view)
+    chosen = ask_save_path(view, f"Export “{name}” as {file_format.upper()}", str(folder / default),
+                           FILTERS[file_format])
+    if not chosen:
+        return None
+    path = Path(chosen)
+    if path.suffix.lower() != f".{file_format}":
+        path = path.with_name(path.name + f".{file_format}")
+    preferences.set_folder(view, path.parent)
+    options = ExportOptions(format=file_format, scale=preferences.scale(view),
+                            dark=preferences.dark(view), size=None)
+    return export_plot(view, figure.figure, path, options, title=f"{stage.number}. {stage.title}: {name}")
+
+
+def export_plot(parent: QWidget, item, path: Path, options: ExportOptions, title: str = "") -> Optional[Path]:
+    """Render and write one figure now (tens of milliseconds); a failure is a warning."""
+    try:
+        write_bytes(path, encode(render(item, options, title)))
+    except ModelError as exc:
+        warn(parent, "Could not export the plot", str(exc))
+        return None
+    window = parent.window()
+    if callable(getattr(window, "statusBar", None)):
+        window.statusBar().showMessage(f"Exported {path}", 8000)
+    return path
