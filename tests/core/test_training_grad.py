@@ -85,7 +85,7 @@ def test_attention_backward(rng, causal):
     x = rng.normal(size=(batch, n_seq, d_model))
     w = {f"{p}.w": rng.normal(size=(d_model, d_model)) * 0.5 for p in "qkvo"}
     w.update({f"{p}.b": rng.normal(size=d_model) * 0.1 for p in "qkvo"})
-    mask = ops.causal_mask(n_seq) if causal else None
+    mask = ops.additive_mask(ops.causal_mask(n_seq)) if causal else None
     probe = rng.normal(size=(batch, n_seq, d_model))
     loss = lambda: float(np.sum(layers.attention_forward(x, w, n_head, mask)[0] * probe))
     _, cache = layers.attention_forward(x, w, n_head, mask)

@@ -77,7 +77,8 @@ def merge_heads(x):
 
 
 def attention_forward(x, w: dict, n_head: int, mask):
-    """[batch, n_seq, d_model], {q,k,v,o}.{w,b}, [n_seq, n_seq] bool or None -> out, cache.
+    """[batch, n_seq, d_model], {q,k,v,o}.{w,b}, [n_seq, n_seq] additive mask (0 / -inf,
+    ops.additive_mask) or None -> out, cache.
 
     Same operations in the same order as core.forward.attention, with a batch axis."""
     q = split_heads(ops.linear(x, w["q.w"], w["q.b"]), n_head)
@@ -86,7 +87,7 @@ def attention_forward(x, w: dict, n_head: int, mask):
     scale = x.dtype.type(1.0 / np.sqrt(q.shape[-1]))
     scores = (q @ k.transpose(0, 1, 3, 2)) * scale     # [batch, n_head, n_seq, n_seq]
     if mask is not None:
-        scores[:, :, mask] = -np.inf
+        scores += mask
     weights = ops.softmax(scores)
     heads_concat = merge_heads(weights @ v)            # [batch, n_seq, d_model]
     out = ops.linear(heads_concat, w["o.w"], w["o.b"])

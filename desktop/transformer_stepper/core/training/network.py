@@ -99,7 +99,7 @@ def forward_batch(params: Mapping[str, np.ndarray], config: ModelConfig, input_i
     else:
         positions = params["wpe"][:n_seq]
     x = params["wte"][input_ids] + positions               # one-hot x E, plus p
-    mask = ops.causal_mask(n_seq) if config.causal else None
+    mask = ops.additive_mask(ops.causal_mask(n_seq)) if config.causal else None
     block_caches = []
     for layer in range(config.n_layer):
         x, cache = _block_forward(params, config, x, mask, layer)

@@ -14,7 +14,8 @@ from ..config import ModelConfig
 from ..errors import ModelError
 from . import corpus
 from .blas import blas_threads
-from .evaluate import allowed_next_words, evaluate, unigram_prediction
+from .evaluate import (allowed_next_words, attention_maps, best_heads, evaluate,
+                       unigram_prediction)
 from .loop import ProgressCallback, train
 from .optim import AdamConfig
 
@@ -22,7 +23,7 @@ from .optim import AdamConfig
 @dataclass(frozen=True)
 class Recipe:
     seed: int = 0
-    steps: int = 4000
+    steps: int = 3000
     batch_size: int = 32
     d_model: int = 64
     n_head: int = 4
@@ -134,6 +135,8 @@ def train_builtin(recipe: Recipe = Recipe(), callback: ProgressCallback = None,
             result = evaluate(params, config, dataset.heldout_sequences, dataset.heldout_passages,
                               unigram_prediction(dataset.train_sequences),
                               allowed_next_words(dataset.train_passages), dataset.tokenizer)
+            maps = attention_maps(params, config, dataset.heldout_sequences, pad_id=pad_id)
+            result["heads"] = best_heads(maps, dataset.heldout_passages)
     progress = last["progress"]
     result.update({
         "final_train_loss": float(np.mean(recent)),   # mean over the last 100 steps
