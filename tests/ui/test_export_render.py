@@ -223,6 +223,9 @@ def full_disk(monkeypatch):
         def __exit__(self, *exc):
             self.handle.close()
 
+        def __getattr__(self, name):                 # read, seek, tell, ... (zipfile uses them)
+            return getattr(self.handle, name)
+
         def write(self, data):
             self.handle.write(bytes(data)[:10])
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
