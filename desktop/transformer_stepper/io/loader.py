@@ -203,6 +203,9 @@ def _find_tokenizer(folder: Path) -> Tokenizer:
 
 
 def _display_name(folder: Path, cfg: dict) -> str:
+    stepper = cfg.get("stepper_config")
+    if isinstance(stepper, dict) and isinstance(stepper.get("name"), str) and stepper["name"]:
+        return stepper["name"]  # the project's own models carry their name
     parts = folder.resolve().parts
     if "snapshots" in parts:  # HF cache: .../models--org--name/snapshots/<hash>
         repo = parts[parts.index("snapshots") - 1]
