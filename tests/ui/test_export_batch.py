@@ -79,7 +79,7 @@ def test_export_current_stage_writes_every_plot_of_it(qtbot, loaded_window, out)
     for name in expected:
         root = ET.parse(out / name).getroot()
         texts = {"".join(t.itertext()).strip() for t in root.iter("{http://www.w3.org/2000/svg}text")}
-        assert set(session.token_labels()) <= texts
+        assert set(session.token_labels()) <= texts, (name, sorted(texts))
     assert window.errors == []
     assert "Exported 2 file(s)" in window.statusBar().currentMessage()
 
@@ -151,6 +151,7 @@ def test_cancel_stops_the_export_and_leaves_only_whole_files(qtbot, loaded_windo
     files = names(out)
     assert 1 <= len(files) < len(plan(job.session, [s.key for s in stages.STAGES])[0])
     assert not [f for f in files if f.endswith(".part")]
+    assert sorted(p.name for p in job.written) == files      # a write under way is counted too
     for f in files:
         assert not QImage(str(out / f)).isNull()
     assert "cancelled" in window.statusBar().currentMessage()

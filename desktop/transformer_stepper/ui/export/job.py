@@ -105,6 +105,8 @@ class ExportJob(QObject):
         self._pool.setMaxThreadCount(1)    # the GUI thread renders, one worker encodes/writes
         self._pool.setExpiryTimeout(2000)
         self._tasks: dict[int, Task] = {}
+        self._completed: list[tuple[int, tuple[str, bool]]] = []
+        self._delivered: set[int] = set()
         self._ids = itertools.count()
         self._host: Optional[QWidget] = None
         self._views: list = []
@@ -196,14 +198,27 @@ class ExportJob(QObject):
 
     # -- the writes (worker) ---------------------------------------------------------------
     def _submit(self, path: Path, rendered: Rendered) -> None:
-        task = Task(next(self._ids), _write, path, rendered)
+        if self.state != "running":
+            return
+        request_id = next(self._ids)
+        task = Task(request_id, self._write, request_id, path, rendered)
         task.signals.finished.connect(self._on_written)
         task.signals.failed.connect(self._on_write_failed)
-        self._tasks[task.request_id] = task
+        self._tasks[request_id] = task
         self._pool.start(task)
+
+    def _write(self, request_id: int, path: Path, rendered: Rendered) -> tuple[str, bool]:
+        """Worker side. Also noted here (list.append is atomic), so that a job stopped while a
+        write was under way still counts and reports that file."""
+        result = _write(path, rendered)
+        self._completed.append((request_id, result))
+        return result
 
     def _on_written(self, request_id: int, result: tuple[str, bool]) -> None:
         self._tasks.pop(request_id, None)
+        if request_id in self._delivered:
+            return
+        self._delivered.add(request_id)
         path, replaced = Path(result[0]), result[1]
         self.written.append(path)
         if replaced:
@@ -241,6 +256,8 @@ class ExportJob(QObject):
             self._steps.close()
         self._pool.clear()
         self._pool.waitForDone()
+        for request_id, result in list(self._completed):   # finished while we waited
+            self._on_written(request_id, result)
         for view in self._views:
             self._close_view(view)
         self._views.clear()

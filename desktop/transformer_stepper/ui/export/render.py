@@ -17,7 +17,7 @@ from typing import Iterator, Optional
 
 import pyqtgraph as pg
 from pyqtgraph.exporters import Exporter
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, QSize
+from PySide6.QtCore import QBuffer, QByteArray, QCoreApplication, QEvent, QIODevice, QRectF, QSize
 from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPicture
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QGraphicsWidget
@@ -153,6 +153,9 @@ def _paint(item, painter: QPainter, target: QRectF, options: ExportOptions,
 @contextmanager
 def _prepared(item, options: ExportOptions) -> Iterator[tuple[float, float]]:
     with _sized(item, options.size) as (width, height), _themed(item, options.dark):
+        # layouts that asked to be redone (new data, new labels) are redone before painting,
+        # as the event loop would before a repaint on screen
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
         yield width, height
 
 
