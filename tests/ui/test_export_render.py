@@ -254,3 +254,33 @@ def test_a_missing_folder_is_named(qtbot, loaded_window, tmp_path, monkeypatch):
     monkeypatch.setattr(menu, "ask_save_path", lambda *a: str(tmp_path / "gone" / "x.svg"))
     figure.scene().contextMenu[1].trigger()
     assert window.errors == [f"{tmp_path / 'gone'}: folder does not exist"]
+
+
+def _text_positions(root):
+    """(text, absolute x, absolute y) of every <text>, through translation-only groups."""
+    out = []
+
+    def walk(element, dx, dy):
+        numbers = [float(v) for v in re.findall(r"[-+\d.e]+", element.get("transform") or "")]
+        if len(numbers) == 6:
+            dx, dy = dx + numbers[4], dy + numbers[5]
+        if element.tag == f"{SVG}text":
+            out.append(("".join(element.itertext()).strip(), dx + float(element.get("x", 0)),
+                        dy + float(element.get("y", 0))))
+        for child in element:
+            walk(child, dx, dy)
+    walk(root, 0.0, 0.0)
+    return out
+
+
+def test_long_tick_labels_get_room_on_the_first_paint(qtbot, open_session):
+    """An axis learns its labels' width while painting; an export paints once, so it must
+    measure first, or long labels (the nearest tokens' names) fall off the figure's edge."""
+    session = open_session("bert")
+    view = create_view("embedding", session)
+    qtbot.addWidget(view)
+    figure = view.nearest
+    root = ET.fromstring(encode(render(plot_of(view, "nearest_tokens"), ExportOptions(format="svg"))))
+    placed = {text: x for text, x, _ in _text_positions(root)}
+    for label in figure.labels:
+        assert label in placed and placed[label] >= 0, (label, placed.get(label))

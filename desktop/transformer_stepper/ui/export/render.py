@@ -153,10 +153,29 @@ def _paint(item, painter: QPainter, target: QRectF, options: ExportOptions,
 @contextmanager
 def _prepared(item, options: ExportOptions) -> Iterator[tuple[float, float]]:
     with _sized(item, options.size) as (width, height), _themed(item, options.dark):
-        # layouts that asked to be redone (new data, new labels) are redone before painting,
-        # as the event loop would before a repaint on screen
-        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+        _settle(item)
         yield width, height
+
+
+def _settle(item) -> None:
+    """Give the axes the room their tick labels need before painting. An AxisItem learns how
+    wide its labels are only while painting, and then asks for a new layout, which on screen
+    the next repaint shows; an export paints once, so it measures first (twice: a wider left
+    axis narrows the plot, which may change the bottom axis's labels)."""
+    axes = [child for child in _descendants(item) if isinstance(child, pg.AxisItem) and child.isVisible()]
+    scratch = QImage(1, 1, QImage.Format.Format_RGB32)
+    for _ in range(2):
+        painter = QPainter(scratch)
+        try:
+            for axis in axes:
+                axis.generateDrawSpecs(painter)
+        finally:
+            painter.end()
+        # what asked to be laid out again (axis sizes, new labels) is, as the event loop would
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+        layout = QGraphicsWidget.layout(item)
+        if layout is not None:
+            layout.activate()
 
 
 @contextmanager
