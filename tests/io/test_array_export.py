@@ -191,3 +191,17 @@ def test_prepare_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(array_export.os, "access", lambda *a: False)
     with pytest.raises(ModelError, match="cannot write"):
         prepare_folder(tmp_path / "new")
+
+
+def test_data_files_of_a_stage_and_the_trace_into_a_new_folder(tmp_path, gpt2_trace):
+    model, trace = gpt2_trace
+    stage = stages.stage("prediction")
+    files = array_export.data_files(trace, stage, 1, 2, ["csv", "npz"], model.tokenizer.id_to_token)
+    assert [name for name, _ in files] == ["12-prediction-final_ln_out.csv", "12-prediction-logits.csv",
+                                           "trace.npz"]
+    written = array_export.write_data_files(tmp_path / "data", files)
+    assert [(p.name, replaced) for p, replaced in written] == [(n, False) for n, _ in files]
+    header = read_csv(tmp_path / "data" / "12-prediction-logits.csv")[0]
+    assert header[2:5] == [f"{j}:{model.tokenizer.id_to_token(j)}" for j in range(3)]
+    with pytest.raises(ValueError, match="unknown data formats"):
+        array_export.data_files(trace, stage, 0, 0, ["xlsx"])

@@ -274,3 +274,23 @@ def test_an_exported_view_matches_the_window_view(qtbot, loaded_window, out):
     np.testing.assert_array_equal(view.weights.values, window.current_view().weights.values)
     assert view.row.title == window.current_view().row.title
     snapshot.deleteLater()
+
+
+def test_ctrl_c_during_a_headless_export_stops_it_cleanly(qtbot, open_session, out, monkeypatch):
+    session = open_session("bert")
+    from transformer_stepper.ui.export import job as job_module
+
+    real_render, calls = job_module.render, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_render(*args, **kwargs)
+
+    monkeypatch.setattr(job_module, "render", interrupted)
+    job = ExportJob(SnapshotSession.of(session), out, ["embedding"], ExportOptions(scale=0.5))
+    with pytest.raises(KeyboardInterrupt):
+        job.run()
+    assert job.state == "cancelled"
+    assert names(out) == sorted(p.name for p in job.written) and len(job.written) == 2

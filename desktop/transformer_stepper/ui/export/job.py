@@ -75,7 +75,7 @@ def existing_exports(folder: Path, stage_keys: Sequence[str], file_format: str) 
                   if p.name.startswith(prefixes) and p.suffix == f".{file_format}")
 
 
-def _write(path: Path, rendered: Rendered) -> tuple[str, bool]:
+def _encode_and_write(path: Path, rendered: Rendered) -> tuple[str, bool]:
     """Worker side: encode and write atomically. -> (path, replaced an existing file)."""
     return str(path), write_bytes(path, encode(rendered))
 
@@ -100,6 +100,7 @@ class ExportJob(QObject):
         self.written: list[Path] = []
         self.replaced: list[Path] = []
         self.error: Optional[str] = None
+        self.interrupted = False           # Ctrl-C while running (run() raises KeyboardInterrupt)
         self.state = "idle"                # running, done, failed, cancelled
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)    # the GUI thread renders, one worker encodes/writes
@@ -135,6 +136,8 @@ class ExportJob(QObject):
         self.start()
         if self.state == "running":
             loop.exec()
+        if self.interrupted:
+            raise KeyboardInterrupt
         if self.state == "failed":
             raise ModelError(self.error)
         return self.written
@@ -190,6 +193,9 @@ class ExportJob(QObject):
             self._steps_done = True
             self._timer.stop()
             self._finish_if_done()
+        except KeyboardInterrupt:          # Ctrl-C lands in whatever Python runs: here, mostly
+            self.interrupted = True
+            self.cancel()
         except Exception as exc:           # a bug in a view or in rendering: report, keep running
             traceback.print_exc()
             self._fail(f"rendering failed: {type(exc).__name__}: {exc}")
@@ -210,7 +216,7 @@ class ExportJob(QObject):
     def _write(self, request_id: int, path: Path, rendered: Rendered) -> tuple[str, bool]:
         """Worker side. Also noted here (list.append is atomic), so that a job stopped while a
         write was under way still counts and reports that file."""
-        result = _write(path, rendered)
+        result = _encode_and_write(path, rendered)
         self._completed.append((request_id, result))
         return result
 
