@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from PySide6.QtCore import QEventLoop, QObject, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QWidget
 
 from ...core import stages
@@ -125,6 +125,7 @@ class ExportJob(QObject):
         self.state = "running"
         self._host = QWidget()             # never shown: the views only lay out and paint
         self._steps = self._run_steps()
+        QCoreApplication.instance().aboutToQuit.connect(self.cancel)   # quitting mid-export
         self._timer.start()
 
     def run(self) -> list[Path]:
@@ -264,12 +265,16 @@ class ExportJob(QObject):
         self._pool.waitForDone()
         for request_id, result in list(self._completed):   # finished while we waited
             self._on_written(request_id, result)
-        for view in self._views:
+        for view in list(self._views):
             self._close_view(view)
-        self._views.clear()
         if self._host is not None:
-            self._host.deleteLater()
-            self._host = None
+            if self._stepping:             # the step under way still holds a view: later
+                self._host.deleteLater()
+            self._host = None              # parentless and Python-owned: deleted now
+        try:
+            QCoreApplication.instance().aboutToQuit.disconnect(self.cancel)
+        except (RuntimeError, TypeError, RuntimeWarning):
+            pass
 
     def _close_view(self, view) -> None:
         if view in self._views:
