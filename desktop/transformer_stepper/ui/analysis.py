@@ -20,9 +20,12 @@ def token_labels(trace: Trace, tokenizer: Tokenizer) -> list[str]:
 
 
 def default_token(trace: Trace) -> int:
-    """The first token that is not a special token ([CLS] is rarely the interesting one)."""
+    """Not a special token ([CLS] is rarely the interesting one): in a causal model the last
+    one, which sees the whole text; otherwise the first."""
     ordinary = np.flatnonzero(~trace.special_tokens_mask)
-    return int(ordinary[0]) if len(ordinary) else 0
+    if not len(ordinary):
+        return 0
+    return int(ordinary[-1] if trace.config.causal else ordinary[0])
 
 
 def robust_limit(values: np.ndarray, percentile: float = 99.5) -> float:

@@ -333,15 +333,21 @@ class MainWindow(QMainWindow):
         view = self.views.get(key)
         stage = stages.stage(key)
         if view is None or self.session.trace is None:
-            self.explanation.setMarkdown(f"## {stage.number}. {stage.title}\n\n*No trace yet.*")
+            self._set_explanation(f"## {stage.number}. {stage.title}\n\n*No trace yet.*")
             return
         view.ensure_current()
         values, flags = view.explanation_values()
         where = (f" · layer {self.session.layer}, head {self.session.head}" if stage.per_head else
                  f" · layer {self.session.layer}" if stage.per_layer else "")
         body = explanations.render_stage(key, values, flags)
+        self._set_explanation(f"## {stage.number}. {stage.title}{where}\n\n{body}")
+
+    def _set_explanation(self, markdown: str) -> None:
+        if markdown == getattr(self, "_explanation_shown", None):
+            return                     # unchanged: keep the reader's scroll position, skip the layout
+        self._explanation_shown = markdown
         scroll = self.explanation.verticalScrollBar().value()
-        self.explanation.setMarkdown(f"## {stage.number}. {stage.title}{where}\n\n{body}")
+        self.explanation.setMarkdown(markdown)
         self.explanation.verticalScrollBar().setValue(scroll)
 
     # -- settings ----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QColor, QCursor, QFont, QFontMetrics
-from PySide6.QtWidgets import QToolTip, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QToolTip, QWidget
 
 SELECTED = QColor("#ff7f0e")          # the selected token, in every plot
 HIGHLIGHT_PEN = pg.mkPen(SELECTED, width=2.5)
@@ -28,12 +28,30 @@ _configured = False
 
 
 def configure_pyqtgraph() -> None:
-    """Light background, dark ink (legible on screen, on slides and in papers)."""
+    """Light background, dark ink (legible on screen, on slides and in papers). Antialiasing
+    only where it shows (curves ask for it themselves): heatmap cells are sharp-edged anyway,
+    and painting without it keeps stage switches fast."""
     global _configured
     if not _configured:
-        pg.setConfigOptions(background="w", foreground=INK, antialias=True,
+        pg.setConfigOptions(background="w", foreground=INK, antialias=False,
                             imageAxisOrder="row-major")
         _configured = True
+
+
+def cache_on_screen(item) -> None:
+    """Paint `item` once into a pixmap at screen resolution and blit it on later repaints (a
+    stage switch repaints every figure of the view). pyqtgraph exporters announce themselves
+    with setExportMode: while they render, the item paints itself afresh, so SVG stays vector
+    and PNG gets the export's own resolution."""
+    item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+    paint_for_export = item.setExportMode
+
+    def set_export_mode(export, opts=None):
+        item.setCacheMode(QGraphicsItem.CacheMode.NoCache if export
+                          else QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        return paint_for_export(export, opts)
+
+    item.setExportMode = set_export_mode
 
 
 def format_value(value: float) -> str:
@@ -56,6 +74,7 @@ class LabelAxis(pg.AxisItem):
         font.setPointSize(TICK_FONT_POINTS)
         self.setTickFont(font)
         self.enableAutoSIPrefix(False)      # "value (x0.001)" confuses more than it helps
+        cache_on_screen(self)
         self._label_pixels = 14.0
 
     def set_labels(self, labels: Optional[Sequence[str]]) -> None:

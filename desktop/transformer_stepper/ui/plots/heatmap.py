@@ -11,7 +11,7 @@ from PySide6.QtGui import QBrush, QColor, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QWidget
 
 from .. import analysis
-from .common import HIGHLIGHT_PEN, LABEL_STYLE, Figure, format_value, nearest_index
+from .common import HIGHLIGHT_PEN, LABEL_STYLE, Figure, cache_on_screen, format_value, nearest_index
 
 DIVERGING = "CET-D1A"        # blue - white - red: signed values, zero is white
 # white -> dark blue: weights and probabilities, 0 is white (the selection is orange)
@@ -41,6 +41,8 @@ class Heatmap(Figure):
         self.masked_background.setZValue(-10)
         self.plot.addItem(self.masked_background)
         self.image = pg.ImageItem(axisOrder="row-major")
+        # drawn once into a pixmap at screen resolution, re-drawn only when data or zoom change
+        cache_on_screen(self.image)
         self.plot.addItem(self.image)
         self.colorbar = pg.ColorBarItem(colorMap=DIVERGING if signed else SEQUENTIAL,
                                         interactive=False, width=14, colorMapMenu=False,

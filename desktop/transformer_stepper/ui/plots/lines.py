@@ -9,7 +9,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
-from .common import PALETTE, Figure, format_value
+from .common import PALETTE, Figure, cache_on_screen, format_value
 
 
 @dataclass
@@ -38,7 +38,8 @@ class Lines(Figure):
 
     def _item(self, i: int) -> pg.PlotDataItem:
         while len(self.items) <= i:
-            item = pg.PlotDataItem()
+            item = pg.PlotDataItem(antialias=True)
+            cache_on_screen(item.curve)
             self.plot.addItem(item)
             self.items.append(item)
         return self.items[i]

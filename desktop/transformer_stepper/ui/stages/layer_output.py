@@ -43,9 +43,9 @@ class LayerOutputView(StageView):
         self.similarity.set_title(f"Cosine between tokens after layer {layer}")
         self.similarity.set_data(analysis.cosine_matrix(self.layer_array("layer_out")), self.labels,
                                  self.labels, levels=(-1.0, 1.0))
-        suffix = " (+ ln_f)" if config.final_norm else ""
+        # (for GPT-2 the last entry has ln_f applied, as Hugging Face's hidden_states: the
+        # explanation says so; the axis stays short)
         self.layer_names = ["embedding"] + [f"layer {i}" for i in range(config.n_layer)]
-        self.layer_names[-1] += suffix
         self.layer_line.setValue(layer + 1)
 
     def update_selection(self) -> None:

@@ -31,17 +31,27 @@ class PositionAdditionView(StageView):
         self._placed_for = None
 
     def _place(self, has_types: bool, has_norm: bool) -> None:
-        """Three heatmaps a row: e, p, [t], sum, [LayerNorm], concatenation; then the curves."""
+        """Three figures a row: e, p, [t], sum, [LayerNorm], concatenation, then the cosines
+        and the sizes per dimension in what is left (the sizes want two cells)."""
         if self._placed_for == (has_types, has_norm):
             return
         self._placed_for = (has_types, has_norm)
         heatmaps = [self.e, self.p] + ([self.t] if has_types else []) + [self.sum] \
             + ([self.ln] if has_norm else []) + [self.concat]
+        for _, figure in self._figures:
+            self.grid.removeWidget(figure)
         for index, figure in enumerate(heatmaps):
             self.grid.addWidget(figure, index // 3, index % 3)
-        row = (len(heatmaps) + 2) // 3
-        self.grid.addWidget(self.magnitude, row, 0, 1, 2)
-        self.grid.addWidget(self.cosine, row, 2)
+        row, free = len(heatmaps) // 3, (3 - len(heatmaps) % 3) % 3
+        if free == 2:
+            self.grid.addWidget(self.cosine, row, 1)
+            self.grid.addWidget(self.magnitude, row, 2)
+        elif free == 1:
+            self.grid.addWidget(self.cosine, row, 2)
+            self.grid.addWidget(self.magnitude, row + 1, 0, 1, 3)
+        else:
+            self.grid.addWidget(self.magnitude, row, 0, 1, 2)
+            self.grid.addWidget(self.cosine, row, 2)
 
     def update_data(self) -> None:
         trace = self.trace
@@ -86,7 +96,14 @@ class PositionAdditionView(StageView):
         trace, i = self.trace, self.selected
         e, p = trace["token_embeddings"], trace["position_embeddings"]
         e_rms, p_rms = analysis.rms_per_dim(e), analysis.rms_per_dim(p)
-        return {"cos_selected": f"{float(self.cosines[i]):.3f}",
+        mean = float(np.mean(self.cosines))
+        verdict = ("most of e survives in the sum" if mean > 0.7 else
+                   "e is still clearly there" if mean > 0.45 else
+                   "here p is much larger than e, so the sum points mostly along p; e is not "
+                   "lost, though: it lies in directions p hardly uses, and the first layer's "
+                   "weights can read it back out")
+        return {"cos_selected": f"{float(self.cosines[i]):.3f}", "survival": verdict,
+                "cos_ep": f"{float(np.mean(np.abs(analysis.cosine_rows(e, p)))):.2f}",
                 "cos_mean": f"{float(np.mean(self.cosines)):.3f}",
                 "e_norm": f"{float(np.linalg.norm(e[i])):.2f}",
                 "p_norm": f"{float(np.linalg.norm(p[i])):.2f}",

