@@ -115,13 +115,13 @@ class Model:
 
     def trace_encoded(self, encoded: Encoded, text: str = "") -> Trace:
         ids, types = self._checked_ids(encoded)
-        recorder = Recorder(self.config.n_layer)
+        recorder = Recorder()
         with _quiet_floats():
             forward(self.params, self.config, ids, types, recorder)
-        arrays = recorder.finish()
+        arrays, layer_arrays = recorder.finish()
         arrays["token_type_ids"] = types.copy()
         arrays["token_type_ids"].flags.writeable = False
         return Trace(config=self.config, text=text, tokens=encoded.tokens,
                      input_ids=ids.copy(), offsets=encoded.offsets.copy(),
                      special_tokens_mask=encoded.special_tokens_mask.copy(),
-                     arrays=arrays, truncated=encoded.truncated)
+                     arrays=arrays, layer_arrays=layer_arrays, truncated=encoded.truncated)

@@ -103,10 +103,10 @@ class StageView(QWidget):
         return self.session.selected_token
 
     def layer_array(self, name: str) -> np.ndarray:
-        return self.trace[name][self.session.layer]
+        return self.trace.layer(name, self.session.layer)
 
     def head_array(self, name: str) -> np.ndarray:
-        return self.trace[name][self.session.layer, self.session.head]
+        return self.trace.layer(name, self.session.layer)[self.session.head]
 
     # -- the export contract ----------------------------------------------------------------
     def plots(self) -> list[tuple[str, object]]:
@@ -176,7 +176,7 @@ class StageView(QWidget):
                           activation={"gelu_erf": "GELU (exact, with erf)",
                                       "gelu_tanh": "GELU (tanh approximation)",
                                       "relu": "ReLU"}[c.activation])
-            flags.update(causal=c.causal, sinusoidal=c.position == "sinusoidal",
+            flags.update(last_layer=self.session.layer == c.n_layer - 1, causal=c.causal, sinusoidal=c.position == "sinusoidal",
                          learned=c.position == "learned", token_types=c.n_token_types > 0,
                          embed_norm=c.embed_norm, pre_ln=c.norm == "pre", post_ln=c.norm == "post",
                          lm_head=c.lm_head, final_norm=c.final_norm,

@@ -56,14 +56,14 @@ class WeightedSumView(StageView):
                  for w, n in zip(weights, v_norms)]
         self.sizes.set_title(f"How much each source adds to {token}: |weight_j · v_j|")
         self.sizes.set_data(self.sizes_values, self.labels, i, notes=notes)
-        every_head = trace["attn_weights"][layer, :, i, :]     # [n_head, n_k]
+        every_head = trace.layer("attn_weights", layer)[:, i, :]     # [n_head, n_k]
         head_names = [f"head {h}" for h in range(trace.config.n_head)]
         self.all_heads.set_title(f"Weights of {token} in every head of layer {layer} (click: pick head)")
         self.all_heads.set_data(every_head, head_names, self.labels,
                                 levels=(0.0, max(float(every_head.max()), 1e-6)))
         self.all_heads.set_highlight(row=head, col=i)
         self.head_outputs.set_title(f"Every head's output for {token} (click: pick head)")
-        self.head_outputs.set_data(trace["head_outputs"][layer, :, i, :], head_names)
+        self.head_outputs.set_data(trace.layer("head_outputs", layer)[:, i, :], head_names)
         self.head_outputs.set_highlight(row=head)
         self._weights = weights
 
@@ -71,7 +71,7 @@ class WeightedSumView(StageView):
         i = self.selected
         order = np.argsort(-self.sizes_values)
         top = order[0]
-        every_head = self.trace["attn_weights"][self.session.layer, :, i, :]
+        every_head = self.trace.layer("attn_weights", self.session.layer)[:, i, :]
         favourites = [self.labels[int(j)] for j in every_head.argmax(axis=1)]
         return {"top_source": self.labels[int(top)], "top_weight": format_value(float(self._weights[top])),
                 "top_size": f"{float(self.sizes_values[top]):.3f}",
