@@ -52,6 +52,7 @@ class Bars(Figure):
         brushes = list(brushes)
         if highlight is not None and 0 <= highlight < n:
             brushes[highlight] = QColor(SELECTED)
+        self._emphasise(highlight)
         heights = np.nan_to_num(self.values, nan=0.0, neginf=0.0, posinf=0.0)
         if self.horizontal:
             self.bars.setOpts(x0=np.zeros(n), y=positions, width=heights, brushes=brushes)
@@ -78,6 +79,14 @@ class Bars(Figure):
         if index is not None and 0 <= index < n:
             base[index] = QColor(SELECTED)
         self.bars.setOpts(brushes=base)
+        self._emphasise(index)
+
+    def _emphasise(self, highlight: Optional[int]) -> None:
+        """Always name the selected bar and the largest one, whatever else is thinned out."""
+        finite = np.where(np.isfinite(self.values), np.abs(self.values), -np.inf)
+        largest = int(np.argmax(finite)) if len(finite) else None
+        axis = self.y_axis if self.horizontal else self.x_axis
+        axis.set_emphasis([highlight, largest])
 
     def index_at(self, x: float, y: float) -> Optional[int]:
         return nearest_index(y if self.horizontal else x, len(self.values))

@@ -70,6 +70,7 @@ class LabelAxis(pg.AxisItem):
     def __init__(self, orientation: str, **kwargs) -> None:
         super().__init__(orientation, **kwargs)
         self.labels: Optional[Sequence[str]] = None
+        self.emphasis: list[int] = []       # always labelled: the selected token, the largest bar
         font = QFont()
         font.setPointSize(TICK_FONT_POINTS)
         self.setTickFont(font)
@@ -88,6 +89,13 @@ class LabelAxis(pg.AxisItem):
         self.picture = None
         self.update()
 
+    def set_emphasis(self, indices: Sequence[Optional[int]]) -> None:
+        emphasis = sorted({int(i) for i in indices if i is not None})
+        if emphasis != self.emphasis:
+            self.emphasis = emphasis
+            self.picture = None
+            self.update()
+
     def tickValues(self, minVal, maxVal, size):
         if not self.labels:
             return super().tickValues(minVal, maxVal, size)
@@ -97,7 +105,10 @@ class LabelAxis(pg.AxisItem):
             return []
         step = max(1, math.ceil((hi - lo + 1) * self._label_pixels / size))
         first = lo + (-lo) % step
-        return [(step, list(range(first, hi + 1, step)))]
+        chosen = [i for i in self.emphasis if lo <= i <= hi]
+        # every step-th label, but never one that would overlap an emphasised label
+        regular = [v for v in range(first, hi + 1, step) if all(abs(v - c) >= step for c in chosen)]
+        return [(step, sorted(chosen + regular))]
 
     def tickStrings(self, values, scale, spacing):
         if not self.labels:

@@ -104,6 +104,8 @@ class Heatmap(Figure):
         self.col_band.setVisible(col is not None and 0 <= col < width)
         if col is not None:
             self.col_band.setRect(QRectF(col - 0.5, -0.5, 1, height))
+        self.y_axis.set_emphasis([row])
+        self.x_axis.set_emphasis([col])
 
     def value_at(self, row: int, col: int) -> float:
         if self.exact is not None:

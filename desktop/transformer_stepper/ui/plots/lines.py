@@ -70,7 +70,7 @@ class Lines(Figure):
         self.x_axis.set_labels(self.x_labels)
         self.plot.enableAutoRange()
         if self.x_labels is not None:      # whole labels at both ends
-            self.plot.setXRange(-0.5, len(self.x_labels) - 0.5, padding=0)
+            self.plot.setXRange(-0.8, len(self.x_labels) - 0.2, padding=0)
         if y_range is not None:
             self.plot.setYRange(*y_range, padding=0.02)
 

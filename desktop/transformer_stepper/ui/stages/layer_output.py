@@ -45,7 +45,7 @@ class LayerOutputView(StageView):
                                  self.labels, levels=(-1.0, 1.0))
         # (for GPT-2 the last entry has ln_f applied, as Hugging Face's hidden_states: the
         # explanation says so; the axis stays short)
-        self.layer_names = ["embedding"] + [f"layer {i}" for i in range(config.n_layer)]
+        self.layer_names = ["embed"] + [f"layer {i}" for i in range(config.n_layer)]
         self.layer_line.setValue(layer + 1)
 
     def update_selection(self) -> None:

@@ -79,22 +79,24 @@ class SoftmaxView(StageView):
             self.shown_weights = analysis.softmax_with_temperature(self.head_array("scores"), temperature)
             what = f"what-if at T = {temperature:.2f}"
         self.temperature_label.setText(f"T = {temperature:.2f} ({what})")
+        if trace.mask is not None:         # masked weights are exactly 0: hatch them as "masked"
+            self.shown_weights = np.where(trace.mask, np.float32(np.nan), self.shown_weights)
         self.weights.set_title(f"Attention weights softmax(scores / T), layer {layer}, head {head}"
                                + (" — hatched: masked" if trace.config.causal else ""))
         self.weights.set_data(self.shown_weights, self.labels, self.labels,
-                              levels=(0.0, max(float(self.shown_weights.max()), 1e-6)))
+                              levels=(0.0, max(float(np.nanmax(self.shown_weights)), 1e-6)))
 
     def update_selection(self) -> None:
         i = self.selected
         self.weights.set_highlight(row=i)
-        weights = self.shown_weights[i]
         masked = ~np.isfinite(self.head_array("scores")[i])
+        weights = np.nan_to_num(self.shown_weights[i], nan=0.0)
         self.row.set_title(f"Weights of query {i} '{self.labels[i]}' (they sum to 1)")
         self.row.set_data(weights, self.labels, i, muted=masked,
                           notes=["masked" if m else "" for m in masked])
 
     def stage_values(self) -> dict:
-        weights = self.shown_weights[self.selected]
+        weights = np.nan_to_num(self.shown_weights[self.selected], nan=0.0)
         best = int(np.argmax(weights))
         entropy = float(-(weights[weights > 0] * np.log(weights[weights > 0])).sum())
         return {"best_key": self.labels[best], "best_weight": format_value(float(weights[best])),
