@@ -33,9 +33,10 @@ KEYSTROKE_STAGES = ("tokenize", "embedding", "position_addition", "qkv", "softma
 
 
 def text_of(model, n_tokens: int) -> str:
-    """A text that tokenizes to exactly n_tokens (special tokens included)."""
+    """A text that tokenizes to n_tokens (special tokens included; one word may add two)."""
     words: list[str] = []
-    while len(model.encode(" ".join(words + [WORDS[len(words) % len(WORDS)]])).input_ids) <= n_tokens:
+    # (the tokenizer truncates at the model's context, so stop on reaching n_tokens)
+    while len(model.encode(" ".join(words)).input_ids if words else []) < n_tokens:
         words.append(WORDS[len(words) % len(WORDS)])
     return " ".join(words)
 

@@ -35,6 +35,8 @@ def test_missing_model_shows_an_error_and_an_empty_usable_window(qtbot, settings
     assert window.session.model is None
     assert "no-resources" in window.errors[-1] and window.error_box.isVisible()
     assert not window.next_action.isEnabled()
+    view = window.current_view()
+    assert view.placeholder.isVisibleTo(window) and not view.table.isVisibleTo(window)
     window.error_box.close()
     window.close()
 

@@ -33,8 +33,8 @@ def robust_limit(values: np.ndarray, percentile: float = 99.5) -> float:
     finite = np.abs(values[np.isfinite(values)])
     if finite.size == 0:
         return 1.0
-    if finite.size > 200_000:           # a strided sample is enough to place a colour limit
-        finite = finite[:: finite.size // 200_000 + 1]
+    if finite.size > 50_000:            # a strided sample is enough to place a colour limit
+        finite = finite[:: finite.size // 50_000 + 1]
     limit = float(np.percentile(finite, percentile))
     return limit if limit > 0 else float(finite.max() or 1.0)
 

@@ -90,7 +90,8 @@ class LabelAxis(pg.AxisItem):
         self.update()
 
     def set_emphasis(self, indices: Sequence[Optional[int]]) -> None:
-        emphasis = sorted({int(i) for i in indices if i is not None})
+        """Labels to show whatever the thinning, most important first."""
+        emphasis = list(dict.fromkeys(int(i) for i in indices if i is not None))
         if emphasis != self.emphasis:
             self.emphasis = emphasis
             self.picture = None
@@ -105,7 +106,10 @@ class LabelAxis(pg.AxisItem):
             return []
         step = max(1, math.ceil((hi - lo + 1) * self._label_pixels / size))
         first = lo + (-lo) % step
-        chosen = [i for i in self.emphasis if lo <= i <= hi]
+        chosen: list[int] = []
+        for i in self.emphasis:            # a later one may not crowd an earlier one
+            if lo <= i <= hi and all(abs(i - c) >= step for c in chosen):
+                chosen.append(i)
         # every step-th label, but never one that would overlap an emphasised label
         regular = [v for v in range(first, hi + 1, step) if all(abs(v - c) >= step for c in chosen)]
         return [(step, sorted(chosen + regular))]

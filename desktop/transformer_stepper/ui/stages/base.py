@@ -28,6 +28,7 @@ class StageView(QWidget):
         self.session = session
         self.stage = stages.stage(self.stage_key)
         self._figures: list[tuple[str, Figure]] = []
+        self._extras: list[QWidget] = []         # non-plot widgets, hidden with the figures
         self._drawn: Optional[tuple] = None      # (trace, data key, selection) last drawn
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 2)
@@ -85,6 +86,19 @@ class StageView(QWidget):
         install_plot_menu(self, name, figure)       # right-click: Export as PNG / SVG
         return figure
 
+    def add_widget(self, widget: QWidget, row: int, col: int, row_span: int = 1,
+                   col_span: int = 1) -> QWidget:
+        """A widget beside the figures (a table): shown only when there is a trace."""
+        self._extras.append(widget)
+        self.grid.addWidget(widget, row, col, row_span, col_span)
+        return widget
+
+    def add_controls(self, widget: QWidget) -> QWidget:
+        """A row of controls above the figures (a slider): shown only when there is a trace."""
+        self._extras.append(widget)
+        self.controls.addWidget(widget)
+        return widget
+
     def show_figure(self, name: str, visible: bool) -> None:
         for figure_name, figure in self._figures:
             if figure_name == name:
@@ -141,8 +155,8 @@ class StageView(QWidget):
         trace = self.trace
         if trace is None:
             self.placeholder.setVisible(True)
-            for _, figure in self._figures:
-                figure.setVisible(False)
+            for widget in [figure for _, figure in self._figures] + self._extras:
+                widget.setVisible(False)
             self._drawn = None
             return
         if self.is_current():
@@ -155,6 +169,8 @@ class StageView(QWidget):
         self._drawn = (trace, key, selected)
         for _, figure in self._figures:   # a figure marks itself unused (e.g. no token types)
             figure.setVisible(not getattr(figure, "unused", False))
+        for widget in self._extras:
+            widget.setVisible(True)
         self.updated.emit()
 
     def explanation_values(self) -> tuple[dict, dict]:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
 
 from .. import analysis
 from ..plots import Bars, Heatmap
@@ -29,7 +29,9 @@ class SoftmaxView(StageView):
     stage_key = "softmax"
 
     def build(self) -> None:
-        row = QHBoxLayout()
+        bar = QWidget()
+        row = QHBoxLayout(bar)
+        row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(QLabel("Temperature:"))
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(0, SLIDER_STEPS)
@@ -44,7 +46,7 @@ class SoftmaxView(StageView):
         self.reset.clicked.connect(lambda: self.session.set_temperature(1.0))
         row.addWidget(self.reset)
         row.addStretch(1)
-        self.controls.addLayout(row)
+        self.add_controls(bar)
         # the slider may fire hundreds of times a second: at most 30 softmaxes a second
         self._proxy = pg.SignalProxy(self.slider.valueChanged, rateLimit=30, slot=self._slider_moved)
         self.weights = self.add_figure("attention_weights", Heatmap(

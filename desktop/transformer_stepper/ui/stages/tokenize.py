@@ -5,8 +5,11 @@ from typing import Optional
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
+
+from ...core.trace import Trace
 
 from ..plots import Bars
 from ..plots.common import BAR_BRUSH, MUTED, SELECTED, Figure, nearest_index
@@ -18,7 +21,7 @@ class TokenSpans(Figure):
     y: token); special tokens, which cover no characters, are thin grey marks."""
 
     def __init__(self) -> None:
-        super().__init__("Which characters each token covers", "character of the text", "token")
+        super().__init__("Which characters of the text each token covers", "character offset", "token")
         self.plot.invertY(True)
         self.spans = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[], pen=None, brush=BAR_BRUSH)
         self.plot.addItem(self.spans)
@@ -38,7 +41,6 @@ class TokenSpans(Figure):
             self.starts[i] = self.ends[i - 1] if i > 0 else 0.0
             self.ends[i] = self.starts[i] + 0.3
         self.select(selected)
-        self.x_axis.set_labels([c if c.strip() else "␣" for c in text])
         self.y_axis.set_labels(rows)
         self.plot.setRange(xRange=(-1, max(len(text), 1)), yRange=(-0.6, len(rows) - 0.4), padding=0)
 
@@ -63,6 +65,43 @@ class TokenSpans(Figure):
         return nearest_index(y, len(self.rows))
 
 
+class TokenTable(QAbstractTableModel):
+    """piece, id, special, start, end, text per token: computed when a row is drawn, so a
+    512-token text costs nothing until it is scrolled to."""
+
+    COLUMNS = ("piece", "id", "special", "start", "end", "text")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.trace: Optional[Trace] = None
+
+    def set_trace(self, trace: Trace) -> None:
+        self.beginResetModel()
+        self.trace = trace
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if self.trace is None or parent.isValid() else self.trace.n_seq
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return len(self.COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        return self.COLUMNS[section] if orientation == Qt.Orientation.Horizontal else str(section)
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if role != Qt.ItemDataRole.DisplayRole or self.trace is None:
+            return None
+        trace, i = self.trace, index.row()
+        special = bool(trace.special_tokens_mask[i])
+        start, end = (int(v) for v in trace.offsets[i])
+        return (trace.tokens[i], str(int(trace.input_ids[i])), "yes" if special else "",
+                "" if special else str(start), "" if special else str(end),
+                "" if special else trace.text[start:end])[index.column()]
+
+
 class TokenizeView(StageView):
     stage_key = "tokenize"
 
@@ -71,16 +110,18 @@ class TokenizeView(StageView):
         self.ids = self.add_figure("token_ids", Bars(
             "Token ids: the row each token takes from the embedding table", "token",
             "id", value_name="id"), 1, 0)
-        self.table = QTableWidget(0, 6)
-        self.table.setHorizontalHeaderLabels(["piece", "id", "special", "start", "end", "text"])
+        self.table_model = TokenTable()
+        self.table = QTableView()
+        self.table.setModel(self.table_model)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.verticalHeader().setDefaultSectionSize(22)
         self.table.setMinimumWidth(320)
-        self.table.itemSelectionChanged.connect(self._table_selected)
-        self.grid.addWidget(self.table, 0, 1, 2, 1)
+        self.table.selectionModel().selectionChanged.connect(self._table_selected)
+        self.add_widget(self.table, 0, 1, 2, 1)
         self.grid.setColumnStretch(0, 3)
         self.grid.setColumnStretch(1, 2)
 
@@ -91,27 +132,20 @@ class TokenizeView(StageView):
                             rows, self.selected)
         self.ids.set_data(trace.input_ids.astype(np.float32), self.labels, self.selected,
                           muted=trace.special_tokens_mask)
-        self.table.blockSignals(True)
-        self.table.setRowCount(trace.n_seq)
-        for i in range(trace.n_seq):
-            start, end = (int(v) for v in trace.offsets[i])
-            special = bool(trace.special_tokens_mask[i])
-            cells = [trace.tokens[i], str(int(trace.input_ids[i])), "yes" if special else "",
-                     "" if special else str(start), "" if special else str(end),
-                     "" if special else trace.text[start:end]]
-            for column, value in enumerate(cells):
-                self.table.setItem(i, column, QTableWidgetItem(value))
-        self.table.setVerticalHeaderLabels([str(i) for i in range(trace.n_seq)])
-        self.table.blockSignals(False)
+        self.table_model.set_trace(trace)
+        for column, width in enumerate((80, 52, 56, 44, 40)):
+            self.table.setColumnWidth(column, width)
 
     def update_selection(self) -> None:
         self.spans.select(self.selected)
         self.ids.set_highlight(self.selected)
-        self.table.blockSignals(True)
+        selection = self.table.selectionModel()
+        selection.blockSignals(True)
         self.table.selectRow(self.selected)
-        self.table.blockSignals(False)
+        selection.blockSignals(False)
+        self.table.viewport().update()
 
-    def _table_selected(self) -> None:
+    def _table_selected(self, *_) -> None:
         rows = self.table.selectionModel().selectedRows()
         if rows:
             self.session.select_token(rows[0].row())
