@@ -63,17 +63,21 @@ def main() -> None:
         print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     except ImportError:
         hf = None
-    print(f"{'tokens':>6} {'stepper ms':>11} {'HF ms':>8} {'ratio':>6}")
+    print("trace = model.trace(text), every intermediate kept per layer; +stack = also stacking "
+          "every per-layer name into [n_layer, ...] arrays (what `trace --out` writes)")
+    print(f"{'tokens':>6} {'trace ms':>9} {'+stack ms':>10} {'HF ms':>8} {'ratio':>6}")
     for n in (16, 128, 512):
         text = text_of(model, n)
         repeats = 20 if n < 512 else 7
         ours = median_time(lambda: model.trace(text), repeats)
+        stacked = median_time(lambda: model.trace(text).to_dict(), repeats)
         if hf is not None:
             enc = hf_tok(text, return_tensors="pt")
             theirs = median_time(lambda: hf(**enc, output_hidden_states=True, output_attentions=True), repeats)
-            print(f"{n:>6} {ours * 1000:>11.1f} {theirs * 1000:>8.1f} {ours / theirs:>6.2f}")
+            print(f"{n:>6} {ours * 1000:>9.1f} {stacked * 1000:>10.1f} {theirs * 1000:>8.1f} "
+                  f"{ours / theirs:>6.2f}", flush=True)
         else:
-            print(f"{n:>6} {ours * 1000:>11.1f} {'-':>8} {'-':>6}")
+            print(f"{n:>6} {ours * 1000:>9.1f} {stacked * 1000:>10.1f} {'-':>8} {'-':>6}", flush=True)
     text = text_of(model, 512)
     tracemalloc.start()
     trace = model.trace(text)
