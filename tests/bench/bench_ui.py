@@ -98,6 +98,26 @@ def bench_stage_switch(app, window) -> None:
     print(f"stage switch after a new trace (redraw): slowest {slowest[1]} {ms(slowest[0])}")
 
 
+def bench_step_forward(app, window) -> None:
+    """Right arrow through a fresh window, pausing as a reader would: the next stage's view is
+    built during the pause, so the step only shows it."""
+    session = window.session
+    times = []
+    while True:
+        deadline = time.perf_counter() + 0.6          # reading time: the idle build happens
+        while time.perf_counter() < deadline:
+            app.processEvents()
+            time.sleep(0.005)
+        start = time.perf_counter()
+        if not session.step(+1):
+            break
+        settle(app, window)
+        times.append((time.perf_counter() - start, f"{session.stage_key}@{session.layer}"))
+    slowest = max(times)
+    print(f"step forward after a pause (next view built while reading), {len(times)} steps: "
+          f"median {ms(statistics.median(t for t, _ in times))}, slowest {slowest[1]} {ms(slowest[0])}")
+
+
 def bench_keystroke(app, window) -> None:
     session = window.session
     session.set_text(text_of(session.model, 64), immediate=True)
@@ -209,6 +229,13 @@ def main() -> int:
     bench_cold_start(model_dir)
     app = application()
     with tempfile.TemporaryDirectory() as tmp:
+        fresh = create_main_window(str(model_dir), None,
+                                   QSettings(f"{tmp}/fresh.ini", QSettings.Format.IniFormat))
+        fresh.resize(1500, 900)
+        fresh.show()
+        wait_for(app, lambda: fresh.session.trace is not None)
+        bench_step_forward(app, fresh)
+        fresh.close()
         window = create_main_window(str(model_dir), None,
                                     QSettings(f"{tmp}/settings.ini", QSettings.Format.IniFormat))
         window.resize(1500, 900)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QLabel, QLineEdit, QListWidget,
                                QListWidgetItem, QMainWindow, QMessageBox, QProgressBar, QSplitter,
@@ -20,6 +20,7 @@ from .stages import StageView, create_view
 from .token_strip import TokenStripArea
 
 MODEL_FILES = "Model files (*.safetensors *.npz *.json);;All files (*)"
+PREBUILD_DELAY_MS = 400
 
 
 def default_settings() -> QSettings:
@@ -43,6 +44,12 @@ class MainWindow(QMainWindow):
         self._build_status_bar()
         self._connect_session()
         self._restore_settings()
+        # building a view takes 0.1-0.3 s (pyqtgraph items): the next stage's is built while
+        # the user reads this one, so stepping forward only shows it
+        self._prebuild = QTimer(self)
+        self._prebuild.setSingleShot(True)
+        self._prebuild.setInterval(PREBUILD_DELAY_MS)
+        self._prebuild.timeout.connect(self._build_next_view)
         self._refresh_model_widgets()
         self._show_stage(self.session.stage_key)
 
@@ -301,6 +308,22 @@ class MainWindow(QMainWindow):
         self.stage_list.setCurrentRow(row)
         self.stage_list.blockSignals(False)
         self._update_stepping()
+        self._prebuild.start()
+
+    def _build_next_view(self) -> None:
+        """While the user reads, get the next stage ready: built, drawn for the current state
+        (when it is in the same layer), laid out and painted once off screen."""
+        session = self.session
+        if session.model is None or session.trace is None or session.busy:
+            return
+        target = stages.step(session.stage_key, session.layer, +1, session.model.config)
+        if target is None or (target[0] in self.views and target[1] != session.layer):
+            return
+        view = self.view(target[0])
+        if target[1] == session.layer and not view.is_current():
+            view.ensure_current()
+        view.resize(self.stack.size())
+        view.grab()
 
     def view(self, key: str) -> StageView:
         """The stage's view, created the first time it is needed."""
