@@ -26,11 +26,14 @@ WORDS = ("the river bank flooded after heavy rain while the bank downtown lent m
 
 def text_of(model, n_tokens: int) -> str:
     """A text that tokenizes to exactly n_tokens (special tokens included)."""
-    words = []
-    while len(model.encode(" ".join(words + [WORDS[len(words) % len(WORDS)]])).input_ids) <= n_tokens:
+    def count(words):  # untruncated: at n_ctx tokens the model's own encode stops growing
+        return len(model.tokenizer.encode(" ".join(words), max_length=10**6).input_ids)
+
+    words: list[str] = []
+    while count(words + [WORDS[len(words) % len(WORDS)]]) <= n_tokens:
         words.append(WORDS[len(words) % len(WORDS)])
     text = " ".join(words)
-    assert len(model.encode(text).input_ids) == n_tokens, len(model.encode(text).input_ids)
+    assert count(words) == n_tokens, count(words)
     return text
 
 
