@@ -7,6 +7,7 @@ from typing import Optional
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
+from ..core.blas import set_blas_threads
 from .main_window import MainWindow
 from .plots import configure_pyqtgraph
 from .session import Session
@@ -17,6 +18,7 @@ def application() -> QApplication:
     app.setApplicationName("Transformer Stepper")
     app.setOrganizationName("transformer-stepper")
     configure_pyqtgraph()
+    set_blas_threads(1)  # spinning BLAS threads would fight the GUI thread: see core/blas.py
     return app
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from ..config import ModelConfig
 from ..errors import ModelError
 from . import network
-from .blas import blas_threads
+from ..blas import blas_threads
 from .optim import Adam, AdamConfig, clip_gradients, learning_rate
 
 

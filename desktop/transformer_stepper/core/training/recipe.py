@@ -13,7 +13,7 @@ import numpy as np
 from ..config import ModelConfig
 from ..errors import ModelError
 from . import corpus
-from .blas import blas_threads
+from ..blas import blas_threads
 from .evaluate import (allowed_next_words, attention_maps, best_heads, evaluate,
                        unigram_prediction)
 from .loop import ProgressCallback, train

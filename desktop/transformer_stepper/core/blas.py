@@ -1,9 +1,11 @@
-"""Pin numpy's OpenBLAS to a thread count while training.
+"""Pin numpy's OpenBLAS to a thread count (training; the desktop app).
 
-Why: training multiplies small matrices ([~1000, 64] x [64, 256]); OpenBLAS's threads cost
+Why: OpenBLAS's idle threads spin. Training multiplies small matrices ([~1000, 64] x [64, 256]); OpenBLAS's threads cost
 more to wake than they save, and when other processes share the cores they spin and the step
 time collapses (measured 60 ms single-threaded vs 620 ms with two threads on a busy 2-core
-machine). There is no numpy API for this, so find the library numpy ships with and call its
+machine). The app's worker traces while the GUI thread draws: with two BLAS threads on two
+cores they fight the GUI thread (MiniLM, 72 tokens: keystroke -> plots 100-240 ms with two
+threads, 75-110 ms with one; tests/bench/bench_ui.py). There is no numpy API for this, so find the library numpy ships with and call its
 set_num_threads; where it is not found (another BLAS), leave things as they are."""
 from __future__ import annotations
 
@@ -39,6 +41,14 @@ def _find_api():
             if _api:
                 break
     return _api
+
+
+def set_blas_threads(n: int) -> bool:
+    """From now on numpy's OpenBLAS uses `n` threads; False where it cannot be found."""
+    api = _find_api()
+    if api:
+        api[0](int(n))
+    return bool(api)
 
 
 @contextlib.contextmanager
