@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import uuid
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -26,30 +24,8 @@ def _say(text: str, stream=None) -> None:
         print(text.encode(encoding, "backslashreplace").decode(encoding), file=stream)
 
 
-def write_atomically(path: Path, write) -> None:
-    """Write through `write(file_object)` to a temporary name beside `path`, then rename, so a
-    failure never leaves a half-written file where a complete one was expected."""
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise ModelError(f"{path.parent}: folder does not exist")
-    if path.is_dir():
-        raise ModelError(f"{path}: is a folder")
-    # not mkstemp: its 0600 would stick to the result; O_EXCL with 0666 honours the umask
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.part"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def _trace(args: argparse.Namespace) -> int:
+    from .io.array_export import save_npz
     from .io.loader import load_model
 
     out = Path(args.out)
@@ -67,10 +43,7 @@ def _trace(args: argparse.Namespace) -> int:
     if not np.isfinite(trace.hidden_states).all():
         _say(f"warning: {model.source or model.name}: the forward pass produced inf or NaN "
              f"(are the weights corrupt?)", sys.stderr)
-    try:
-        write_atomically(out, lambda handle: np.savez(handle, **trace.to_dict()))
-    except OSError as exc:
-        raise ModelError(f"{out}: cannot write ({exc.strerror or exc})") from None
+    save_npz(out, trace)  # atomic; an OSError becomes one ModelError line naming the file
     _say(f"wrote {out}: {trace.n_seq} tokens, {len(trace.names())} arrays")
     return 0
 

@@ -149,7 +149,7 @@ def test_failed_write_leaves_no_part_file_and_the_old_file_intact(tmp_path, bert
     monkeypatch.setattr(np, "savez", full_disk)
     code, stdout, err = run(capsys, "trace", "--model", bert, "--text", TEXT, "--out", out)
     assert code == 2 and stdout == ""
-    assert _one_error_line(err) == f"error: {out}: cannot write (No space left on device)"
+    assert _one_error_line(err) == f"error: {out}: cannot write (no space left on device)"
     assert _leftovers(tmp_path) == ["trace.npz"] and out.read_bytes() == b"previous result"
 
 
