@@ -3,6 +3,7 @@ loader, in a worker, as the app does), a window with its settings in a temporary
 teardown that fails if a worker thread is still running."""
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -85,10 +86,21 @@ def loaded_window(qtbot, window, model_paths):
     return loader
 
 
+@pytest.fixture(scope="session", autouse=True)
+def collect_garbage_between_tests_only():
+    """As the app does (ui.app.application): no cyclic garbage collection at random moments,
+    which could destroy Qt objects in a worker thread or inside a Qt call holding a lock (a
+    deadlock seen with windows of earlier tests collected during a signal disconnect)."""
+    gc.disable()
+    yield
+    gc.enable()
+
+
 @pytest.fixture(autouse=True)
-def no_dangling_threads():
+def no_dangling_threads(qtbot):
     yield
     assert QThreadPool.globalInstance().waitForDone(10_000)
+    gc.collect()          # here, between tests, it is safe
 
 
 def builtin_model_or_skip() -> Path:

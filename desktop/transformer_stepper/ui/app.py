@@ -6,6 +6,7 @@ from typing import Optional
 
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
+from pyqtgraph.util.garbage_collector import GarbageCollector
 
 from ..core.blas import set_blas_threads
 from .main_window import MainWindow
@@ -19,6 +20,11 @@ def application() -> QApplication:
     app.setOrganizationName("transformer-stepper")
     configure_pyqtgraph()
     set_blas_threads(1)  # spinning BLAS threads would fight the GUI thread: see core/blas.py
+    if not hasattr(app, "garbage_collector"):
+        # Python's cyclic collector could otherwise run in a worker thread, or in the middle of
+        # a Qt call that holds a lock, and destroy Qt objects there (a crash or a deadlock): it
+        # runs on a timer on the GUI thread instead (pyqtgraph's recipe)
+        app.garbage_collector = GarbageCollector(interval=1.0)
     return app
 
 

@@ -4,6 +4,7 @@ own: title, axis labels, colour bar; it is what gets exported."""
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Optional, Sequence
 
 import numpy as np
@@ -44,12 +45,18 @@ def cache_on_screen(item) -> None:
     with setExportMode: while they render, the item paints itself afresh, so SVG stays vector
     and PNG gets the export's own resolution."""
     item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
-    paint_for_export = item.setExportMode
+    # a weak reference and the class's method: no reference cycle through the item's __dict__
+    # (cycles leave Qt objects to the cyclic collector, which may run at an unsafe moment)
+    target = weakref.ref(item)
+    paint_for_export = type(item).setExportMode
 
     def set_export_mode(export, opts=None):
-        item.setCacheMode(QGraphicsItem.CacheMode.NoCache if export
-                          else QGraphicsItem.CacheMode.DeviceCoordinateCache)
-        return paint_for_export(export, opts)
+        cached = target()
+        if cached is None:
+            return None
+        cached.setCacheMode(QGraphicsItem.CacheMode.NoCache if export
+                            else QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        return paint_for_export(cached, export, opts)
 
     item.setExportMode = set_export_mode
 
