@@ -6,6 +6,8 @@ from transformer_stepper.io.hf_cache import hub_cache_dir, list_cached_models
 from transformer_stepper.ui import app
 from transformer_stepper.ui.main_window import MainWindow
 
+from tests.builders import tiny_config
+
 from .conftest import builtin_model_or_skip
 
 
@@ -84,9 +86,8 @@ def test_hf_cache_lists_snapshots_with_a_config(tmp_path):
 
 
 def test_stage_walk_is_data():
-    config = stages.STAGES  # noqa: F841  (the list is the single source of the order)
-    from tests.builders import tiny_config
-
+    """Stepping follows core/stages.py: per-layer stages repeat per layer, the head-less
+    model has no prediction stage."""
     bert = tiny_config("bert", lm_head=False, lm_head_transform=False)
     assert stages.step("position_addition", 5, +1, bert) == ("qkv", 0)
     assert stages.step("layer_output", 0, +1, bert) == ("qkv", 1)

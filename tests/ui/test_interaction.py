@@ -1,7 +1,7 @@
 """Selection linked everywhere, live typing with stale results dropped, the temperature
 what-if, hover values, and failing opens that keep the old model, text and stage."""
 import numpy as np
-from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QMessageBox
 

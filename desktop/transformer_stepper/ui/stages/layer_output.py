@@ -7,7 +7,7 @@ import pyqtgraph as pg
 
 from .. import analysis
 from ..plots import Curve, Heatmap, Lines
-from ..plots.common import HIGHLIGHT_PEN, SELECTED
+from ..plots.common import SELECTED
 from .base import StageView
 
 MAX_TOKEN_CURVES = 32      # beyond this, the other tokens are summarised by their mean

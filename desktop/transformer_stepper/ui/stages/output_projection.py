@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
-from .. import analysis
 from ..plots import Bars, Heatmap
 from .base import StageView
 
