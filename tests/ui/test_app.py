@@ -15,8 +15,11 @@ def test_launch_on_a_model_and_text(qtbot, model_paths, settings):
     window = app.create_main_window(str(model_paths["gpt2"]), "the river bank", settings)
     qtbot.addWidget(window)
     window.show()
+    assert window.progress.isVisibleTo(window)            # the model opens in a worker
+    assert window.busy_label.text().startswith("Opening")
     with qtbot.waitSignal(window.session.traceChanged, timeout=10_000):
         pass
+    qtbot.waitUntil(lambda: not window.progress.isVisibleTo(window), timeout=5_000)
     assert window.session.trace.text == "the river bank"
     assert window.text_box.text() == "the river bank"
     assert "tiny-gpt2" in window.model_label.text() and "parameters" in window.params_label.text()
