@@ -373,6 +373,18 @@ def assert_same_trace(a, b) -> None:
         assert a[name].tobytes() == b[name].tobytes(), name
 
 
+def assert_npz_holds_trace(path: Path, trace, text: str) -> None:
+    """The .npz at `path` holds exactly trace.to_dict(): same names, dtypes, shapes, values."""
+    expected = trace.to_dict()
+    with np.load(path, allow_pickle=False) as archive:
+        assert sorted(archive.files) == sorted(expected)
+        for name, value in expected.items():
+            got = archive[name]
+            assert got.dtype == value.dtype and got.shape == value.shape, name
+            assert np.array_equal(got, value), name
+        assert str(archive["text"]) == text
+
+
 def edit_config(folder: Path, **changes) -> Path:
     """Change fields of folder/config.json in place; -> its path."""
     path = Path(folder) / "config.json"

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+from tests.builders import assert_npz_holds_trace
 from transformer_stepper.core import stages
 from transformer_stepper.core.errors import ModelError
 from transformer_stepper.io import array_export
@@ -121,14 +122,7 @@ def test_npz_round_trips_the_trace_exactly_with_the_trace_command_names(tmp_path
     _, trace = request.getfixturevalue(which)
     path = tmp_path / "trace.npz"
     save_npz(path, trace)
-    expected = trace.to_dict()
-    with np.load(path, allow_pickle=False) as archive:
-        assert sorted(archive.files) == sorted(expected)
-        for name, value in expected.items():
-            got = archive[name]
-            assert got.dtype == value.dtype and got.shape == value.shape, name
-            assert np.array_equal(got, value), name
-        assert str(archive["text"]) == TEXT
+    assert_npz_holds_trace(path, trace, TEXT)
 
 
 # ------------------------------------------------------------------------------ bad input

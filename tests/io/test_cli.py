@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.builders import bert_folder, gpt2_folder
+from tests.builders import assert_npz_holds_trace, bert_folder, gpt2_folder
 from transformer_stepper import load_model
 from transformer_stepper.cli import main
 
@@ -120,14 +120,7 @@ def test_trace_out_round_trips_exactly_without_pickle(tmp_path, bert, capsys):
     assert code == 0 and err == ""
     trace = load_model(bert).trace(TEXT)
     assert stdout == f"wrote {out}: {trace.n_seq} tokens, {len(trace.names())} arrays\n"
-    expected = trace.to_dict()
-    with np.load(out, allow_pickle=False) as archive:
-        assert sorted(archive.files) == sorted(expected)
-        for name, value in expected.items():
-            got = archive[name]
-            assert got.dtype == value.dtype and got.shape == value.shape, name
-            assert np.array_equal(got, value), name
-        assert str(archive["text"]) == TEXT
+    assert_npz_holds_trace(out, trace, TEXT)
     assert _leftovers(tmp_path) == ["trace.npz"]
     assert out.stat().st_mode & 0o777 == 0o666 & ~_umask()
 
