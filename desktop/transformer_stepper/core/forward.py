@@ -133,15 +133,23 @@ def lm_head(params, config: ModelConfig, h, record) -> np.ndarray:
     return logits
 
 
+def attention_mask(config: ModelConfig, n_seq: int) -> Optional[np.ndarray]:
+    # -> [n_seq, n_seq] additive (0 where a query may look, -inf where not), or None (no mask).
+    # The additive form is one broadcast add instead of a boolean scatter.
+    return ops.additive_mask(ops.causal_mask(n_seq)) if config.causal else None
+
+
 def forward(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np.ndarray,
-            token_type_ids: np.ndarray | None = None, record: Recorder = None) -> dict:
-    """[n_seq] ids -> {"last_hidden_state": [n_seq, d_model], "logits": [n_seq, n_vocab] or None}."""
+            token_type_ids: np.ndarray | None = None, record: Recorder = None,
+            mask: Optional[np.ndarray] = None) -> dict:
+    """[n_seq] ids -> {"last_hidden_state": [n_seq, d_model], "logits": [n_seq, n_vocab] or None}.
+    `mask` is attention_mask(config, n_seq), passed in when the caller keeps it."""
     record = record or _noop
     input_ids = np.asarray(input_ids, dtype=np.int64)
     if token_type_ids is None:
         token_type_ids = np.zeros_like(input_ids)
-    # additive form of the causal mask: one broadcast add instead of a boolean scatter
-    mask = ops.additive_mask(ops.causal_mask(len(input_ids))) if config.causal else None
+    if mask is None:
+        mask = attention_mask(config, len(input_ids))
     x = embed(params, config, input_ids, token_type_ids, record)
     for layer in range(config.n_layer):
         x = block(params, config, x, mask, layer, record)

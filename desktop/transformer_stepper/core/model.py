@@ -8,9 +8,9 @@ import numpy as np
 
 from .config import ModelConfig
 from .errors import ModelError
-from .forward import expected_shapes, forward
+from .forward import attention_mask, block, expected_shapes, forward
 from .tokenize import Encoded, Tokenizer
-from .trace import Recorder, Trace
+from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder, Trace
 
 
 # Corrupt weights (inf, NaN) or extreme activations make numpy warn from deep inside an op,
@@ -109,19 +109,34 @@ class Model:
         with _quiet_floats():
             return forward(self.params, self.config, ids, types)
 
-    def trace(self, text: str) -> Trace:
+    def trace(self, text: str, detail_budget: int = DEFAULT_DETAIL_BUDGET) -> Trace:
+        """The forward pass keeping the residual stream; each layer's detail is computed when
+        first asked for (`trace.layer(name, i)`), within `detail_budget` bytes."""
         encoded = self.encode(text)
-        return self.trace_encoded(encoded, text)
+        return self.trace_encoded(encoded, text, detail_budget)
 
-    def trace_encoded(self, encoded: Encoded, text: str = "") -> Trace:
+    def trace_encoded(self, encoded: Encoded, text: str = "",
+                      detail_budget: int = DEFAULT_DETAIL_BUDGET) -> Trace:
         ids, types = self._checked_ids(encoded)
-        recorder = Recorder()
+        mask = attention_mask(self.config, len(ids))
+        recorder = Recorder(per_layer=RESIDUAL_NAMES)
         with _quiet_floats():
-            forward(self.params, self.config, ids, types, recorder)
-        arrays, layer_arrays = recorder.finish()
+            forward(self.params, self.config, ids, types, recorder, mask=mask)
+        arrays, residual = recorder.finish()
         arrays["token_type_ids"] = types.copy()
         arrays["token_type_ids"].flags.writeable = False
+        params, config, layer_inputs = self.params, self.config, residual["layer_in"]
+
+        def compute_layer(layer: int) -> LayerDetail:
+            # the same block function, from the same stored input: bit-identical to recording
+            # the layer during the pass
+            layer_recorder = Recorder()
+            with _quiet_floats():
+                block(params, config, layer_inputs[layer], mask, layer, layer_recorder)
+            return {name: values[0] for name, values in layer_recorder.per_layer.items()}
+
         return Trace(config=self.config, text=text, tokens=encoded.tokens,
                      input_ids=ids.copy(), offsets=encoded.offsets.copy(),
                      special_tokens_mask=encoded.special_tokens_mask.copy(),
-                     arrays=arrays, layer_arrays=layer_arrays, truncated=encoded.truncated)
+                     arrays=arrays, residual=residual, compute_layer=compute_layer,
+                     attention_mask=mask, truncated=encoded.truncated, detail_budget=detail_budget)

@@ -1,39 +1,48 @@
-"""The Trace: every intermediate of one forward pass, as plain read-only arrays.
+"""The Trace: every intermediate of one forward pass, as plain read-only arrays, computed lazily.
+
+The forward pass keeps the residual stream (each layer's input and output) and the whole-model
+arrays (embeddings, final norm, logits). A layer's *detail* (q, k, v, scores, weights, head
+outputs, norms, feed-forward arrays) is computed the first time it is asked for, by the same
+block function from that layer's stored input, so it is bit-identical to recording it during
+the pass; detailed layers are kept in a cache bounded by a byte budget and recomputed when
+evicted. Memory therefore does not grow with n_layer · n_head · n_seq².
 
 Names follow Hugging Face where it has one (input_ids, hidden_states, attentions, logits).
-Per-layer arrays are kept one per layer (`trace.layer(name, i)`) and `trace[name]` stacks
-them with a leading n_layer axis; see README "Trace arrays"."""
+`trace.layer(name, i)` is one layer's array; `trace[name]` stacks every layer (a full pass's
+worth of detail and memory); see README "Trace arrays"."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Iterator, Optional
+import threading
+from collections import OrderedDict
+from typing import Callable, Iterator, Mapping, Optional
 
 import numpy as np
 
 from .config import ModelConfig
 
-# Per-layer names in the order the forward pass produces them (pre-LN order for ln_*).
-LAYER_NAMES = (
-    "layer_in", "ln_1_in", "ln_1_normalized", "ln_1_out", "attn_in", "q", "k", "v",
-    "scores_raw", "scores", "attn_weights", "head_outputs", "heads_concat", "attn_out",
-    "attn_residual", "ln_2_in", "ln_2_normalized", "ln_2_out", "mlp_in", "mlp_pre_act",
-    "mlp_act", "mlp_out", "mlp_residual", "layer_out",
-)
+# Per-layer names of the residual stream: kept by the pass itself, never recomputed.
+RESIDUAL_NAMES = ("layer_in", "layer_out")
+DEFAULT_DETAIL_BUDGET = 1 << 30      # bytes of layer detail a trace keeps (1 GiB)
+
+LayerDetail = Mapping[str, np.ndarray]
 
 
 class Recorder:
     """Collects what forward() records, by reference: the forward pass allocates a fresh
     array for every intermediate, so keeping it costs nothing, where copying every layer
-    into a stacked buffer would double the memory traffic of a trace."""
+    into a stacked buffer would double the memory traffic of a trace.
 
-    def __init__(self) -> None:
+    `per_layer` limits which per-layer names are kept (None: all of them)."""
+
+    def __init__(self, per_layer: Optional[tuple[str, ...]] = None) -> None:
+        self.keep = per_layer
         self.arrays: dict[str, np.ndarray] = {}
         self.per_layer: dict[str, list[np.ndarray]] = {}
 
     def __call__(self, name: str, value: np.ndarray, layer: Optional[int] = None) -> None:
         if layer is None:
             self.arrays[name] = value
-        else:
+        elif self.keep is None or name in self.keep:
             self.per_layer.setdefault(name, []).append(value)
 
     def finish(self) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, ...]]]:
@@ -43,29 +52,129 @@ class Recorder:
         return dict(self.arrays), {name: tuple(values) for name, values in self.per_layer.items()}
 
 
-@dataclass(frozen=True)
-class Trace:
-    config: ModelConfig
-    text: str
-    tokens: tuple[str, ...]                 # the tokenizer's pieces, special tokens included
-    input_ids: np.ndarray                   # [n_seq] int64
-    offsets: np.ndarray                     # [n_seq, 2] character span in `text`; (0, 0) for specials
-    special_tokens_mask: np.ndarray         # [n_seq] bool
-    arrays: dict = field(repr=False)        # name -> read-only array (whole-model ones)
-    layer_arrays: dict = field(repr=False, default_factory=dict)  # name -> one array per layer
-    truncated: bool = False                 # the text was longer than the model's context
-    _stacked: dict = field(repr=False, default_factory=dict, compare=False)
+def _detail_nbytes(detail: LayerDetail) -> int:
+    # aliases (attn_in is ln_1_out in pre-LN blocks) are counted once
+    seen: dict[int, int] = {}
+    for value in detail.values():
+        seen[id(value)] = value.nbytes
+    return sum(seen.values())
 
-    def __post_init__(self) -> None:
+
+class LayerCache:
+    """Detailed layers by index, least recently used first, within a byte budget. The layer
+    just computed is always kept, even when it alone exceeds the budget. Thread-safe: the app
+    prepares layers in a worker while the GUI thread reads them."""
+
+    def __init__(self, compute: Callable[[int], LayerDetail], budget: int) -> None:
+        self._compute = compute
+        self.budget = int(budget)
+        self._layers: OrderedDict[int, LayerDetail] = OrderedDict()
+        self._lock = threading.RLock()
+        self.computed = 0                 # how many layer details were computed (evictions show)
+
+    def get(self, layer: int) -> LayerDetail:
+        with self._lock:
+            detail = self._layers.get(layer)
+            if detail is not None:
+                self._layers.move_to_end(layer)
+                return detail
+            detail = self._compute(layer)
+            self.computed += 1
+            self._layers[layer] = detail
+            self._evict(keep=layer)
+            return detail
+
+    def has(self, layer: int) -> bool:
+        with self._lock:
+            return layer in self._layers
+
+    def _evict(self, keep: int) -> None:
+        while self.nbytes() > self.budget and len(self._layers) > 1:
+            oldest = next(iter(self._layers))
+            if oldest == keep:
+                break
+            del self._layers[oldest]
+
+    def nbytes(self) -> int:
+        with self._lock:
+            return sum(_detail_nbytes(d) for d in self._layers.values())
+
+    def layers(self) -> list[int]:
+        with self._lock:
+            return list(self._layers)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._layers.clear()
+
+
+class Trace:
+    """One text through one model. Whole-model arrays are in `arrays`; the residual stream in
+    `residual[name][layer]`; every other per-layer array comes from `layer(name, i)`."""
+
+    def __init__(self, config: ModelConfig, text: str, tokens: tuple[str, ...],
+                 input_ids: np.ndarray, offsets: np.ndarray, special_tokens_mask: np.ndarray,
+                 arrays: dict, residual: dict, compute_layer: Callable[[int], LayerDetail],
+                 attention_mask: Optional[np.ndarray] = None, truncated: bool = False,
+                 detail_budget: int = DEFAULT_DETAIL_BUDGET) -> None:
+        self.config = config
+        self.text = text
+        self.tokens = tokens                 # the tokenizer's pieces, special tokens included
+        self.input_ids = input_ids           # [n_seq] int64
+        self.offsets = offsets               # [n_seq, 2] character span; (0, 0) for specials
+        self.special_tokens_mask = special_tokens_mask   # [n_seq] bool
+        self.arrays = arrays                 # name -> read-only array (whole-model ones)
+        self.residual = residual             # "layer_in"/"layer_out" -> one array per layer
+        self.truncated = truncated           # the text was longer than the model's context
+        self.attention_mask = attention_mask  # [n_seq, n_seq] additive (0 / -inf) or None
+        self.cache = LayerCache(self._frozen(compute_layer), detail_budget)
+        self._stacked: dict[str, np.ndarray] = {}
+        self._layer_names: Optional[tuple[str, ...]] = None
         for value in (self.input_ids, self.offsets, self.special_tokens_mask):
             value.flags.writeable = False
 
+    @staticmethod
+    def _frozen(compute_layer):
+        def compute(layer: int) -> LayerDetail:
+            detail = dict(compute_layer(layer))
+            for value in detail.values():
+                value.flags.writeable = False
+            return detail
+        return compute
+
+    def __repr__(self) -> str:
+        return (f"Trace({self.config.family}, {self.n_seq} tokens, "
+                f"{len(self.cache.layers())}/{self.config.n_layer} layers detailed)")
+
+    # -- layers ---------------------------------------------------------------------------
+    def detail(self, layer: int) -> LayerDetail:
+        """Every per-layer array of one layer, computed on first use (then cached within the
+        budget): what a view of one layer should ask for."""
+        if not 0 <= layer < self.config.n_layer:
+            raise IndexError(f"layer {layer} is out of range (the model has {self.config.n_layer})")
+        return self.cache.get(layer)
+
+    def prepare(self, layer: int) -> None:
+        """Compute a layer's detail now (in a worker), so reading it later costs nothing."""
+        self.detail(layer)
+
+    def is_ready(self, layer: int) -> bool:
+        return self.cache.has(layer)
+
     def layer(self, name: str, layer: int) -> np.ndarray:
-        """One layer's array (e.g. layer("attn_weights", 2) -> [n_head, n_seq, n_seq]),
-        without stacking the others: what a view of one layer should ask for."""
-        if name in self.layer_arrays:
-            return self.layer_arrays[name][layer]
-        return self[name][layer]
+        """One layer's array (e.g. layer("attn_weights", 2) -> [n_head, n_seq, n_seq])."""
+        if name in self.residual:
+            return self.residual[name][layer]
+        detail = self.detail(layer)
+        if name not in detail:
+            raise KeyError(f"no per-layer array named {name!r} (known: {', '.join(detail)})")
+        return detail[name]
+
+    def layer_names(self) -> tuple[str, ...]:
+        """Per-layer names in the order the forward pass produces them."""
+        if self._layer_names is None:
+            self._layer_names = tuple(self.detail(0))
+        return self._layer_names
 
     # -- Hugging Face's conventions -------------------------------------------------------
     @property
@@ -75,11 +184,11 @@ class Trace:
     @property
     def hidden_states(self) -> np.ndarray:
         """[n_layer + 1, n_seq, d_model]: embedding output, then every layer's output, the last
-        with ln_f applied where the model has it (as output_hidden_states does)."""
+        with the final norm applied where the model has it (as output_hidden_states does)."""
         cached = self._stacked.get("hidden_states")
         if cached is None:
-            layers = list(self.layer_arrays["layer_out"])
-            if self.config.final_norm:
+            layers = list(self.residual["layer_out"])
+            if "final_ln_out" in self.arrays:
                 layers[-1] = self.arrays["final_ln_out"]
             cached = np.stack([self.arrays["embedding_output"], *layers])
             cached.flags.writeable = False
@@ -88,7 +197,8 @@ class Trace:
 
     @property
     def attentions(self) -> np.ndarray:
-        """[n_layer, n_head, n_seq, n_seq] attention weights (softmax output)."""
+        """[n_layer, n_head, n_seq, n_seq] attention weights (softmax output). Computes every
+        layer's detail: a full pass's time, and n_layer · n_head · n_seq² floats."""
         return self["attn_weights"]
 
     @property
@@ -98,37 +208,51 @@ class Trace:
     @property
     def mask(self) -> Optional[np.ndarray]:
         """[n_seq, n_seq] bool, True where attention is blocked (causal models), else None."""
-        if not self.config.causal:
-            return None
-        return np.triu(np.ones((self.n_seq, self.n_seq), dtype=bool), k=1)
+        return None if self.attention_mask is None else np.isneginf(self.attention_mask)
 
     def __getitem__(self, name: str) -> np.ndarray:
-        """Whole-model arrays as they are; per-layer ones stacked to [n_layer, ...] on first
-        access (then cached)."""
+        """Whole-model arrays as they are; per-layer ones stacked to [n_layer, ...] (computing
+        every layer's detail: a full pass's time and memory; then cached)."""
         if name in self.arrays:
             return self.arrays[name]
         if name == "hidden_states":
             return self.hidden_states
         cached = self._stacked.get(name)
         if cached is None:
-            cached = np.stack(self.layer_arrays[name])  # KeyError names the missing array
+            if name not in self.residual and name not in self.layer_names():
+                raise KeyError(f"no array named {name!r}")
+            first = self.layer(name, 0)
+            cached = np.empty((self.config.n_layer, *first.shape), dtype=first.dtype)
+            for i in range(self.config.n_layer):   # one layer at a time, within the budget
+                cached[i] = self.layer(name, i)
             cached.flags.writeable = False
             self._stacked[name] = cached
         return cached
 
     def __contains__(self, name: str) -> bool:
-        return name in self.arrays or name in self.layer_arrays or name == "hidden_states"
+        return (name in self.arrays or name in self.residual or name == "hidden_states"
+                or name in self.layer_names())
 
     def names(self) -> list[str]:
-        return sorted(set(self.arrays) | set(self.layer_arrays) | {"hidden_states"})
+        return sorted(set(self.arrays) | set(self.residual) | set(self.layer_names())
+                      | {"hidden_states"})
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def nbytes(self) -> int:
-        """Bytes of every recorded intermediate (stacked copies made on access not counted)."""
-        return (sum(a.nbytes for a in self.arrays.values())
-                + sum(a.nbytes for values in self.layer_arrays.values() for a in values))
+        """Bytes held now: whole-model arrays, the residual stream, cached layer detail and
+        stacked copies."""
+        seen: dict[int, int] = {}
+        for value in [*self.arrays.values(), *self._stacked.values(),
+                      *(a for values in self.residual.values() for a in values)]:
+            seen[id(value)] = value.nbytes
+        return sum(seen.values()) + self.cache.nbytes()
+
+    def iter_layers(self) -> Iterator[tuple[int, LayerDetail]]:
+        """Every layer's detail in turn, within the budget (exports walk layers this way)."""
+        for i in range(self.config.n_layer):
+            yield i, self.detail(i)
 
     def to_dict(self) -> dict[str, np.ndarray]:
         """Everything, as named arrays with no Python objects (for .npz without pickle)."""

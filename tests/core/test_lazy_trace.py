@@ -1,0 +1,83 @@
+"""The lazy trace: a layer's detail, computed on demand from the stored residual stream, is
+bit-identical to recording it during one eager pass; evicted layers recompute identically;
+the cache keeps within its byte budget."""
+import numpy as np
+import pytest
+
+from tests.core.test_forward import KINDS, TEXT, make_model
+from transformer_stepper.core.forward import attention_mask, forward
+from transformer_stepper.core.trace import Recorder
+
+
+def eager_recording(model, text):
+    """Every intermediate of every layer, recorded during one pass (the pre-lazy design)."""
+    encoded = model.encode(text)
+    ids = np.asarray(encoded.input_ids, dtype=np.int64)
+    recorder = Recorder()
+    forward(model.params, model.config, ids, np.asarray(encoded.token_type_ids), recorder,
+            mask=attention_mask(model.config, len(ids)))
+    return recorder.finish()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_lazy_detail_is_bit_identical_to_eager_recording(kind):
+    model = make_model(kind)
+    arrays, per_layer = eager_recording(model, TEXT[kind])
+    trace = model.trace(TEXT[kind])
+    assert not trace.cache.layers(), "nothing is detailed before it is asked for"
+    assert set(trace.layer_names()) == set(per_layer)
+    for layer in reversed(range(model.config.n_layer)):   # any order
+        for name, values in per_layer.items():
+            np.testing.assert_array_equal(trace.layer(name, layer), values[layer], err_msg=name)
+            assert trace.layer(name, layer).dtype == values[layer].dtype
+    for name, value in arrays.items():
+        np.testing.assert_array_equal(trace[name], value, err_msg=name)
+    np.testing.assert_array_equal(trace["attn_weights"], np.stack(per_layer["attn_weights"]))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_evicted_layer_recomputes_identically_within_a_tiny_budget(kind):
+    model = make_model(kind, n_layer=3)
+    trace = model.trace(TEXT[kind], detail_budget=1)       # one layer at a time
+    first = {name: trace.layer(name, 0).copy() for name in trace.layer_names()}
+    trace.layer("q", 1)
+    trace.layer("q", 2)
+    assert trace.cache.layers() == [2], "a 1-byte budget keeps only the layer just computed"
+    computed = trace.cache.computed
+    for name, value in first.items():
+        np.testing.assert_array_equal(trace.layer(name, 0), value, err_msg=name)
+    assert trace.cache.computed == computed + 1, "layer 0 was evicted and computed again"
+
+
+def test_budget_bounds_the_cached_bytes():
+    model = make_model("gpt2", n_layer=4)
+    one_layer = model.trace(TEXT["gpt2"])
+    one_layer.prepare(0)
+    size = one_layer.cache.nbytes()
+    trace = model.trace(TEXT["gpt2"], detail_budget=int(size * 2.5))
+    for i in range(4):
+        trace.prepare(i)
+        assert trace.cache.nbytes() <= size * 2.5
+    assert trace.cache.layers() == [2, 3]
+    # the detail is not kept alive by the trace beyond the budget
+    assert trace.nbytes() < one_layer.nbytes() + 3 * size
+
+
+def test_hidden_states_need_no_layer_detail():
+    model = make_model("gpt2")
+    trace = model.trace(TEXT["gpt2"])
+    hidden = trace.hidden_states
+    assert not trace.cache.layers()
+    arrays, per_layer = eager_recording(model, TEXT["gpt2"])
+    np.testing.assert_array_equal(hidden[1:-1], np.stack(per_layer["layer_out"][:-1]))
+    np.testing.assert_array_equal(hidden[-1], arrays["final_ln_out"])
+
+
+def test_detail_arrays_are_read_only_and_layer_out_of_range_is_named():
+    trace = make_model("bert").trace(TEXT["bert"])
+    with pytest.raises(ValueError):
+        trace.layer("scores", 0)[0, 0, 0] = 1.0
+    with pytest.raises(IndexError, match="layer 9"):
+        trace.layer("q", 9)
+    with pytest.raises(KeyError, match="no_such"):
+        trace.layer("no_such", 0)
