@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tests.core.test_forward import KINDS, TEXT, make_model
-from transformer_stepper.core.forward import attention_mask, forward
+from transformer_stepper.core.forward import context, forward
 from transformer_stepper.core.trace import Recorder
 
 
@@ -15,7 +15,7 @@ def eager_recording(model, text):
     ids = np.asarray(encoded.input_ids, dtype=np.int64)
     recorder = Recorder()
     forward(model.params, model.config, ids, np.asarray(encoded.token_type_ids), recorder,
-            mask=attention_mask(model.config, len(ids)))
+            ctx=context(model.config, len(ids)))
     return recorder.finish()
 
 

@@ -7,30 +7,55 @@ from typing import Literal
 
 from .errors import ModelError
 
-Position = Literal["learned", "sinusoidal"]
+Position = Literal["learned", "sinusoidal", "rotary", "none"]
 NormPlacement = Literal["pre", "post"]
-Activation = Literal["gelu_erf", "gelu_tanh", "relu"]
+NormKind = Literal["layer", "rms"]
+Activation = Literal["gelu_erf", "gelu_tanh", "relu", "silu"]
+RopeScaling = Literal["", "linear", "llama3"]
+
+POSITIONS = ("learned", "sinusoidal", "rotary", "none")
+NORM_KINDS = ("layer", "rms")
+ACTIVATION_NAMES = ("gelu_erf", "gelu_tanh", "relu", "silu")
+ROPE_SCALINGS = ("", "linear", "llama3")
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    family: str            # "bert", "gpt2", "stepper" (the built-in model): for display only
+    family: str            # "bert", "gpt2", "llama", ..., "stepper" (the built-in model): display
     n_vocab: int
     n_ctx: int             # longest sequence the position scheme supports
     d_model: int
     n_head: int
     n_layer: int
     d_ff: int
-    position: Position = "learned"
-    norm: NormPlacement = "pre"      # pre-LN (GPT-2) or post-LN (BERT, the 2017 paper)
+    position: Position = "learned"   # added vector (learned, sinusoidal), q/k rotation, or none
+    norm: NormPlacement = "pre"      # pre-LN (GPT-2, Llama) or post-LN (BERT, the 2017 paper)
+    norm_kind: NormKind = "layer"    # LayerNorm (mean, variance, γ, β) or RMSNorm (RMS, γ)
     embed_norm: bool = False         # a LayerNorm right after the embedding sum (BERT)
     n_token_types: int = 0           # BERT's segment embeddings; 0 = none
     causal: bool = False
     activation: Activation = "gelu_erf"
+    gated_mlp: bool = False          # down(act(gate(x)) * up(x)) (SwiGLU, GeGLU) instead of proj(act(fc(x)))
     ln_eps: float = 1e-5
-    final_norm: bool = False         # ln_f after the last block (GPT-2)
-    lm_head: bool = False            # logits = h @ wte.T (+ BERT's transform when present)
-    lm_head_transform: bool = False  # BERT MLM: dense -> gelu -> LayerNorm before the tied decoder
+    final_norm: bool = False         # a norm after the last block (GPT-2, Llama)
+    lm_head: bool = False            # logits from the output head (+ BERT's transform when present)
+    lm_head_transform: bool = False  # BERT MLM: dense -> gelu -> LayerNorm before the decoder
+    tied_head: bool = True           # the output head is wte itself; else its own lm_head.w
+    n_kv_head: int = 0               # grouped-query attention: K/V heads (0 = n_head)
+    head_dim: int = 0                # width of one head (0 = d_model // n_head)
+    qkv_bias: bool = True            # biases on the q, k, v projections
+    o_bias: bool = True              # ... on the output projection
+    mlp_bias: bool = True            # ... on the feed-forward projections
+    qk_norm: bool = False            # RMSNorm of each q and k head before the rotation (Qwen3)
+    embed_scale: float = 1.0         # token rows multiplied by this (Gemma: √d_model)
+    position_offset: int = 0         # first position id (RoBERTa: padding_idx + 1)
+    sliding_window: int = 0          # a query sees at most this many keys, itself included (0 = all)
+    rope_theta: float = 10000.0
+    rope_scaling: RopeScaling = ""   # "" none, "linear", "llama3"
+    rope_factor: float = 1.0
+    rope_low_freq_factor: float = 1.0
+    rope_high_freq_factor: float = 4.0
+    rope_original_n_ctx: int = 8192
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -38,21 +63,45 @@ class ModelConfig:
             value = getattr(self, field)
             if not isinstance(value, int) or value <= 0:
                 raise ModelError(f"config: {field} must be a positive integer, got {value!r}")
-        if self.d_model % self.n_head:
+        for field in ("n_kv_head", "head_dim", "position_offset", "sliding_window"):
+            value = getattr(self, field)
+            if type(value) is not int or value < 0:
+                raise ModelError(f"config: {field} must be a non-negative integer, got {value!r}")
+        if not self.head_dim and self.d_model % self.n_head:
             raise ModelError(
                 f"config: d_model={self.d_model} is not divisible by n_head={self.n_head}")
-        if self.position not in ("learned", "sinusoidal"):
-            raise ModelError(f"config: unknown position scheme {self.position!r}")
-        if self.norm not in ("pre", "post"):
-            raise ModelError(f"config: unknown norm placement {self.norm!r}")
-        if self.activation not in ("gelu_erf", "gelu_tanh", "relu"):
-            raise ModelError(f"config: unsupported activation {self.activation!r}")
+        if self.n_head % self.n_kv_heads:
+            raise ModelError(f"config: n_head={self.n_head} is not divisible by "
+                             f"n_kv_head={self.n_kv_heads} (each K/V head serves a whole group)")
+        for field, allowed, what in (("position", POSITIONS, "unknown position scheme"),
+                                     ("norm", ("pre", "post"), "unknown norm placement"),
+                                     ("norm_kind", NORM_KINDS, "unknown norm kind"),
+                                     ("activation", ACTIVATION_NAMES, "unsupported activation"),
+                                     ("rope_scaling", ROPE_SCALINGS, "unsupported rope scaling")):
+            if getattr(self, field) not in allowed:
+                raise ModelError(f"config: {what} {getattr(self, field)!r}")
         if self.position == "sinusoidal" and self.d_model % 2:
             raise ModelError(f"config: sinusoidal positions need an even d_model, got {self.d_model}")
+        if self.position == "rotary" and self.d_head % 2:
+            raise ModelError(f"config: rotary positions need an even head width, got {self.d_head}")
 
     @property
     def d_head(self) -> int:
-        return self.d_model // self.n_head
+        return self.head_dim or self.d_model // self.n_head
+
+    @property
+    def n_kv_heads(self) -> int:
+        """K/V heads: n_head for ordinary attention, fewer for grouped-query attention."""
+        return self.n_kv_head or self.n_head
+
+    @property
+    def group_size(self) -> int:
+        """Query heads that read one K/V head."""
+        return self.n_head // self.n_kv_heads
+
+    def kv_head_of(self, head: int) -> int:
+        """The K/V head query head `head` reads (as Hugging Face's repeat_kv lays them out)."""
+        return head // self.group_size
 
     def replace(self, **changes) -> "ModelConfig":
         return dataclasses.replace(self, **changes)

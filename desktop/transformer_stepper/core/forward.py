@@ -2,15 +2,19 @@
 trace the stepper shows is produced by the very code that computes the output.
 
 Parameters use one naming scheme for every family (the loaders map checkpoints onto it):
-  wte [n_vocab, d_model]   wpe [n_ctx, d_model] (learned only)   wtt [n_types, d_model]
-  ln_emb.{g,b}             h.{i}.ln_1.{g,b}   h.{i}.ln_2.{g,b}   ln_f.{g,b}
-  h.{i}.attn.{q,k,v,o}.{w,b}   w stored [d_in, d_out]
-  h.{i}.mlp.fc.{w,b} [d_model, d_ff]   h.{i}.mlp.proj.{w,b} [d_ff, d_model]
+  wte [n_vocab, d_model]   wpe [position_offset + n_ctx, d_model] (learned only)
+  wtt [n_types, d_model]   ln_emb.{g,b}   ln_f.{g[,b]}   lm_head.w [n_vocab, d_model] (untied)
+  h.{i}.ln_1.{g[,b]}  h.{i}.ln_2.{g[,b]}           .b only for LayerNorm, not RMSNorm
+  h.{i}.attn.{q,k,v,o}.{w[,b]}   w stored [d_in, d_out]; k, v have n_kv_head heads
+  h.{i}.attn.{q,k}_norm.g [d_head]                  (qk_norm)
+  h.{i}.mlp.fc.{w[,b]} [d_model, d_ff]  h.{i}.mlp.proj.{w[,b]} [d_ff, d_model]
+  h.{i}.mlp.gate.{w[,b]}, h.{i}.mlp.up.{w[,b]} [d_model, d_ff] (gated_mlp: instead of fc)
   head.transform.{w,b}  head.ln.{g,b}  head.bias   (BERT's masked-LM head)
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional
+from dataclasses import dataclass
+from typing import Callable, Iterator, Mapping, Optional
 
 import numpy as np
 
@@ -18,32 +22,93 @@ from . import ops
 from .config import ModelConfig
 
 Recorder = Optional[Callable[[str, np.ndarray, Optional[int]], None]]
+F32 = np.float32
 
 
 def _noop(name: str, value: np.ndarray, layer: Optional[int] = None) -> None:
     pass
 
 
+def rows(params: Mapping[str, np.ndarray], name: str, index: np.ndarray) -> np.ndarray:
+    # [n] ids -> [n, d]: rows of a table. A parameter store that reads lazily gathers only
+    # these rows (a 128k-row bf16 table is not widened for a 20-token text).
+    gather = getattr(params, "rows", None)
+    return gather(name, index) if gather is not None else params[name][index]
+
+
+def times_rows_transposed(x: np.ndarray, params: Mapping[str, np.ndarray], name: str) -> np.ndarray:
+    # [n, d] @ table[n_rows, d].T -> [n, n_rows], in row blocks where the store offers them
+    blocks: Optional[Callable[[str], Iterator[tuple[int, np.ndarray]]]] = getattr(params, "row_blocks", None)
+    if blocks is None:
+        return x @ params[name].T
+    out = np.empty((x.shape[0], params.shape(name)[0]), dtype=F32)
+    for start, block in blocks(name):
+        out[:, start:start + len(block)] = x @ block.T
+    return out
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every layer's attention needs besides its input: the additive mask (0 / -inf, or
+    None) and, for rotary models, cos and sin of every position's angles [n_seq, d_head // 2]."""
+    mask: Optional[np.ndarray]
+    cos: Optional[np.ndarray] = None
+    sin: Optional[np.ndarray] = None
+
+
+def attention_mask(config: ModelConfig, n_seq: int) -> Optional[np.ndarray]:
+    # -> [n_seq, n_seq] additive (0 where a query may look, -inf where not), or None (no mask).
+    # The additive form is one broadcast add instead of a boolean scatter.
+    if not config.causal:
+        return None
+    if config.sliding_window and config.sliding_window < n_seq:
+        return ops.additive_mask(ops.windowed_causal_mask(n_seq, config.sliding_window))
+    return ops.additive_mask(ops.causal_mask(n_seq))
+
+
+def rope_frequencies(config: ModelConfig) -> np.ndarray:
+    # [d_head // 2]: radians per position of each rotated pair
+    return ops.rope_frequencies(config.d_head, config.rope_theta, config.rope_scaling,
+                                config.rope_factor, config.rope_low_freq_factor,
+                                config.rope_high_freq_factor, config.rope_original_n_ctx)
+
+
+def context(config: ModelConfig, n_seq: int, record: Recorder = None) -> Context:
+    mask = attention_mask(config, n_seq)
+    if config.position != "rotary":
+        return Context(mask)
+    angles = ops.rope_angles(n_seq, rope_frequencies(config))
+    if record is not None:
+        record("rope_angles", angles, None)
+    return Context(mask, np.cos(angles), np.sin(angles))
+
+
 def position_table(config: ModelConfig, params: Mapping[str, np.ndarray], n_seq: int) -> np.ndarray:
-    # -> [n_seq, d_model]: learned rows, or the fixed sinusoids
+    # -> [n_seq, d_model]: learned rows (from position_offset on), or the fixed sinusoids
     if config.position == "sinusoidal":
         return ops.sinusoid_table(n_seq, config.d_model)
-    return params["wpe"][:n_seq]
+    start = config.position_offset
+    return rows(params, "wpe", np.arange(start, start + n_seq))
 
 
 def embed(params, config: ModelConfig, input_ids, token_type_ids, record) -> np.ndarray:
     # [n_seq] ids -> [n_seq, d_model]
     n_seq = len(input_ids)
-    token_embeddings = params["wte"][input_ids]          # one-hot x E = row selection
-    position_embeddings = position_table(config, params, n_seq)
+    token_embeddings = rows(params, "wte", input_ids)     # one-hot x E = row selection
     record("token_embeddings", token_embeddings, None)
-    record("position_embeddings", position_embeddings, None)
-    x = token_embeddings + position_embeddings
-    if config.n_token_types:
-        token_type_embeddings = params["wtt"][token_type_ids]
-        record("token_type_embeddings", token_type_embeddings, None)
-        x += token_type_embeddings
-    record("embedding_sum", x, None)
+    x = token_embeddings
+    if config.embed_scale != 1.0:
+        x = x * F32(config.embed_scale)
+        record("token_embeddings_scaled", x, None)
+    if config.position in ("learned", "sinusoidal"):
+        position_embeddings = position_table(config, params, n_seq)
+        record("position_embeddings", position_embeddings, None)
+        x = x + position_embeddings
+        if config.n_token_types:
+            token_type_embeddings = rows(params, "wtt", token_type_ids)
+            record("token_type_embeddings", token_type_embeddings, None)
+            x += token_type_embeddings
+        record("embedding_sum", x, None)
     if config.embed_norm:
         normalized, x = ops.layer_norm(x, params["ln_emb.g"], params["ln_emb.b"], config.ln_eps)
         record("embedding_ln_normalized", normalized, None)
@@ -51,65 +116,95 @@ def embed(params, config: ModelConfig, input_ids, token_type_ids, record) -> np.
     return x
 
 
-def attention(params, config: ModelConfig, x, mask, layer: int, record) -> np.ndarray:
-    # [n_seq, d_model], [n_seq, n_seq] additive mask (0 / -inf) or None -> [n_seq, d_model]
+def _bias(params, name: str, present: bool) -> Optional[np.ndarray]:
+    return params[name] if present else None
+
+
+def attention(params, config: ModelConfig, x, ctx: Context, layer: int, record) -> np.ndarray:
+    # [n_seq, d_model] -> [n_seq, d_model]
     p = f"h.{layer}.attn."
     record("attn_in", x, layer)
-    q = ops.split_heads(ops.linear(x, params[p + "q.w"], params[p + "q.b"]), config.n_head)
-    k = ops.split_heads(ops.linear(x, params[p + "k.w"], params[p + "k.b"]), config.n_head)
-    v = ops.split_heads(ops.linear(x, params[p + "v.w"], params[p + "v.b"]), config.n_head)
-    record("q", q, layer)                                  # [n_head, n_seq, d_head]
+    n_kv, d_head = config.n_kv_heads, config.d_head
+    q = ops.split_heads(ops.linear(x, params[p + "q.w"], _bias(params, p + "q.b", config.qkv_bias)),
+                        config.n_head)                      # [n_head, n_seq, d_head]
+    k = ops.split_heads(ops.linear(x, params[p + "k.w"], _bias(params, p + "k.b", config.qkv_bias)), n_kv)
+    v = ops.split_heads(ops.linear(x, params[p + "v.w"], _bias(params, p + "v.b", config.qkv_bias)), n_kv)
+    if config.qk_norm:                                      # per head, over d_head (Qwen3)
+        q = ops.rms_norm(q, params[p + "q_norm.g"], config.ln_eps)[1]
+        k = ops.rms_norm(k, params[p + "k_norm.g"], config.ln_eps)[1]
+    if config.group_size > 1:      # each K/V head serves a group of query heads (repeat_kv)
+        k = np.repeat(k, config.group_size, axis=0)        # [n_head, n_seq, d_head]
+        v = np.repeat(v, config.group_size, axis=0)
+    if ctx.cos is not None:                                 # rotary: turn q and k, not x
+        record("q_unrotated", q, layer)
+        record("k_unrotated", k, layer)
+        q = ops.rotate(q, ctx.cos, ctx.sin)
+        k = ops.rotate(k, ctx.cos, ctx.sin)
+    record("q", q, layer)
     record("k", k, layer)
     record("v", v, layer)
     scores_raw = q @ k.transpose(0, 2, 1)                 # [n_head, n_seq, n_seq]
     record("scores_raw", scores_raw, layer)
-    scores = scores_raw * np.float32(1.0 / np.sqrt(config.d_head))
-    if mask is not None:
-        scores += mask                                     # 0 where allowed, -inf where blocked
+    scores = scores_raw * F32(1.0 / np.sqrt(d_head))
+    if ctx.mask is not None:
+        scores += ctx.mask                                 # 0 where allowed, -inf where blocked
     record("scores", scores, layer)
     weights = ops.softmax(scores)
     record("attn_weights", weights, layer)
     head_outputs = weights @ v                             # [n_head, n_seq, d_head]
     record("head_outputs", head_outputs, layer)
-    heads_concat = ops.merge_heads(head_outputs)          # [n_seq, d_model]
+    heads_concat = ops.merge_heads(head_outputs)          # [n_seq, n_head * d_head]
     record("heads_concat", heads_concat, layer)
-    attn_out = ops.linear(heads_concat, params[p + "o.w"], params[p + "o.b"])
+    attn_out = ops.linear(heads_concat, params[p + "o.w"], _bias(params, p + "o.b", config.o_bias))
     record("attn_out", attn_out, layer)
     return attn_out
 
 
 def feed_forward(params, config: ModelConfig, x, layer: int, record) -> np.ndarray:
-    # [n_seq, d_model] -> [n_seq, d_model]
+    # [n_seq, d_model] -> [n_seq, d_model]: proj(act(fc(x))), or gated: proj(act(gate(x)) * up(x))
     p = f"h.{layer}.mlp."
+    activation = ops.ACTIVATIONS[config.activation]
     record("mlp_in", x, layer)
-    pre_act = ops.linear(x, params[p + "fc.w"], params[p + "fc.b"])   # [n_seq, d_ff]
-    record("mlp_pre_act", pre_act, layer)
-    act = ops.ACTIVATIONS[config.activation](pre_act)
+    first = "gate" if config.gated_mlp else "fc"
+    pre_act = ops.linear(x, params[p + first + ".w"], _bias(params, p + first + ".b", config.mlp_bias))
+    record("mlp_pre_act", pre_act, layer)                  # [n_seq, d_ff]; the gate when gated
+    act = activation(pre_act)
     record("mlp_act", act, layer)
-    out = ops.linear(act, params[p + "proj.w"], params[p + "proj.b"])
+    if config.gated_mlp:
+        up = ops.linear(x, params[p + "up.w"], _bias(params, p + "up.b", config.mlp_bias))
+        record("mlp_up", up, layer)
+        act = act * up
+        record("mlp_gated", act, layer)                    # what the down projection reads
+    out = ops.linear(act, params[p + "proj.w"], _bias(params, p + "proj.b", config.mlp_bias))
     record("mlp_out", out, layer)
     return out
 
 
+def norm(params, config: ModelConfig, prefix: str, x):
+    # -> (normalized, output): LayerNorm (prefix.g, prefix.b) or RMSNorm (prefix.g)
+    if config.norm_kind == "rms":
+        return ops.rms_norm(x, params[prefix + ".g"], config.ln_eps)
+    return ops.layer_norm(x, params[prefix + ".g"], params[prefix + ".b"], config.ln_eps)
+
+
 def _norm(params, config, name, x, layer, record):
     record(f"{name}_in", x, layer)
-    normalized, out = ops.layer_norm(x, params[f"h.{layer}.{name}.g"], params[f"h.{layer}.{name}.b"],
-                                     config.ln_eps)
+    normalized, out = norm(params, config, f"h.{layer}.{name}", x)
     record(f"{name}_normalized", normalized, layer)
     record(f"{name}_out", out, layer)
     return out
 
 
-def block(params, config: ModelConfig, x, mask, layer: int, record) -> np.ndarray:
+def block(params, config: ModelConfig, x, ctx: Context, layer: int, record) -> np.ndarray:
     # [n_seq, d_model] -> [n_seq, d_model]; ln_1 belongs to attention, ln_2 to the feed-forward
     record("layer_in", x, layer)
     if config.norm == "pre":
-        x = x + attention(params, config, _norm(params, config, "ln_1", x, layer, record), mask, layer, record)
+        x = x + attention(params, config, _norm(params, config, "ln_1", x, layer, record), ctx, layer, record)
         record("attn_residual", x, layer)
         x = x + feed_forward(params, config, _norm(params, config, "ln_2", x, layer, record), layer, record)
         record("mlp_residual", x, layer)
     else:
-        x = x + attention(params, config, x, mask, layer, record)
+        x = x + attention(params, config, x, ctx, layer, record)
         record("attn_residual", x, layer)
         x = _norm(params, config, "ln_1", x, layer, record)
         x = x + feed_forward(params, config, x, layer, record)
@@ -120,41 +215,35 @@ def block(params, config: ModelConfig, x, mask, layer: int, record) -> np.ndarra
 
 
 def lm_head(params, config: ModelConfig, h, record) -> np.ndarray:
-    # [n_seq, d_model] -> [n_seq, n_vocab], the decoder tied to wte
+    # [n_seq, d_model] -> [n_seq, n_vocab]: the decoder tied to wte, or the model's own head
     if config.lm_head_transform:
         t = ops.linear(h, params["head.transform.w"], params["head.transform.b"])
         t = ops.ACTIVATIONS[config.activation](t)
         _, h = ops.layer_norm(t, params["head.ln.g"], params["head.ln.b"], config.ln_eps)
         record("head_transform", h, None)
-    logits = h @ params["wte"].T
-    if "head.bias" in params:
+    logits = times_rows_transposed(h, params, "wte" if config.tied_head else "lm_head.w")
+    if config.lm_head_transform and "head.bias" in params:
         logits += params["head.bias"]
     record("logits", logits, None)
     return logits
 
 
-def attention_mask(config: ModelConfig, n_seq: int) -> Optional[np.ndarray]:
-    # -> [n_seq, n_seq] additive (0 where a query may look, -inf where not), or None (no mask).
-    # The additive form is one broadcast add instead of a boolean scatter.
-    return ops.additive_mask(ops.causal_mask(n_seq)) if config.causal else None
-
-
 def forward(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np.ndarray,
             token_type_ids: np.ndarray | None = None, record: Recorder = None,
-            mask: Optional[np.ndarray] = None) -> dict:
+            ctx: Optional[Context] = None) -> dict:
     """[n_seq] ids -> {"last_hidden_state": [n_seq, d_model], "logits": [n_seq, n_vocab] or None}.
-    `mask` is attention_mask(config, n_seq), passed in when the caller keeps it."""
+    `ctx` is context(config, n_seq), passed in when the caller keeps it."""
     record = record or _noop
     input_ids = np.asarray(input_ids, dtype=np.int64)
     if token_type_ids is None:
         token_type_ids = np.zeros_like(input_ids)
-    if mask is None:
-        mask = attention_mask(config, len(input_ids))
+    if ctx is None:
+        ctx = context(config, len(input_ids), record)
     x = embed(params, config, input_ids, token_type_ids, record)
     for layer in range(config.n_layer):
-        x = block(params, config, x, mask, layer, record)
+        x = block(params, config, x, ctx, layer, record)
     if config.final_norm:
-        normalized, x = ops.layer_norm(x, params["ln_f.g"], params["ln_f.b"], config.ln_eps)
+        normalized, x = norm(params, config, "ln_f", x)
         record("final_ln_normalized", normalized, None)
         record("final_ln_out", x, None)
     logits = lm_head(params, config, x, record) if config.lm_head else None
@@ -163,25 +252,43 @@ def forward(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np
 
 def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     """Every parameter the forward pass reads, with its shape (loaders check against it)."""
-    d, f = config.d_model, config.d_ff
+    d, f, dh = config.d_model, config.d_ff, config.d_head
+    d_q, d_kv = config.n_head * dh, config.n_kv_heads * dh
     shapes: dict[str, tuple[int, ...]] = {"wte": (config.n_vocab, d)}
     if config.position == "learned":
-        shapes["wpe"] = (config.n_ctx, d)
+        shapes["wpe"] = (config.position_offset + config.n_ctx, d)
     if config.n_token_types:
         shapes["wtt"] = (config.n_token_types, d)
     if config.embed_norm:
         shapes.update({"ln_emb.g": (d,), "ln_emb.b": (d,)})
+
+    def linear(name: str, d_in: int, d_out: int, bias: bool) -> None:
+        shapes[name + ".w"] = (d_in, d_out)
+        if bias:
+            shapes[name + ".b"] = (d_out,)
+
+    def norm_shapes(name: str) -> None:
+        shapes[name + ".g"] = (d,)
+        if config.norm_kind == "layer":
+            shapes[name + ".b"] = (d,)
+
     for i in range(config.n_layer):
-        for name in ("q", "k", "v", "o"):
-            shapes[f"h.{i}.attn.{name}.w"] = (d, d)
-            shapes[f"h.{i}.attn.{name}.b"] = (d,)
-        for name in ("ln_1", "ln_2"):
-            shapes[f"h.{i}.{name}.g"] = (d,)
-            shapes[f"h.{i}.{name}.b"] = (d,)
-        shapes.update({f"h.{i}.mlp.fc.w": (d, f), f"h.{i}.mlp.fc.b": (f,),
-                       f"h.{i}.mlp.proj.w": (f, d), f"h.{i}.mlp.proj.b": (d,)})
+        p = f"h.{i}."
+        linear(p + "attn.q", d, d_q, config.qkv_bias)
+        linear(p + "attn.k", d, d_kv, config.qkv_bias)
+        linear(p + "attn.v", d, d_kv, config.qkv_bias)
+        linear(p + "attn.o", d_q, d, config.o_bias)
+        if config.qk_norm:
+            shapes.update({p + "attn.q_norm.g": (dh,), p + "attn.k_norm.g": (dh,)})
+        norm_shapes(p + "ln_1")
+        norm_shapes(p + "ln_2")
+        for name in (("gate", "up") if config.gated_mlp else ("fc",)):
+            linear(p + "mlp." + name, d, f, config.mlp_bias)
+        linear(p + "mlp.proj", f, d, config.mlp_bias)
     if config.final_norm:
-        shapes.update({"ln_f.g": (d,), "ln_f.b": (d,)})
+        norm_shapes("ln_f")
+    if config.lm_head and not config.tied_head:
+        shapes["lm_head.w"] = (config.n_vocab, d)
     if config.lm_head_transform:
         shapes.update({"head.transform.w": (d, d), "head.transform.b": (d,),
                        "head.ln.g": (d,), "head.ln.b": (d,), "head.bias": (config.n_vocab,)})

@@ -8,7 +8,7 @@ import numpy as np
 
 from .config import ModelConfig
 from .errors import ModelError
-from .forward import attention_mask, block, expected_shapes, forward
+from .forward import block, context, expected_shapes, forward
 from .tokenize import Encoded, Tokenizer
 from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder, Trace
 
@@ -118,10 +118,10 @@ class Model:
     def trace_encoded(self, encoded: Encoded, text: str = "",
                       detail_budget: int = DEFAULT_DETAIL_BUDGET) -> Trace:
         ids, types = self._checked_ids(encoded)
-        mask = attention_mask(self.config, len(ids))
         recorder = Recorder(per_layer=RESIDUAL_NAMES)
         with _quiet_floats():
-            forward(self.params, self.config, ids, types, recorder, mask=mask)
+            ctx = context(self.config, len(ids), recorder)
+            forward(self.params, self.config, ids, types, recorder, ctx=ctx)
         arrays, residual = recorder.finish()
         arrays["token_type_ids"] = types.copy()
         arrays["token_type_ids"].flags.writeable = False
@@ -132,11 +132,11 @@ class Model:
             # the layer during the pass
             layer_recorder = Recorder()
             with _quiet_floats():
-                block(params, config, layer_inputs[layer], mask, layer, layer_recorder)
+                block(params, config, layer_inputs[layer], ctx, layer, layer_recorder)
             return {name: values[0] for name, values in layer_recorder.per_layer.items()}
 
         return Trace(config=self.config, text=text, tokens=encoded.tokens,
                      input_ids=ids.copy(), offsets=encoded.offsets.copy(),
                      special_tokens_mask=encoded.special_tokens_mask.copy(),
                      arrays=arrays, residual=residual, compute_layer=compute_layer,
-                     attention_mask=mask, truncated=encoded.truncated, detail_budget=detail_budget)
+                     attention_mask=ctx.mask, truncated=encoded.truncated, detail_budget=detail_budget)

@@ -32,6 +32,14 @@ def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float):
     return normalized, normalized * g + b
 
 
+def rms_norm(x: np.ndarray, g: np.ndarray, eps: float):
+    # [n_seq, d], [d] -> (normalized [n_seq, d] before the gain, output [n_seq, d]);
+    # no mean is subtracted and there is no bias (Llama's RMSNorm)
+    mean_square = np.mean(np.square(x), axis=-1, keepdims=True)
+    normalized = x * (1.0 / np.sqrt(mean_square + F32(eps)))
+    return normalized, normalized * g
+
+
 def erf(x: np.ndarray) -> np.ndarray:
     # [...] -> [...], float32
     sign = np.sign(x)
@@ -67,7 +75,16 @@ def relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, F32(0))
 
 
-ACTIVATIONS = {"gelu_erf": gelu_erf, "gelu_tanh": gelu_tanh, "relu": relu}
+def silu(x: np.ndarray) -> np.ndarray:
+    # x * sigmoid(x) (Llama's SwiGLU gate); exp(-x) overflows to inf for x < -88, giving 0
+    out = np.negative(x)
+    np.exp(out, out=out)
+    out += 1.0
+    np.divide(x, out, out=out)
+    return out
+
+
+ACTIVATIONS = {"gelu_erf": gelu_erf, "gelu_tanh": gelu_tanh, "relu": relu, "silu": silu}
 
 
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -86,6 +103,52 @@ def causal_mask(n_seq: int) -> np.ndarray:
 def additive_mask(blocked: np.ndarray) -> np.ndarray:
     # [n_seq, n_seq] bool -> [n_seq, n_seq] float32: 0 where a query may look, -inf where not
     return np.where(blocked, F32(-np.inf), F32(0))
+
+
+def windowed_causal_mask(n_seq: int, window: int) -> np.ndarray:
+    # [n_seq, n_seq] bool: causal, and also blocked where the key is `window` or more
+    # positions back (a query sees `window` keys, itself included)
+    index = np.arange(n_seq)
+    return causal_mask(n_seq) | (index[:, None] - index[None, :] >= window)
+
+
+def rope_frequencies(d_head: int, theta: float, scaling: str = "", factor: float = 1.0,
+                     low_freq_factor: float = 1.0, high_freq_factor: float = 4.0,
+                     original_n_ctx: int = 8192) -> np.ndarray:
+    # -> [d_head // 2] float32 radians per position, for pair (i, i + d_head/2).
+    # Computed in float32, as Hugging Face does, so angles agree bit for bit far along the text.
+    exponents = np.arange(0, d_head, 2, dtype=np.int64).astype(F32) / F32(d_head)
+    inv_freq = F32(1.0) / (F32(theta) ** exponents)
+    if scaling == "linear":
+        inv_freq = inv_freq / F32(factor)
+    elif scaling == "llama3":  # Llama 3.1: slow pairs stretched by `factor`, fast ones kept
+        low_wavelen = original_n_ctx / low_freq_factor
+        high_wavelen = original_n_ctx / high_freq_factor
+        wavelen = F32(2 * np.pi) / inv_freq
+        scaled = np.where(wavelen > low_wavelen, inv_freq / F32(factor), inv_freq)
+        smooth = ((original_n_ctx / wavelen - low_freq_factor)
+                  / (high_freq_factor - low_freq_factor)).astype(F32)
+        smoothed = (1 - smooth) * scaled / F32(factor) + smooth * scaled
+        medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
+        inv_freq = np.where(medium, smoothed, scaled).astype(F32)
+    return inv_freq.astype(F32)
+
+
+def rope_angles(n_seq: int, inv_freq: np.ndarray) -> np.ndarray:
+    # [n_seq, d_head // 2]: the angle pos · θ_i by which pair i of position pos turns
+    return np.arange(n_seq, dtype=F32)[:, None] * inv_freq[None, :]
+
+
+def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    # [n_head, n_seq, d_head], [n_seq, d_head // 2] twice -> [n_head, n_seq, d_head]. Pair i is
+    # (x[i], x[i + d_head/2]) (Hugging Face's rotate_half layout, not interleaved neighbours),
+    # turned by its angle: x·cos + rotate_half(x)·sin.
+    half = x.shape[-1] // 2
+    first, second = x[..., :half], x[..., half:]
+    out = np.empty_like(x)
+    out[..., :half] = first * cos - second * sin
+    out[..., half:] = second * cos + first * sin
+    return out
 
 
 def sinusoid_table(n_ctx: int, d_model: int) -> np.ndarray:
