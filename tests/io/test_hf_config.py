@@ -38,13 +38,26 @@ def test_non_divisible_head_count(tmp_path):
     assert model_error(load_model, folder) == f"{folder / 'config.json'}: n_embd=32 is not divisible by n_head=3"
 
 
-@pytest.mark.parametrize("model_type", ["llama", None, 7])
+SUPPORTED = ("transformer-stepper, bert, roberta, xlm-roberta, distilbert, gpt2, llama, mistral, "
+             "qwen2, qwen3, gemma")
+
+
+@pytest.mark.parametrize("model_type", ["mamba", None, 7])
 def test_unsupported_model_type(tmp_path, model_type):
     folder = bert_folder(tmp_path / "m")
     edit_config(folder, model_type=model_type)
     assert model_error(load_model, folder) == (
         f"{folder / 'config.json'}: unsupported architecture model_type={model_type!r} "
-        f"(supported: bert, gpt2, transformer-stepper)")
+        f"(supported: {SUPPORTED})")
+
+
+@pytest.mark.parametrize("model_type", ["gemma2", "gemma3"])
+def test_later_gemma_generations_are_refused_in_one_line(tmp_path, model_type):
+    folder = bert_folder(tmp_path / "m")
+    edit_config(folder, model_type=model_type)
+    message = model_error(load_model, folder)
+    assert message.startswith(f"{folder / 'config.json'}: model_type={model_type!r}: Gemma")
+    assert "not supported" in message and "\n" not in message
 
 
 @pytest.mark.parametrize("kind", ["relative_key", "relative_key_query", None])

@@ -8,6 +8,7 @@ import numpy as np
 
 from .config import ModelConfig
 from .errors import ModelError
+from .params import ParamStore
 from .forward import block, context, expected_shapes, forward
 from .tokenize import Encoded, Tokenizer
 from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder, Trace
@@ -37,10 +38,18 @@ def check_config(config: ModelConfig, source: str) -> None:
 
 
 def check_params(params: Mapping[str, np.ndarray], config: ModelConfig,
-                 source: str) -> dict[str, np.ndarray]:
+                 source: str) -> Mapping[str, np.ndarray]:
     """Every tensor the forward pass reads must be present, float, with its exact shape.
     -> the parameters as read-only float32 arrays (float32 ones, memory-mapped or not, are
-    not copied)."""
+    not copied). A ParamStore (read on use) is checked by its shapes, without reading."""
+    if isinstance(params, ParamStore):
+        for name, shape in expected_shapes(config).items():
+            if name not in params:
+                raise ModelError(f"{source}: missing tensor {name}")
+            if tuple(params.shape(name)) != shape:
+                raise ModelError(f"{source}: tensor {name} has shape {tuple(params.shape(name))}, "
+                                 f"expected {shape}")
+        return params
     checked: dict[str, np.ndarray] = {}
     for name, shape in expected_shapes(config).items():
         if name not in params:
@@ -78,7 +87,7 @@ class Model:
         return self.config.name or self.source
 
     def n_params(self) -> int:
-        return int(sum(p.size for p in self.params.values()))
+        return int(sum(np.prod(shape) for shape in expected_shapes(self.config).values()))
 
     def encode(self, text: str) -> Encoded:
         return self.tokenizer.encode(text, max_length=self.config.n_ctx)

@@ -19,7 +19,9 @@ from ..core.errors import ModelError
 from ..core.forward import expected_shapes
 from ..core.model import Model
 from ..core.tokenize import Tokenizer
-from . import keymaps, npz_format
+from . import families, npz_format
+from .checkpoint_params import CheckpointParams
+from .families.common import count_layers
 from .resources import builtin_model_dir
 from .safetensors_file import SafetensorsFile
 
@@ -27,7 +29,7 @@ PICKLE_SUFFIXES = {".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle"}
 CONVERT_HINT = ("convert it to safetensors with transformers: AutoModel.from_pretrained(DIR)"
                 ".save_pretrained(OUT, safe_serialization=True)")
 _GENERIC_FOLDER_NAMES = {"model", "models", "weights", "checkpoint", "snapshot"}
-_ASSUMED_D_HEAD = 64  # BERT-base and GPT-2 both use 64-wide heads
+_ASSUMED_D_HEAD = 64  # BERT-base, GPT-2 and Llama all use 64-wide heads
 
 
 class Checkpoint:
@@ -73,6 +75,15 @@ class Checkpoint:
     def get(self, name: str) -> np.ndarray:
         return self.files[self.where[name]].get(name)
 
+    def rows(self, name: str, index) -> np.ndarray:
+        return self.files[self.where[name]].rows(name, index)
+
+    def is_float32(self, name: str) -> bool:
+        return self.files[self.where[name]].is_float32(name)
+
+    def check_readable(self, name: str) -> None:
+        self.files[self.where[name]].check_readable(name)
+
     @property
     def metadata(self) -> dict:
         merged: dict = {}
@@ -96,88 +107,50 @@ def _read_json(path: Path) -> dict:
 
 def config_from_hf(cfg: dict, source: str, names: set[str],
                    warnings: Optional[list[str]] = None) -> ModelConfig:
-    model_type = cfg.get("model_type")
-    if model_type in ("bert", "gpt2") and not keymaps.tied_head(cfg) and warnings is not None:
-        has_head = model_type == "gpt2" or any(n.startswith("cls.predictions.") for n in names)
-        if has_head:
-            warnings.append(f"{source}: tie_word_embeddings is false and a separate LM head is not "
-                            f"supported: no logits or predictions")
-    if model_type == "transformer-stepper":
-        stepper = cfg.get("stepper_config")
-        if not isinstance(stepper, dict):
-            raise ModelError(f"{source}: stepper_config must be an object, got {stepper!r}")
-        return npz_format.config_from_dict(stepper, source)
-    if model_type == "bert":
-        has_head = any(n.endswith("cls.predictions.transform.dense.weight") for n in names)
-        return keymaps.bert_config(cfg, source, has_head)
-    if model_type == "gpt2":
-        return keymaps.gpt2_config(cfg, source)
-    raise ModelError(f"{source}: unsupported architecture model_type={model_type!r} "
-                     f"(supported: bert, gpt2, transformer-stepper)")
+    family = families.by_model_type(cfg.get("model_type"), source)
+    return family.config_from_hf(cfg, source, names, warnings if warnings is not None else [])
 
 
-def _shape(ckpt: Checkpoint, name: str, ndim: int) -> tuple[int, ...]:
-    if name not in ckpt.where:
-        raise ModelError(f"{ckpt.source}: missing tensor {name} (needed to infer the "
-                         f"architecture without a config.json)")
-    shape = ckpt.shape(name)
-    if len(shape) != ndim:
-        raise ModelError(f"{ckpt.file_of(name)}: tensor {name} has shape {shape}, "
-                         f"expected {ndim} dimensions")
+def _shape_reader(ckpt: Checkpoint):
+    def shape(name: str, ndim: int) -> tuple[int, ...]:
+        if name not in ckpt.where:
+            raise ModelError(f"{ckpt.source}: missing tensor {name} (needed to infer the "
+                             f"architecture without a config.json)")
+        found = ckpt.shape(name)
+        if len(found) != ndim:
+            raise ModelError(f"{ckpt.file_of(name)}: tensor {name} has shape {found}, "
+                             f"expected {ndim} dimensions")
+        return found
     return shape
 
 
-def infer_config(ckpt: Checkpoint, family: str, warnings: list[str]) -> ModelConfig:
+def infer_config(ckpt: Checkpoint, family, warnings: list[str]) -> ModelConfig:
     """A lone safetensors without config.json: dimensions from shapes. The head count is
-    not in any shape, so it assumes 64-wide heads (BERT-base and GPT-2 both use 64)."""
-    names = ckpt.names()
-    if family == "gpt2":
-        p = keymaps.strip_prefix(names, ("transformer.",))
-        n_vocab, d_model = _shape(ckpt, p + "wte.weight", 2)
-        cfg = {"model_type": "gpt2", "vocab_size": n_vocab, "n_embd": d_model,
-               "n_positions": _shape(ckpt, p + "wpe.weight", 2)[0],
-               "n_inner": _shape(ckpt, p + "h.0.mlp.c_fc.weight", 2)[1],
-               "n_layer": keymaps.count_layers(names, "h."), "n_head": d_model // _ASSUMED_D_HEAD}
-    else:
-        p = keymaps.strip_prefix(names, ("bert.",))
-        n_vocab, d_model = _shape(ckpt, p + "embeddings.word_embeddings.weight", 2)
-        cfg = {"model_type": "bert", "vocab_size": n_vocab, "hidden_size": d_model,
-               "max_position_embeddings": _shape(ckpt, p + "embeddings.position_embeddings.weight", 2)[0],
-               "type_vocab_size": _shape(ckpt, p + "embeddings.token_type_embeddings.weight", 2)[0],
-               "intermediate_size": _shape(ckpt, p + "encoder.layer.0.intermediate.dense.weight", 2)[0],
-               "num_hidden_layers": keymaps.count_layers(names, "encoder.layer."),
-               "num_attention_heads": d_model // _ASSUMED_D_HEAD}
-    if d_model % _ASSUMED_D_HEAD:
+    not in any shape, so the family assumes the common head width (64)."""
+    try:
+        cfg = family.infer_hf_config(_shape_reader(ckpt), ckpt.names())
+    except ModelError as exc:
+        message = str(exc)
+        raise ModelError(message if message.startswith(ckpt.source) else f"{ckpt.source}: {message}") from None
+    d_model = cfg.get("hidden_size") or cfg.get("n_embd") or cfg.get("dim")
+    heads = cfg.get("num_attention_heads") or cfg.get("n_head") or cfg.get("n_heads")
+    width = cfg.get("head_dim") or d_model // heads
+    if "head_dim" not in cfg and d_model % _ASSUMED_D_HEAD:
         raise ModelError(f"{ckpt.source}: no config.json, and d_model={d_model} is not a multiple of "
                          f"{_ASSUMED_D_HEAD}, so the head count cannot be assumed; put the "
                          f"model's config.json beside it")
-    n_head = d_model // _ASSUMED_D_HEAD
     warnings.append(f"{ckpt.source}: no config.json; inferred the sizes from the tensor shapes "
-                    f"and assumed {n_head} heads of {_ASSUMED_D_HEAD}")
-    return config_from_hf(cfg, ckpt.source, names)
+                    f"and assumed {heads} heads of {width}")
+    return config_from_hf(cfg, ckpt.source, ckpt.names(), warnings)
 
 
 # ------------------------------------------------------------------------------ params
-def _keymap(ckpt: Checkpoint, config: ModelConfig) -> tuple[str, keymaps.KeyMap]:
-    names = ckpt.names()
-    if config.family == "gpt2":
-        return keymaps.strip_prefix(names, ("transformer.",)), keymaps.gpt2_keymap(config)
-    if config.family == "bert":
-        old_style = any(n.endswith("LayerNorm.gamma") for n in names)
-        ln_names = ("gamma", "beta") if old_style else ("weight", "bias")
-        return keymaps.strip_prefix(names, ("bert.",)), keymaps.bert_keymap(config, ln_names)
-    return "", [(name, name, keymaps.IDENTITY) for name in expected_shapes(config)]
-
-
-def _map_params(ckpt: Checkpoint, config: ModelConfig) -> dict[str, np.ndarray]:
-    """Only the tensors the forward pass reads are touched, each shape-checked before reading."""
-    prefix, keymap = _keymap(ckpt, config)
+def _map_params(ckpt: Checkpoint, config: ModelConfig) -> CheckpointParams:
+    """Every tensor the forward pass reads, shape-checked now and read on first use."""
+    keymap = families.of_config(config).keymap(config, ckpt.names())
     shapes = expected_shapes(config)
-    read: dict[str, np.ndarray] = {}  # c_attn feeds q, k and v: read (and widen) it once
-    params: dict[str, np.ndarray] = {}
-    for core_name, ckpt_name, transform in keymap:
-        # BERT's MLM head lives outside the bert. prefix ("cls.predictions...")
-        full = ckpt_name if ckpt_name.startswith("cls.") else prefix + ckpt_name
+    entries: dict[str, tuple[str, object]] = {}
+    for core_name, full, transform in keymap:
         if full not in ckpt.where:
             raise ModelError(f"{ckpt.source}: missing tensor {full}")
         expected = transform.checkpoint_shape(shapes[core_name])
@@ -186,10 +159,9 @@ def _map_params(ckpt: Checkpoint, config: ModelConfig) -> dict[str, np.ndarray]:
             raise ModelError(f"{ckpt.file_of(full)}: tensor {full} has shape {actual}, expected "
                              f"{expected} (d_model={config.d_model}, n_vocab={config.n_vocab}, "
                              f"n_ctx={config.n_ctx}, d_ff={config.d_ff})")
-        if full not in read:
-            read[full] = ckpt.get(full)
-        params[core_name] = transform(read[full])
-    return params
+        ckpt.check_readable(full)
+        entries[core_name] = (full, transform)
+    return CheckpointParams(ckpt, entries, {name: shapes[name] for name in entries})
 
 
 def _find_tokenizer(folder: Path) -> Tokenizer:
@@ -239,8 +211,7 @@ def _metadata_config(ckpt: Checkpoint) -> Optional[dict]:
 
 def _warn_unused_layers(ckpt: Checkpoint, config: ModelConfig, warnings: list[str]) -> None:
     # transformers also loads only the layers the config asks for, and says so
-    marker = {"gpt2": "h.", "bert": "encoder.layer."}.get(config.family)
-    found = keymaps.count_layers(ckpt.names(), marker) if marker else 0
+    found = count_layers(ckpt.names(), families.of_config(config).LAYER_MARKER)
     if found > config.n_layer:
         warnings.append(f"{ckpt.source}: the checkpoint has {found} layers but the config asks "
                         f"for {config.n_layer}; the extra layers are ignored")
@@ -254,8 +225,8 @@ def _from_checkpoint(ckpt: Checkpoint, folder: Path, cfg: Optional[dict], name: 
     elif (meta := _metadata_config(ckpt)) is not None:
         config = config_from_hf(meta, f"{ckpt.source} (metadata)", names, warnings)
     else:
-        family = keymaps.detect_family(names)
-        if family is None or family == "stepper":
+        family = families.detect(names)
+        if family is None or family is families.stepper:
             raise ModelError(f"{ckpt.source}: cannot tell the architecture from the tensor names "
                              f"and there is no config.json beside it")
         config = infer_config(ckpt, family, warnings)

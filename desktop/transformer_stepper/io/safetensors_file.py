@@ -125,18 +125,39 @@ class SafetensorsFile:
                 raise ModelError(f"{self.path}: cannot map the file ({exc})") from None
         return self._map
 
-    def get(self, name: str) -> np.ndarray:
-        """The tensor as a read-only float32 array: a view of the file for F32, a copy else."""
+    def check_readable(self, name: str) -> None:
+        """A tensor the model will read has a dtype we widen and lies inside the file (checked
+        at open, so a lazy read later does not fail)."""
         dtype, shape, start, end = self.entries[name]
         if dtype not in _READABLE:
             raise ModelError(f"{self.path}: tensor {name} has unsupported dtype {dtype} "
                              f"(F32, F16 and BF16 are read)")
-        data = self._data()
-        if end > len(data):  # the file shrank since its header was read
+        if end > len(self._data()):  # the file shrank since its header was read
             raise ModelError(f"{self.path}: tensor {name} lies past the end of the file (file truncated?)")
-        raw = data[start:end].view(_READABLE[dtype]).reshape(shape)
+
+    def _raw(self, name: str) -> tuple[np.ndarray, str]:
+        # the tensor's bytes as an array of its stored dtype (bf16 as uint16 bits), mapped
+        self.check_readable(name)
+        dtype, shape, start, end = self.entries[name]
+        data = self._data()
+        return data[start:end].view(_READABLE[dtype]).reshape(shape), dtype
+
+    @staticmethod
+    def _widen(raw: np.ndarray, dtype: str) -> np.ndarray:
         if dtype == "F32":
-            return raw  # memory-mapped, read-only (mode "r")
+            return raw
         value = bf16_to_f32(raw) if dtype == "BF16" else raw.astype(np.float32)
         value.flags.writeable = False
         return value
+
+    def get(self, name: str) -> np.ndarray:
+        """The tensor as a read-only float32 array: a view of the file for F32, a copy else."""
+        return self._widen(*self._raw(name))  # F32: memory-mapped, read-only (mode "r")
+
+    def rows(self, name: str, index) -> np.ndarray:
+        """Rows `index` (an index array or a slice) of a tensor as float32, widening only them."""
+        raw, dtype = self._raw(name)
+        return self._widen(raw[index], dtype)
+
+    def is_float32(self, name: str) -> bool:
+        return self.entries[name][0] == "F32"

@@ -1,0 +1,68 @@
+"""GPT-2: wte + wpe, pre-LN blocks, causal mask, tanh GELU; Conv1D weights stored [in, out];
+the fused c_attn split into q, k, v (views); LM head tied to wte; final ln_f."""
+from __future__ import annotations
+
+from ...core.config import ModelConfig
+from ...core.errors import ModelError
+from .common import (IDENTITY, Columns, KeyMap, activation, build, count_layers, display_name,
+                     divisible, integer, number, prefixed, strip_prefix, tied)
+
+MODEL_TYPES = ("gpt2",)
+LAYER_MARKER = "h."
+ACTIVATIONS = {"gelu": "gelu_erf", "gelu_python": "gelu_erf", "gelu_new": "gelu_tanh",
+               "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh", "relu": "relu"}
+ASSUMED_D_HEAD = 64
+
+
+def detect(names: set[str]) -> bool:
+    return any(n.endswith("attn.c_attn.weight") for n in names)
+
+
+def config_from_hf(cfg: dict, source: str, names: set[str], warnings: list[str]) -> ModelConfig:
+    if not tied(cfg):
+        warnings.append(f"{source}: tie_word_embeddings is false and a separate LM head is not "
+                        f"supported: no logits or predictions")
+    for option, ok in (("scale_attn_by_inverse_layer_idx", False), ("reorder_and_upcast_attn", False),
+                       ("scale_attn_weights", True)):
+        if cfg.get(option, ok) != ok:
+            raise ModelError(f"{source}: unsupported GPT-2 option {option}={cfg[option]!r}")
+    d_model, n_head = integer(cfg, "n_embd", source), integer(cfg, "n_head", source)
+    divisible(d_model, n_head, source, "n_embd", "n_head")
+    n_inner = cfg.get("n_inner")
+    return build(
+        source, family="gpt2", name=display_name(cfg),
+        n_vocab=integer(cfg, "vocab_size", source), n_ctx=integer(cfg, "n_positions", source, 1024),
+        d_model=d_model, n_head=n_head, n_layer=integer(cfg, "n_layer", source),
+        d_ff=4 * d_model if n_inner is None else integer(cfg, "n_inner", source),
+        position="learned", norm="pre", embed_norm=False, n_token_types=0, causal=True,
+        activation=activation(cfg, "activation_function", source, "gelu_new", ACTIVATIONS),
+        ln_eps=number(cfg, "layer_norm_epsilon", source, 1e-5), final_norm=True, lm_head=tied(cfg))
+
+
+def gpt2_keymap(config: ModelConfig) -> KeyMap:
+    keys: KeyMap = [("wte", "wte.weight", IDENTITY), ("wpe", "wpe.weight", IDENTITY),
+                    ("ln_f.g", "ln_f.weight", IDENTITY), ("ln_f.b", "ln_f.bias", IDENTITY)]
+    for i in range(config.n_layer):
+        p = f"h.{i}."
+        for j, name in enumerate("qkv"):  # Conv1D weights are already [in, out]
+            keys.append((f"h.{i}.attn.{name}.w", p + "attn.c_attn.weight", Columns(j, 3)))
+            keys.append((f"h.{i}.attn.{name}.b", p + "attn.c_attn.bias", Columns(j, 3)))
+        for core, ckpt in (("attn.o", "attn.c_proj"), ("ln_1", "ln_1"), ("ln_2", "ln_2"),
+                           ("mlp.fc", "mlp.c_fc"), ("mlp.proj", "mlp.c_proj")):
+            g, b = ("g", "b") if core.startswith("ln") else ("w", "b")
+            keys.append((f"h.{i}.{core}.{g}", f"{p}{ckpt}.weight", IDENTITY))
+            keys.append((f"h.{i}.{core}.{b}", f"{p}{ckpt}.bias", IDENTITY))
+    return keys
+
+
+def keymap(config: ModelConfig, names: set[str]) -> KeyMap:
+    return prefixed(gpt2_keymap(config), strip_prefix(names, ("transformer.",)))
+
+
+def infer_hf_config(shape, names: set[str]) -> dict:
+    p = strip_prefix(names, ("transformer.",))
+    n_vocab, d_model = shape(p + "wte.weight", 2)
+    return {"model_type": "gpt2", "vocab_size": n_vocab, "n_embd": d_model,
+            "n_positions": shape(p + "wpe.weight", 2)[0],
+            "n_inner": shape(p + "h.0.mlp.c_fc.weight", 2)[1],
+            "n_layer": count_layers(names, LAYER_MARKER), "n_head": max(d_model // ASSUMED_D_HEAD, 1)}
