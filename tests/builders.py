@@ -315,13 +315,20 @@ def tiny_config(kind: str, **changes) -> ModelConfig:
                              n_head=3, n_layer=3, d_ff=48, position="sinusoidal", norm="post",
                              embed_norm=False, causal=False, activation="relu", ln_eps=1e-5,
                              lm_head=True)
+    elif kind == "llama":   # rotary, RMSNorm, SwiGLU, 2 query heads per K/V head, untied head
+        config = ModelConfig(family="llama", n_vocab=vocab_size(bytelevel_tokenizer()), n_ctx=64,
+                             d_model=32, n_head=4, n_kv_head=2, n_layer=2, d_ff=48,
+                             position="rotary", norm="pre", norm_kind="rms", causal=True,
+                             activation="silu", gated_mlp=True, ln_eps=1e-6, final_norm=True,
+                             lm_head=True, tied_head=False, qkv_bias=False, o_bias=False,
+                             mlp_bias=False)
     else:
         raise ValueError(kind)
     return config.replace(**changes) if changes else config
 
 
 def tokenizer_for(kind: str) -> HFTokenizer:
-    return bytelevel_tokenizer() if kind == "gpt2" else wordpiece_tokenizer()
+    return bytelevel_tokenizer() if kind in ("gpt2", "llama") else wordpiece_tokenizer()
 
 
 def random_params(config: ModelConfig, seed: int = 0) -> dict[str, np.ndarray]:
