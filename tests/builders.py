@@ -253,6 +253,59 @@ def gpt2_checkpoint(n_vocab: int, d_model: int = 32, n_layer: int = 2, n_ctx: in
     return t
 
 
+def llama_config_json(n_vocab: int, d_model: int = 32, n_head: int = 4, n_kv: int = 2,
+                      n_layer: int = 2, d_ff: int = 48, model_type: str = "llama", **overrides) -> dict:
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": model_type, "vocab_size": n_vocab,
+           "hidden_size": d_model, "num_attention_heads": n_head, "num_key_value_heads": n_kv,
+           "num_hidden_layers": n_layer, "intermediate_size": d_ff, "hidden_act": "silu",
+           "max_position_embeddings": 128, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+           "rope_scaling": None, "attention_bias": False, "mlp_bias": False,
+           "tie_word_embeddings": False, "torch_dtype": "float32"}
+    cfg.update(overrides)
+    return cfg
+
+
+def llama_checkpoint(n_vocab: int, d_model: int = 32, n_head: int = 4, n_kv: int = 2,
+                     n_layer: int = 2, d_ff: int = 48, head_dim: Optional[int] = None,
+                     lm_head: bool = True, qkv_bias: bool = False, qk_norm: bool = False,
+                     seed: int = 0) -> dict[str, np.ndarray]:
+    """LlamaForCausalLM tensors (model. prefix, nn.Linear [out, in], untied lm_head)."""
+    rng = np.random.default_rng(seed)
+    dh = head_dim or d_model // n_head
+    t: dict[str, np.ndarray] = {"model.embed_tokens.weight": _normal(rng, n_vocab, d_model, scale=1.0)}
+    for i in range(n_layer):
+        p = f"model.layers.{i}."
+        t[p + "input_layernorm.weight"] = 1 + _normal(rng, d_model, scale=0.1)
+        t[p + "post_attention_layernorm.weight"] = 1 + _normal(rng, d_model, scale=0.1)
+        for name, rows in (("q", n_head * dh), ("k", n_kv * dh), ("v", n_kv * dh)):
+            t[p + f"self_attn.{name}_proj.weight"] = _normal(rng, rows, d_model)
+            if qkv_bias:
+                t[p + f"self_attn.{name}_proj.bias"] = _normal(rng, rows, scale=0.05)
+        t[p + "self_attn.o_proj.weight"] = _normal(rng, d_model, n_head * dh)
+        if qk_norm:
+            t[p + "self_attn.q_norm.weight"] = 1 + _normal(rng, dh, scale=0.1)
+            t[p + "self_attn.k_norm.weight"] = 1 + _normal(rng, dh, scale=0.1)
+        t[p + "mlp.gate_proj.weight"] = _normal(rng, d_ff, d_model)
+        t[p + "mlp.up_proj.weight"] = _normal(rng, d_ff, d_model)
+        t[p + "mlp.down_proj.weight"] = _normal(rng, d_model, d_ff)
+    t["model.norm.weight"] = 1 + _normal(rng, d_model, scale=0.1)
+    if lm_head:
+        t["lm_head.weight"] = _normal(rng, n_vocab, d_model)
+    return t
+
+
+def llama_folder(folder: Path, dtype: str = "F32", shards: int = 0, seed: int = 0,
+                 config_overrides: Optional[dict] = None, **sizes) -> Path:
+    tok = bytelevel_tokenizer()
+    n_vocab = sizes.pop("n_vocab", vocab_size(tok))
+    tensors = llama_checkpoint(n_vocab, seed=seed, **sizes)
+    sizes.pop("lm_head", None), sizes.pop("qkv_bias", None), sizes.pop("qk_norm", None)
+    head_dim = sizes.pop("head_dim", None)
+    config = llama_config_json(n_vocab, **sizes, **({"head_dim": head_dim} if head_dim else {}),
+                               **(config_overrides or {}))
+    return write_folder(folder, tensors, config, tok, dtype=dtype, shards=shards)
+
+
 # ------------------------------------------------------------------------------ HF folders
 def write_folder(folder: Path, tensors: Mapping[str, np.ndarray], config: Optional[dict],
                  tokenizer: Optional[HFTokenizer], dtype: str = "F32", shards: int = 0,

@@ -4,9 +4,15 @@ the cache keeps within its byte budget."""
 import numpy as np
 import pytest
 
-from tests.core.test_forward import KINDS, TEXT, make_model
+from tests.core.test_forward import KINDS as BASE_KINDS
+from tests.core.test_forward import TEXT as BASE_TEXT
+from tests.core.test_forward import make_model
 from transformer_stepper.core.forward import context, forward
 from transformer_stepper.core.trace import Recorder
+
+
+KINDS = [*BASE_KINDS, "llama"]                 # llama: rotary, RMSNorm, SwiGLU, GQA
+TEXT = {**BASE_TEXT, "llama": "the bank of the river"}
 
 
 def eager_recording(model, text):

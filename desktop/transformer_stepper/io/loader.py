@@ -292,6 +292,9 @@ def _load(path: Path) -> Model:
     suffix = path.suffix.lower()
     if suffix in PICKLE_SUFFIXES:
         _refuse_pickle(path)
+    if suffix == ".gguf":
+        raise ModelError(f"{path}: GGUF (llama.cpp's quantised format) is not read; open the "
+                         f"model's Hugging Face folder (config.json, *.safetensors, tokenizer.json)")
     if suffix == ".safetensors":
         return load_lone_safetensors(path)
     if suffix == ".npz":
