@@ -87,3 +87,16 @@ def test_detail_arrays_are_read_only_and_layer_out_of_range_is_named():
         trace.layer("q", 9)
     with pytest.raises(KeyError, match="no_such"):
         trace.layer("no_such", 0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_layer_recorded_by_the_pass_equals_the_layer_computed_later(kind):
+    model = make_model(kind)
+    seeded = model.trace(TEXT[kind], detail_layers=(1,))
+    assert seeded.cache.layers() == [1] and seeded.cache.computed == 0
+    later = model.trace(TEXT[kind])
+    for name in later.layer_names():
+        np.testing.assert_array_equal(seeded.layer(name, 1), later.layer(name, 1), err_msg=name)
+    assert seeded.cache.computed == 0, "layer 1 came from the pass, not a second computation"
+    with pytest.raises(ValueError):
+        seeded.layer("attn_weights", 1)[0, 0, 0] = 0.5

@@ -29,6 +29,16 @@ def _noop(name: str, value: np.ndarray, layer: Optional[int] = None) -> None:
     pass
 
 
+_noop.keeps_detail = lambda layer: False  # type: ignore[attr-defined]
+
+
+def keeps_detail(record, layer: int) -> bool:
+    # does this recorder keep layer's intermediates? If not, the pass may overwrite them in
+    # place (same arithmetic, fewer n_head·n² buffers). Unknown recorders keep everything.
+    wants = getattr(record, "keeps_detail", None)
+    return True if wants is None else wants(layer)
+
+
 def rows(params: Mapping[str, np.ndarray], name: str, index: np.ndarray) -> np.ndarray:
     # [n] ids -> [n, d]: rows of a table. A parameter store that reads lazily gathers only
     # these rows (a 128k-row bf16 table is not widened for a 20-token text).
@@ -143,13 +153,14 @@ def attention(params, config: ModelConfig, x, ctx: Context, layer: int, record) 
     record("q", q, layer)
     record("k", k, layer)
     record("v", v, layer)
+    in_place = not keeps_detail(record, layer)
     scores_raw = q @ k.transpose(0, 2, 1)                 # [n_head, n_seq, n_seq]
     record("scores_raw", scores_raw, layer)
-    scores = scores_raw * F32(1.0 / np.sqrt(d_head))
+    scores = np.multiply(scores_raw, F32(1.0 / np.sqrt(d_head)), out=scores_raw if in_place else None)
     if ctx.mask is not None:
         scores += ctx.mask                                 # 0 where allowed, -inf where blocked
     record("scores", scores, layer)
-    weights = ops.softmax(scores)
+    weights = ops.softmax(scores, out=scores if in_place else None)
     record("attn_weights", weights, layer)
     head_outputs = weights @ v                             # [n_head, n_seq, d_head]
     record("head_outputs", head_outputs, layer)

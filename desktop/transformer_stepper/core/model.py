@@ -118,16 +118,20 @@ class Model:
         with _quiet_floats():
             return forward(self.params, self.config, ids, types)
 
-    def trace(self, text: str, detail_budget: int = DEFAULT_DETAIL_BUDGET) -> Trace:
+    def trace(self, text: str, detail_budget: int = DEFAULT_DETAIL_BUDGET,
+              detail_layers: tuple[int, ...] = ()) -> Trace:
         """The forward pass keeping the residual stream; each layer's detail is computed when
-        first asked for (`trace.layer(name, i)`), within `detail_budget` bytes."""
+        first asked for (`trace.layer(name, i)`), within `detail_budget` bytes. The layers in
+        `detail_layers` (the one a view will show first) are recorded by the pass itself."""
         encoded = self.encode(text)
-        return self.trace_encoded(encoded, text, detail_budget)
+        return self.trace_encoded(encoded, text, detail_budget, detail_layers)
 
     def trace_encoded(self, encoded: Encoded, text: str = "",
-                      detail_budget: int = DEFAULT_DETAIL_BUDGET) -> Trace:
+                      detail_budget: int = DEFAULT_DETAIL_BUDGET,
+                      detail_layers: tuple[int, ...] = ()) -> Trace:
         ids, types = self._checked_ids(encoded)
-        recorder = Recorder(per_layer=RESIDUAL_NAMES)
+        detail_layers = tuple(i for i in detail_layers if 0 <= i < self.config.n_layer)
+        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers)
         with _quiet_floats():
             ctx = context(self.config, len(ids), recorder)
             forward(self.params, self.config, ids, types, recorder, ctx=ctx)
@@ -148,4 +152,5 @@ class Model:
                      input_ids=ids.copy(), offsets=encoded.offsets.copy(),
                      special_tokens_mask=encoded.special_tokens_mask.copy(),
                      arrays=arrays, residual=residual, compute_layer=compute_layer,
-                     attention_mask=ctx.mask, truncated=encoded.truncated, detail_budget=detail_budget)
+                     attention_mask=ctx.mask, truncated=encoded.truncated, detail_budget=detail_budget,
+                     recorded_details=recorder.details)

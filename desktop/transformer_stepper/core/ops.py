@@ -87,9 +87,10 @@ def silu(x: np.ndarray) -> np.ndarray:
 ACTIVATIONS = {"gelu_erf": gelu_erf, "gelu_tanh": gelu_tanh, "relu": relu, "silu": silu}
 
 
-def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    # [..., n] -> [..., n], rows sum to 1; -inf entries become exactly 0
-    shifted = x - x.max(axis=axis, keepdims=True)
+def softmax(x: np.ndarray, axis: int = -1, out: np.ndarray | None = None) -> np.ndarray:
+    # [..., n] -> [..., n], rows sum to 1; -inf entries become exactly 0. out=x works in place
+    # (the same arithmetic, so the same bits, without a second n_head·n² buffer)
+    shifted = np.subtract(x, x.max(axis=axis, keepdims=True), out=out)
     np.exp(shifted, out=shifted)
     shifted /= shifted.sum(axis=axis, keepdims=True)
     return shifted

@@ -32,17 +32,28 @@ class Recorder:
     array for every intermediate, so keeping it costs nothing, where copying every layer
     into a stacked buffer would double the memory traffic of a trace.
 
-    `per_layer` limits which per-layer names are kept (None: all of them)."""
+    `per_layer` limits which per-layer names are kept (None: all of them), except in
+    `detail_layers`, whose every intermediate is kept in `details` (the pass records the layer
+    a view will show first, instead of computing it twice)."""
 
-    def __init__(self, per_layer: Optional[tuple[str, ...]] = None) -> None:
+    def __init__(self, per_layer: Optional[tuple[str, ...]] = None,
+                 detail_layers: tuple[int, ...] = ()) -> None:
         self.keep = per_layer
+        self.detail_layers = detail_layers
         self.arrays: dict[str, np.ndarray] = {}
         self.per_layer: dict[str, list[np.ndarray]] = {}
+        self.details: dict[int, dict[str, np.ndarray]] = {i: {} for i in detail_layers}
+
+    def keeps_detail(self, layer: int) -> bool:
+        return self.keep is None or layer in self.details
 
     def __call__(self, name: str, value: np.ndarray, layer: Optional[int] = None) -> None:
         if layer is None:
             self.arrays[name] = value
-        elif self.keep is None or name in self.keep:
+            return
+        if layer in self.details:
+            self.details[layer][name] = value
+        if self.keep is None or name in self.keep:
             self.per_layer.setdefault(name, []).append(value)
 
     def finish(self) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, ...]]]:
@@ -71,6 +82,12 @@ class LayerCache:
         self._layers: OrderedDict[int, LayerDetail] = OrderedDict()
         self._lock = threading.RLock()
         self.computed = 0                 # how many layer details were computed (evictions show)
+
+    def put(self, layer: int, detail: LayerDetail) -> None:
+        """A layer's detail recorded by the pass itself (identical to computing it)."""
+        with self._lock:
+            self._layers[layer] = detail
+            self._evict(keep=layer)
 
     def get(self, layer: int) -> LayerDetail:
         with self._lock:
@@ -116,7 +133,8 @@ class Trace:
                  input_ids: np.ndarray, offsets: np.ndarray, special_tokens_mask: np.ndarray,
                  arrays: dict, residual: dict, compute_layer: Callable[[int], LayerDetail],
                  attention_mask: Optional[np.ndarray] = None, truncated: bool = False,
-                 detail_budget: int = DEFAULT_DETAIL_BUDGET) -> None:
+                 detail_budget: int = DEFAULT_DETAIL_BUDGET,
+                 recorded_details: Optional[dict[int, LayerDetail]] = None) -> None:
         self.config = config
         self.text = text
         self.tokens = tokens                 # the tokenizer's pieces, special tokens included
@@ -132,6 +150,10 @@ class Trace:
         self._layer_names: Optional[tuple[str, ...]] = None
         for value in (self.input_ids, self.offsets, self.special_tokens_mask):
             value.flags.writeable = False
+        for layer, detail in (recorded_details or {}).items():
+            for value in detail.values():
+                value.flags.writeable = False
+            self.cache.put(layer, dict(detail))
 
     @staticmethod
     def _frozen(compute_layer):
