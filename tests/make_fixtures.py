@@ -118,7 +118,7 @@ def _randomize(model, seed: int) -> None:
     with torch.no_grad():
         for name, param in sorted(model.named_parameters()):
             noise = torch.randn(param.shape, generator=gen, dtype=torch.float32)
-            is_norm = "LayerNorm" in name or ".ln_" in name or "ln_f" in name
+            is_norm = "LayerNorm" in name or ".ln_" in name or "ln_f" in name or "norm" in name
             if is_norm and name.endswith("weight"):
                 param.copy_(1.0 + 0.2 * noise)
             elif name.endswith("bias"):
@@ -199,6 +199,162 @@ def rewrite_safetensors(folder: Path, how: str) -> None:
                 tensors[f"h.{i}.attn.bias"] = tril.to(torch.float32)
                 tensors[f"h.{i}.attn.masked_bias"] = torch.tensor(-1e4)
     save_file(tensors, str(path), metadata={"format": "pt"})
+
+
+# ------------------------------------------------------------------------ newer families
+LLAMA3_BOS, LLAMA3_EOS = "<|begin_of_text|>", "<|end_of_text|>"
+SP_SPECIALS = ("<unk>", "<s>", "</s>")
+ROBERTA_SPECIALS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
+
+
+def bytelevel_tokenizer(specials=(EOT,), template=None, roberta=False):
+    """Byte-level BPE (GPT-2, Llama 3, Qwen, RoBERTa styles): `template` is the special
+    token(s) put before the text (Llama 3's <|begin_of_text|>), roberta adds <s> ... </s>."""
+    from tokenizers import Tokenizer, decoders, pre_tokenizers, processors, trainers
+    from tokenizers.models import BPE
+
+    tok = Tokenizer(BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=roberta)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=330, special_tokens=list(specials), show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(GPT2_CORPUS, trainer)
+    if roberta:
+        tok.post_processor = processors.RobertaProcessing(
+            ("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>")), trim_offsets=False)
+    elif template:
+        tok.post_processor = processors.Sequence([
+            processors.ByteLevel(trim_offsets=False),
+            processors.TemplateProcessing(single=f"{template} $A", pair=f"{template} $A $B",
+                                          special_tokens=[(template, tok.token_to_id(template))])])
+    else:
+        tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    return tok
+
+
+def sentencepiece_tokenizer(bos: str = "<s>"):
+    """A SentencePiece-style BPE ('▁' marks a word start; Llama 2, Mistral, Gemma) that puts
+    `bos` before the text, as those models' tokenizers do."""
+    from tokenizers import Tokenizer, decoders, pre_tokenizers, processors, trainers
+    from tokenizers.models import BPE
+
+    specials = ("<unk>", bos, "</s>") if bos != "<s>" else SP_SPECIALS
+    tok = Tokenizer(BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="first")
+    trainer = trainers.BpeTrainer(vocab_size=330, special_tokens=list(specials), show_progress=False)
+    tok.train_from_iterator(GPT2_CORPUS + TEXTS, trainer)
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A", pair=f"{bos} $A $B", special_tokens=[(bos, tok.token_to_id(bos))])
+    return tok
+
+
+def _decoder_sizes(vocab_size: int, **changes) -> dict:
+    sizes = dict(vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                 rms_norm_eps=1e-6, rope_theta=10000.0, pad_token_id=0, bos_token_id=None,
+                 eos_token_id=None)
+    sizes.update(changes)
+    return sizes
+
+
+def family_configs():
+    """name -> (HF model class, config class, config fields, tokenizer factory, decoder?)."""
+    llama3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+              "high_freq_factor": 4.0, "original_max_position_embeddings": 16}
+    return {
+        # GQA 2, untied head, Llama 3 tokenizer (<|begin_of_text|>)
+        "llama_tiny": ("LlamaForCausalLM", "LlamaConfig", dict(tie_word_embeddings=False),
+                       lambda: bytelevel_tokenizer((LLAMA3_BOS, LLAMA3_EOS), template=LLAMA3_BOS), True),
+        # full multi-head attention, tied head, linear rope scaling, SentencePiece with <s>
+        "llama_tiny_mha": ("LlamaForCausalLM", "LlamaConfig",
+                           dict(num_key_value_heads=4, tie_word_embeddings=True,
+                                rope_scaling={"rope_type": "linear", "factor": 2.0}),
+                           sentencepiece_tokenizer, True),
+        # GQA 4, biases everywhere in attention, llama3 rope scaling at these sizes
+        "llama_tiny_gqa4": ("LlamaForCausalLM", "LlamaConfig",
+                            dict(num_key_value_heads=1, attention_bias=True, tie_word_embeddings=False,
+                                 rope_scaling=llama3, head_dim=16),
+                            lambda: bytelevel_tokenizer((LLAMA3_BOS, LLAMA3_EOS), template=LLAMA3_BOS), True),
+        "mistral_tiny": ("MistralForCausalLM", "MistralConfig",
+                         dict(sliding_window=4, tie_word_embeddings=False), sentencepiece_tokenizer, True),
+        "qwen2_tiny": ("Qwen2ForCausalLM", "Qwen2Config", dict(tie_word_embeddings=False),
+                       lambda: bytelevel_tokenizer(("<|endoftext|>",)), True),
+        "qwen3_tiny": ("Qwen3ForCausalLM", "Qwen3Config", dict(head_dim=16, tie_word_embeddings=True),
+                       lambda: bytelevel_tokenizer(("<|endoftext|>",)), True),
+        "gemma_tiny": ("GemmaForCausalLM", "GemmaConfig",
+                       dict(head_dim=16, num_key_value_heads=1, hidden_activation="gelu_pytorch_tanh",
+                            tie_word_embeddings=True),
+                       lambda: sentencepiece_tokenizer("<bos>"), True),
+        "roberta_tiny": ("RobertaForMaskedLM", "RobertaConfig",
+                         dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                              intermediate_size=64, max_position_embeddings=66, type_vocab_size=1,
+                              pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5,
+                              hidden_act="gelu"),
+                         lambda: bytelevel_tokenizer(ROBERTA_SPECIALS, roberta=True), False),
+        "distilbert_tiny": ("DistilBertForMaskedLM", "DistilBertConfig",
+                            dict(dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64,
+                                 activation="gelu", pad_token_id=0),
+                            bert_tokenizer, False),
+    }
+
+
+def make_family(name: str, out: Path, seed: int) -> None:
+    import torch
+    import transformers
+
+    class_name, config_name, fields, make_tokenizer, decoder = family_configs()[name]
+    tok = make_tokenizer()
+    vocab_size = tok.get_vocab_size(with_added_tokens=True)
+    fields = _decoder_sizes(vocab_size, **fields) if decoder else {"vocab_size": vocab_size, **fields}
+    config = getattr(transformers, config_name)(**fields)
+    torch.manual_seed(seed)
+    model = getattr(transformers, class_name)(config)
+    _randomize(model, seed)
+    folder = out / name
+    if folder.exists():
+        shutil.rmtree(folder)
+    model.save_pretrained(folder, safe_serialization=True)
+    (folder / "generation_config.json").unlink(missing_ok=True)
+    tok.save(str(folder / "tokenizer.json"), pretty=True)
+    model = load_eager(folder, class_name)
+    arrays = hf_outputs(model, folder / "tokenizer.json", TEXTS)
+    if decoder:
+        arrays.update(decoder_references(model, arrays["input_ids_0"]))
+    save_npz(out / "hf_outputs" / f"{name}.npz", {**arrays, **provenance()})
+
+
+def decoder_references(model, ids: np.ndarray, layer: int = 0, head: int = 1) -> dict[str, np.ndarray]:
+    """Greedy generation of 20 tokens, and the outputs with one head's attention output zeroed
+    before the output projection (a forward pre-hook on o_proj / c_proj)."""
+    import torch
+
+    arrays: dict[str, np.ndarray] = {}
+    with torch.no_grad():
+        generated = model.generate(torch.from_numpy(ids)[None], do_sample=False, max_new_tokens=20,
+                                   min_new_tokens=20, pad_token_id=0, eos_token_id=None)
+    arrays["generated_ids_0"] = generated[0].numpy()
+    blocks = model.model.layers if hasattr(model, "model") else model.transformer.h
+    projection = (blocks[layer].self_attn.o_proj if hasattr(blocks[layer], "self_attn")
+                  else blocks[layer].attn.c_proj)
+    width = (model.config.head_dim if getattr(model.config, "head_dim", None)
+             else model.config.hidden_size // model.config.num_attention_heads)
+
+    def zero_head(module, inputs):
+        x = inputs[0].clone()
+        x[..., head * width:(head + 1) * width] = 0
+        return (x,)
+
+    handle = projection.register_forward_pre_hook(zero_head)
+    try:
+        with torch.no_grad():
+            out = model(input_ids=torch.from_numpy(ids)[None], output_hidden_states=True)
+    finally:
+        handle.remove()
+    arrays["ablated_hidden_states_0"] = torch.stack(out.hidden_states)[:, 0].numpy()
+    arrays["ablated_logits_0"] = out.logits[0].numpy()
+    arrays["ablated_layer"], arrays["ablated_head"] = np.array(layer), np.array(head)
+    return arrays
 
 
 # ------------------------------------------------------------------------------- HF outputs
@@ -317,6 +473,8 @@ def main(argv=None) -> int:
                         default=Path(os.environ.get("TS_MINILM_DIR") or DEFAULT_MINILM),
                         help="the all-MiniLM-L6-v2 folder (default: $TS_MINILM_DIR or tests/.cache)")
     parser.add_argument("--out", type=Path, default=FIXTURES)
+    parser.add_argument("--families-only", action="store_true",
+                        help="write only the Llama-family, RoBERTa and DistilBERT fixtures")
     args = parser.parse_args(argv)
     if not (args.minilm / "model.safetensors").is_file():
         print(f"error: {args.minilm}: no all-MiniLM-L6-v2 model.safetensors (run the test "
@@ -330,6 +488,11 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)  # one thread: the same summation order on every machine
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
+    for offset, name in enumerate(family_configs()):
+        make_family(name, args.out, SEED + 10 + offset)
+        print(f"wrote {args.out / name} and hf_outputs/{name}.npz")
+    if args.families_only:
+        return 0
     for name in TINY:
         make_tiny(name, args.out)
         print(f"wrote {args.out / name} and hf_outputs/{name}.npz")

@@ -1,0 +1,71 @@
+"""The committed tiny Llama, Mistral, Qwen2, Qwen3, Gemma, RoBERTa and DistilBERT fixtures,
+traced by the app from the HF folder and as a lone .safetensors, against Hugging Face's
+outputs (tests/make_fixtures.py wrote both; no torch needed here)."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from reference_helpers import HF_OUTPUTS, assert_trace_matches, load_reference, reference_texts
+from transformer_stepper import load_model
+
+pytestmark = pytest.mark.reference
+
+FAMILY_FIXTURES = ("llama_tiny", "llama_tiny_mha", "llama_tiny_gqa4", "mistral_tiny", "qwen2_tiny",
+                   "qwen3_tiny", "gemma_tiny", "roberta_tiny", "distilbert_tiny")
+
+
+@pytest.mark.parametrize("name", FAMILY_FIXTURES)
+def test_family_fixture_matches_hugging_face(name, fixtures_dir):
+    reference = load_reference(HF_OUTPUTS / f"{name}.npz")
+    model = load_model(fixtures_dir / name)
+    assert model.warnings == []
+    for t, text in enumerate(reference_texts(reference)):
+        trace = model.trace(text)
+        assert not trace.truncated
+        assert_trace_matches(trace, reference, t, f"{name} text {t} {text!r}")
+
+
+@pytest.mark.parametrize("name", FAMILY_FIXTURES)
+def test_family_fixture_opens_as_a_lone_safetensors_with_its_config(name, fixtures_dir, tmp_path):
+    """The file alone in a folder with its tokenizer.json and config.json beside it under
+    another name than the folder's: the same numbers."""
+    for file in ("model.safetensors", "tokenizer.json", "config.json"):
+        shutil.copy(fixtures_dir / name / file, tmp_path / file)
+    (tmp_path / "model.safetensors").rename(tmp_path / f"{name}.safetensors")
+    reference = load_reference(HF_OUTPUTS / f"{name}.npz")
+    trace = load_model(tmp_path / f"{name}.safetensors").trace(reference_texts(reference)[0])
+    assert_trace_matches(trace, reference, 0, f"{name} (lone file)")
+
+
+def test_fixtures_exercise_what_they_claim(fixtures_dir):
+    def config(name):
+        return json.loads((fixtures_dir / name / "config.json").read_text())
+
+    def model(name):
+        return load_model(fixtures_dir / name).config
+
+    assert model("llama_tiny").group_size == 2 and not model("llama_tiny").tied_head
+    assert model("llama_tiny_mha").group_size == 1 and model("llama_tiny_mha").tied_head
+    assert model("llama_tiny_gqa4").group_size == 4 and model("llama_tiny_gqa4").rope_scaling == "llama3"
+    assert model("llama_tiny_mha").rope_scaling == "linear"
+    assert model("mistral_tiny").sliding_window == 4
+    assert model("qwen2_tiny").qkv_bias and not model("qwen2_tiny").o_bias
+    assert model("qwen3_tiny").qk_norm and model("qwen3_tiny").d_head * 4 != config("qwen3_tiny")["hidden_size"]
+    assert model("gemma_tiny").embed_scale == pytest.approx(np.sqrt(32))
+    assert model("roberta_tiny").position_offset == 2
+    # the sliding window matters for the reference texts (longer than the window)
+    reference = load_reference(HF_OUTPUTS / "mistral_tiny.npz")
+    assert len(reference["input_ids_2"]) > 4
+
+
+@pytest.mark.parametrize("name, first", [("llama_tiny", "<|begin_of_text|>"), ("llama_tiny_mha", "<s>"),
+                                         ("gemma_tiny", "<bos>"), ("roberta_tiny", "<s>")])
+def test_tokenizers_add_the_special_tokens_hugging_face_adds(name, first, fixtures_dir):
+    trace = load_model(fixtures_dir / name).trace("the bank")
+    assert trace.tokens[0] == first and trace.special_tokens_mask[0]
+    qwen = load_model(fixtures_dir / "qwen2_tiny").trace("the bank")
+    assert not qwen.special_tokens_mask.any(), "Qwen adds no special tokens"
