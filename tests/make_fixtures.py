@@ -330,9 +330,11 @@ def decoder_references(model, ids: np.ndarray, layer: int = 0, head: int = 1) ->
     import torch
 
     arrays: dict[str, np.ndarray] = {}
-    with torch.no_grad():
-        generated = model.generate(torch.from_numpy(ids)[None], do_sample=False, max_new_tokens=20,
-                                   min_new_tokens=20, pad_token_id=0, eos_token_id=None)
+    with torch.no_grad():  # an explicit mask: else a prompt token equal to pad_token_id is masked
+        prompt = torch.from_numpy(ids)[None]
+        generated = model.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False,
+                                   max_new_tokens=20, min_new_tokens=20, pad_token_id=0,
+                                   eos_token_id=None)
     arrays["generated_ids_0"] = generated[0].numpy()
     blocks = model.model.layers if hasattr(model, "model") else model.transformer.h
     projection = (blocks[layer].self_attn.o_proj if hasattr(blocks[layer], "self_attn")

@@ -66,14 +66,17 @@ class Context:
     sin: Optional[np.ndarray] = None
 
 
-def attention_mask(config: ModelConfig, n_seq: int) -> Optional[np.ndarray]:
-    # -> [n_seq, n_seq] additive (0 where a query may look, -inf where not), or None (no mask).
+def attention_mask(config: ModelConfig, n_seq: int, start: int = 0) -> Optional[np.ndarray]:
+    # -> [n_seq - start, n_seq] additive (0 where a query may look, -inf where not), or None (no
+    # mask): the rows of queries start.. (all of them unless extending a cached text).
     # The additive form is one broadcast add instead of a boolean scatter.
     if not config.causal:
         return None
     if config.sliding_window and config.sliding_window < n_seq:
-        return ops.additive_mask(ops.windowed_causal_mask(n_seq, config.sliding_window))
-    return ops.additive_mask(ops.causal_mask(n_seq))
+        blocked = ops.windowed_causal_mask(n_seq, config.sliding_window)
+    else:
+        blocked = ops.causal_mask(n_seq)
+    return ops.additive_mask(blocked[start:])
 
 
 def rope_frequencies(config: ModelConfig) -> np.ndarray:
@@ -83,26 +86,59 @@ def rope_frequencies(config: ModelConfig) -> np.ndarray:
                                 config.rope_high_freq_factor, config.rope_original_n_ctx)
 
 
-def context(config: ModelConfig, n_seq: int, record: Recorder = None) -> Context:
-    mask = attention_mask(config, n_seq)
+def context(config: ModelConfig, n_seq: int, record: Recorder = None, start: int = 0) -> Context:
+    """For queries at positions start..n_seq-1 over keys 0..n_seq-1 (start > 0: extending a
+    text whose earlier keys and values are cached)."""
+    mask = attention_mask(config, n_seq, start)
     if config.position != "rotary":
         return Context(mask)
-    angles = ops.rope_angles(n_seq, rope_frequencies(config))
+    angles = ops.rope_angles(n_seq, rope_frequencies(config))[start:]
     if record is not None:
         record("rope_angles", angles, None)
     return Context(mask, np.cos(angles), np.sin(angles))
 
 
-def position_table(config: ModelConfig, params: Mapping[str, np.ndarray], n_seq: int) -> np.ndarray:
-    # -> [n_seq, d_model]: learned rows (from position_offset on), or the fixed sinusoids
+class KVCache:
+    """Every layer's keys and values (after the rotation, before GQA's repeat), per position:
+    what a causal model reuses when the text grows by a token. Extending returns a new cache,
+    so the trace it came from (undo) keeps its own."""
+
+    def __init__(self, n_layer: int, keys=None, values=None) -> None:
+        self.keys: list[Optional[np.ndarray]] = list(keys) if keys else [None] * n_layer
+        self.values: list[Optional[np.ndarray]] = list(values) if values else [None] * n_layer
+
+    @property
+    def n_seq(self) -> int:
+        return 0 if self.keys[0] is None else self.keys[0].shape[1]
+
+    def append(self, layer: int, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # [n_kv, m, d_head] new rows -> every row so far; stored read-only
+        if self.keys[layer] is not None:
+            k = np.concatenate([self.keys[layer], k], axis=1)
+            v = np.concatenate([self.values[layer], v], axis=1)
+        k.flags.writeable = v.flags.writeable = False
+        self.keys[layer], self.values[layer] = k, v
+        return k, v
+
+    def copy(self) -> "KVCache":
+        return KVCache(len(self.keys), self.keys, self.values)
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in [*self.keys, *self.values] if a is not None)
+
+
+def position_table(config: ModelConfig, params: Mapping[str, np.ndarray], n_seq: int,
+                   start: int = 0) -> np.ndarray:
+    # -> [n_seq, d_model] for positions start..: learned rows (from position_offset on), or
+    # the fixed sinusoids
     if config.position == "sinusoidal":
-        return ops.sinusoid_table(n_seq, config.d_model)
-    start = config.position_offset
-    return rows(params, "wpe", np.arange(start, start + n_seq))
+        return ops.sinusoid_table(start + n_seq, config.d_model)[start:]
+    first = config.position_offset + start
+    return rows(params, "wpe", np.arange(first, first + n_seq))
 
 
-def embed(params, config: ModelConfig, input_ids, token_type_ids, record) -> np.ndarray:
-    # [n_seq] ids -> [n_seq, d_model]
+def embed(params, config: ModelConfig, input_ids, token_type_ids, record, start: int = 0) -> np.ndarray:
+    # [n_seq] ids at positions start.. -> [n_seq, d_model]
     n_seq = len(input_ids)
     token_embeddings = rows(params, "wte", input_ids)     # one-hot x E = row selection
     record("token_embeddings", token_embeddings, None)
@@ -111,7 +147,7 @@ def embed(params, config: ModelConfig, input_ids, token_type_ids, record) -> np.
         x = x * F32(config.embed_scale)
         record("token_embeddings_scaled", x, None)
     if config.position in ("learned", "sinusoidal"):
-        position_embeddings = position_table(config, params, n_seq)
+        position_embeddings = position_table(config, params, n_seq, start)
         record("position_embeddings", position_embeddings, None)
         x = x + position_embeddings
         if config.n_token_types:
@@ -126,12 +162,19 @@ def embed(params, config: ModelConfig, input_ids, token_type_ids, record) -> np.
     return x
 
 
+def _repeat_kv(config: ModelConfig, x: np.ndarray) -> np.ndarray:
+    # [n_kv, n, d_head] -> [n_head, n, d_head]: each K/V head serves a group of query heads
+    return np.repeat(x, config.group_size, axis=0) if config.group_size > 1 else x
+
+
 def _bias(params, name: str, present: bool) -> Optional[np.ndarray]:
     return params[name] if present else None
 
 
-def attention(params, config: ModelConfig, x, ctx: Context, layer: int, record) -> np.ndarray:
-    # [n_seq, d_model] -> [n_seq, d_model]
+def attention(params, config: ModelConfig, x, ctx: Context, layer: int, record,
+              cache: Optional[KVCache] = None) -> np.ndarray:
+    # [n_seq, d_model] -> [n_seq, d_model]. With a cache, x holds only the newest rows: their
+    # keys and values are appended to the cached ones and their queries read all of them.
     p = f"h.{layer}.attn."
     record("attn_in", x, layer)
     n_kv, d_head = config.n_kv_heads, config.d_head
@@ -142,14 +185,14 @@ def attention(params, config: ModelConfig, x, ctx: Context, layer: int, record) 
     if config.qk_norm:                                      # per head, over d_head (Qwen3)
         q = ops.rms_norm(q, params[p + "q_norm.g"], config.ln_eps)[1]
         k = ops.rms_norm(k, params[p + "k_norm.g"], config.ln_eps)[1]
-    if config.group_size > 1:      # each K/V head serves a group of query heads (repeat_kv)
-        k = np.repeat(k, config.group_size, axis=0)        # [n_head, n_seq, d_head]
-        v = np.repeat(v, config.group_size, axis=0)
     if ctx.cos is not None:                                 # rotary: turn q and k, not x
         record("q_unrotated", q, layer)
-        record("k_unrotated", k, layer)
+        record("k_unrotated", _repeat_kv(config, k), layer)
         q = ops.rotate(q, ctx.cos, ctx.sin)
         k = ops.rotate(k, ctx.cos, ctx.sin)
+    if cache is not None:
+        k, v = cache.append(layer, k, v)                   # [n_kv, n_keys, d_head]
+    k, v = _repeat_kv(config, k), _repeat_kv(config, v)    # [n_head, n_keys, d_head]
     record("q", q, layer)
     record("k", k, layer)
     record("v", v, layer)
@@ -206,16 +249,18 @@ def _norm(params, config, name, x, layer, record):
     return out
 
 
-def block(params, config: ModelConfig, x, ctx: Context, layer: int, record) -> np.ndarray:
+def block(params, config: ModelConfig, x, ctx: Context, layer: int, record,
+          cache: Optional[KVCache] = None) -> np.ndarray:
     # [n_seq, d_model] -> [n_seq, d_model]; ln_1 belongs to attention, ln_2 to the feed-forward
     record("layer_in", x, layer)
     if config.norm == "pre":
-        x = x + attention(params, config, _norm(params, config, "ln_1", x, layer, record), ctx, layer, record)
+        x = x + attention(params, config, _norm(params, config, "ln_1", x, layer, record), ctx,
+                          layer, record, cache)
         record("attn_residual", x, layer)
         x = x + feed_forward(params, config, _norm(params, config, "ln_2", x, layer, record), layer, record)
         record("mlp_residual", x, layer)
     else:
-        x = x + attention(params, config, x, ctx, layer, record)
+        x = x + attention(params, config, x, ctx, layer, record, cache)
         record("attn_residual", x, layer)
         x = _norm(params, config, "ln_1", x, layer, record)
         x = x + feed_forward(params, config, x, layer, record)
@@ -241,18 +286,21 @@ def lm_head(params, config: ModelConfig, h, record) -> np.ndarray:
 
 def forward(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np.ndarray,
             token_type_ids: np.ndarray | None = None, record: Recorder = None,
-            ctx: Optional[Context] = None) -> dict:
+            ctx: Optional[Context] = None, cache: Optional[KVCache] = None) -> dict:
     """[n_seq] ids -> {"last_hidden_state": [n_seq, d_model], "logits": [n_seq, n_vocab] or None}.
-    `ctx` is context(config, n_seq), passed in when the caller keeps it."""
+    `ctx` is context(config, n_seq), passed in when the caller keeps it. With a `cache` holding
+    the keys and values of earlier positions, input_ids are the tokens that follow them (and
+    ctx is context(config, n_cached + n_new, start=n_cached)); the cache grows by them."""
     record = record or _noop
     input_ids = np.asarray(input_ids, dtype=np.int64)
     if token_type_ids is None:
         token_type_ids = np.zeros_like(input_ids)
+    start = cache.n_seq if cache is not None else 0
     if ctx is None:
-        ctx = context(config, len(input_ids), record)
-    x = embed(params, config, input_ids, token_type_ids, record)
+        ctx = context(config, start + len(input_ids), record, start)
+    x = embed(params, config, input_ids, token_type_ids, record, start)
     for layer in range(config.n_layer):
-        x = block(params, config, x, ctx, layer, record)
+        x = block(params, config, x, ctx, layer, record, cache)
     if config.final_norm:
         normalized, x = norm(params, config, "ln_f", x)
         record("final_ln_normalized", normalized, None)

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
 from .config import ModelConfig
 from .errors import ModelError
 from .params import ParamStore
-from .forward import block, context, expected_shapes, forward
+from .forward import KVCache, block, context, expected_shapes, forward
 from .tokenize import Encoded, Tokenizer
 from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder, Trace
 
@@ -132,13 +132,24 @@ class Model:
         ids, types = self._checked_ids(encoded)
         detail_layers = tuple(i for i in detail_layers if 0 <= i < self.config.n_layer)
         recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers)
+        # a decoder keeps its keys and values, so the text can grow a token at a time
+        cache = KVCache(self.config.n_layer) if self.can_generate else None
         with _quiet_floats():
             ctx = context(self.config, len(ids), recorder)
-            forward(self.params, self.config, ids, types, recorder, ctx=ctx)
+            forward(self.params, self.config, ids, types, recorder, ctx=ctx, cache=cache)
         arrays, residual = recorder.finish()
         arrays["token_type_ids"] = types.copy()
         arrays["token_type_ids"].flags.writeable = False
-        params, config, layer_inputs = self.params, self.config, residual["layer_in"]
+        return Trace(config=self.config, text=text, tokens=encoded.tokens,
+                     input_ids=ids.copy(), offsets=encoded.offsets.copy(),
+                     special_tokens_mask=encoded.special_tokens_mask.copy(),
+                     arrays=arrays, residual=residual,
+                     compute_layer=self._layer_computer(residual["layer_in"], ctx),
+                     attention_mask=ctx.mask, truncated=encoded.truncated, detail_budget=detail_budget,
+                     recorded_details=recorder.details, kv_cache=cache)
+
+    def _layer_computer(self, layer_inputs, ctx) -> Callable[[int], LayerDetail]:
+        params, config = self.params, self.config
 
         def compute_layer(layer: int) -> LayerDetail:
             # the same block function, from the same stored input: bit-identical to recording
@@ -148,9 +159,64 @@ class Model:
                 block(params, config, layer_inputs[layer], ctx, layer, layer_recorder)
             return {name: values[0] for name, values in layer_recorder.per_layer.items()}
 
-        return Trace(config=self.config, text=text, tokens=encoded.tokens,
-                     input_ids=ids.copy(), offsets=encoded.offsets.copy(),
-                     special_tokens_mask=encoded.special_tokens_mask.copy(),
-                     arrays=arrays, residual=residual, compute_layer=compute_layer,
-                     attention_mask=ctx.mask, truncated=encoded.truncated, detail_budget=detail_budget,
-                     recorded_details=recorder.details)
+        return compute_layer
+
+    # -- generation ----------------------------------------------------------------------
+    @property
+    def can_generate(self) -> bool:
+        """A causal model with an output head predicts the next token."""
+        return self.config.causal and self.config.lm_head
+
+    def extend(self, trace: Trace, token_ids) -> Trace:
+        """The trace of trace's text followed by `token_ids`, computing only the new rows in
+        every layer: their keys and values join the cached ones, their queries read all of
+        them (the KV cache). Equal, to float rounding, to tracing the whole extended text; the
+        given trace is left as it was (undo is keeping it)."""
+        if not self.can_generate or trace.kv_cache is None:
+            raise ModelError(f"{self.name}: only a causal model with an output head can extend a text")
+        if trace.config is not self.config:
+            raise ModelError("the trace was made by another model")
+        new_ids = np.asarray(token_ids, dtype=np.int64).reshape(-1)
+        start, n_new = trace.n_seq, len(new_ids)
+        if n_new == 0:
+            return trace
+        if start + n_new > self.config.n_ctx:
+            raise ModelError(f"the context is full: {start} + {n_new} tokens is more than the "
+                             f"model's {self.config.n_ctx}")
+        if new_ids.min() < 0 or new_ids.max() >= self.config.n_vocab:
+            bad = int(new_ids[(new_ids < 0) | (new_ids >= self.config.n_vocab)][0])
+            raise ModelError(f"token id {bad} is outside the model's vocabulary of {self.config.n_vocab}")
+        types = np.zeros(n_new, dtype=np.int64)
+        recorder = Recorder(per_layer=RESIDUAL_NAMES)
+        cache = trace.kv_cache.copy()
+        with _quiet_floats():
+            step_ctx = context(self.config, start + n_new, recorder, start)
+            forward(self.params, self.config, new_ids, types, recorder, ctx=step_ctx, cache=cache)
+            full_ctx = context(self.config, start + n_new)
+        new_arrays, new_residual = recorder.finish()
+        new_arrays["token_type_ids"] = types
+        arrays = {name: _joined(value, new_arrays[name]) for name, value in trace.arrays.items()
+                  if name in new_arrays}
+        residual = {name: tuple(_joined(old, new) for old, new in zip(trace.residual[name], new_residual[name]))
+                    for name in trace.residual}
+        pieces = [self.tokenizer.decode_piece(i) for i in new_ids]
+        offsets, text = [], trace.text
+        for piece in pieces:
+            offsets.append((len(text), len(text) + len(piece)))
+            text += piece
+        return Trace(config=self.config, text=text,
+                     tokens=trace.tokens + tuple(self.tokenizer.id_to_token(i) for i in new_ids),
+                     input_ids=np.concatenate([trace.input_ids, new_ids]),
+                     offsets=np.concatenate([trace.offsets, np.asarray(offsets, dtype=np.int64)]),
+                     special_tokens_mask=np.concatenate([trace.special_tokens_mask, np.zeros(n_new, bool)]),
+                     arrays=arrays, residual=residual,
+                     compute_layer=self._layer_computer(residual["layer_in"], full_ctx),
+                     attention_mask=full_ctx.mask, detail_budget=trace.cache.budget, kv_cache=cache,
+                     generated=np.concatenate([trace.generated, np.ones(n_new, bool)]),
+                     computed_rows=n_new)
+
+
+def _joined(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    joined = np.concatenate([old, new], axis=0)
+    joined.flags.writeable = False
+    return joined

@@ -134,7 +134,9 @@ class Trace:
                  arrays: dict, residual: dict, compute_layer: Callable[[int], LayerDetail],
                  attention_mask: Optional[np.ndarray] = None, truncated: bool = False,
                  detail_budget: int = DEFAULT_DETAIL_BUDGET,
-                 recorded_details: Optional[dict[int, LayerDetail]] = None) -> None:
+                 recorded_details: Optional[dict[int, LayerDetail]] = None,
+                 kv_cache=None, generated: Optional[np.ndarray] = None,
+                 computed_rows: Optional[int] = None) -> None:
         self.config = config
         self.text = text
         self.tokens = tokens                 # the tokenizer's pieces, special tokens included
@@ -145,10 +147,15 @@ class Trace:
         self.residual = residual             # "layer_in"/"layer_out" -> one array per layer
         self.truncated = truncated           # the text was longer than the model's context
         self.attention_mask = attention_mask  # [n_seq, n_seq] additive (0 / -inf) or None
+        self.kv_cache = kv_cache             # decoders: every layer's keys and values (forward.KVCache)
+        # [n_seq] bool: appended by generation (Model.extend), not typed
+        self.generated = np.zeros(len(input_ids), bool) if generated is None else generated
+        # how many positions the pass that made this trace computed (the rest came from the cache)
+        self.computed_rows = len(input_ids) if computed_rows is None else computed_rows
         self.cache = LayerCache(self._frozen(compute_layer), detail_budget)
         self._stacked: dict[str, np.ndarray] = {}
         self._layer_names: Optional[tuple[str, ...]] = None
-        for value in (self.input_ids, self.offsets, self.special_tokens_mask):
+        for value in (self.input_ids, self.offsets, self.special_tokens_mask, self.generated):
             value.flags.writeable = False
         for layer, detail in (recorded_details or {}).items():
             for value in detail.values():

@@ -1,0 +1,123 @@
+"""Generation, one token at a time, and the logit lens: what a decoder does at inference.
+
+A step: the next-token distribution from the last position's logits (temperature, top-k,
+top-p), a choice (greedy or sampled with a seeded generator), and Model.extend, which computes
+only the new position in every layer and reuses the cached keys and values."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from . import ops
+from .errors import ModelError
+from .forward import lm_head, norm
+from .model import Model
+from .trace import Trace
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """temperature 0 = greedy; top_k 0 and top_p 1 = off; the same seed gives the same text."""
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not np.isfinite(self.temperature) or self.temperature < 0:
+            raise ModelError(f"temperature must be 0 (greedy) or positive, got {self.temperature!r}")
+        if type(self.top_k) is not int or self.top_k < 0:
+            raise ModelError(f"top-k must be 0 (off) or a positive integer, got {self.top_k!r}")
+        if not 0 < self.top_p <= 1:
+            raise ModelError(f"top-p must be in (0, 1] (1 = off), got {self.top_p!r}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """The next-token distribution of one step, before and after the cut-offs."""
+    probabilities: np.ndarray    # [n_vocab] softmax(logits / T) (T = 1 when greedy)
+    kept: np.ndarray             # [n_vocab] bool: inside top-k and top-p
+    sampled: np.ndarray          # [n_vocab] the renormalised distribution the choice draws from
+
+
+def distribution(logits: np.ndarray, sampling: Sampling) -> Distribution:
+    # [n_vocab] logits of the last position -> the distribution a step chooses from
+    temperature = sampling.temperature or 1.0
+    probabilities = ops.softmax(logits.astype(np.float64) / temperature)
+    kept = np.ones(len(probabilities), dtype=bool)
+    order = np.argsort(-probabilities, kind="stable")
+    if sampling.top_k:
+        kept[order[sampling.top_k:]] = False
+    if sampling.top_p < 1:
+        cumulative = np.cumsum(probabilities[order])
+        # keep the smallest prefix whose mass reaches top_p (the first token always stays)
+        cut = int(np.searchsorted(cumulative, sampling.top_p)) + 1
+        kept[order[cut:]] = False
+    sampled = np.where(kept, probabilities, 0.0)
+    sampled /= sampled.sum()
+    return Distribution(probabilities.astype(np.float32), kept, sampled)
+
+
+def choose(logits: np.ndarray, sampling: Sampling, rng: np.random.Generator) -> int:
+    if sampling.greedy:
+        return int(np.argmax(logits))
+    dist = distribution(logits, sampling)
+    return int(rng.choice(len(dist.sampled), p=dist.sampled))
+
+
+def generate(model: Model, trace: Trace, n_tokens: int, sampling: Sampling = Sampling(),
+             stop_ids: tuple[int, ...] = ()) -> list[Trace]:
+    """n_tokens steps from `trace`; -> the trace after each step (the last is the result;
+    keeping them all is what makes undo free). Stops early at a token in stop_ids or when
+    the context is full."""
+    if not model.can_generate:
+        raise ModelError(f"{model.name}: generation needs a causal model with an output head")
+    rng = np.random.default_rng(sampling.seed)
+    steps: list[Trace] = []
+    for _ in range(n_tokens):
+        if trace.n_seq >= model.config.n_ctx:
+            break
+        token = choose(trace.logits[-1], sampling, rng)
+        trace = model.extend(trace, [token])
+        steps.append(trace)
+        if token in stop_ids:
+            break
+    return steps
+
+
+def lens_logits(model: Model, trace: Trace, index: int) -> np.ndarray:
+    """[n_seq, n_vocab]: the output head applied to hidden_states[index] (0 = the embedding
+    output, n_layer = the last layer), through the final norm as the last layer goes — what
+    the model would predict if it stopped there. At index n_layer this is trace.logits."""
+    if not model.config.lm_head:
+        raise ModelError(f"{model.name}: the logit lens needs an output head")
+    if not 0 <= index <= model.config.n_layer:
+        raise ModelError(f"hidden state {index} is out of range (0..{model.config.n_layer})")
+    hidden = trace.hidden_states[index]       # the last one already has the final norm
+    if model.config.final_norm and index < model.config.n_layer:
+        hidden = norm(model.params, model.config, "ln_f", hidden)[1]
+    return lm_head(model.params, model.config, hidden, _ignore)
+
+
+def logit_lens(model: Model, trace: Trace, top: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """-> (ids [n_layer + 1, n_seq, top], probabilities [n_layer + 1, n_seq, top]): each hidden
+    state's most likely next tokens, one layer at a time (n_seq · n_vocab floats at once)."""
+    n_states = model.config.n_layer + 1
+    ids = np.empty((n_states, trace.n_seq, top), dtype=np.int64)
+    probabilities = np.empty((n_states, trace.n_seq, top), dtype=np.float32)
+    for index in range(n_states):
+        p = ops.softmax(lens_logits(model, trace, index))
+        best = np.argsort(-p, axis=-1, kind="stable")[:, :top]
+        ids[index] = best
+        probabilities[index] = np.take_along_axis(p, best, axis=-1)
+    return ids, probabilities
+
+
+def _ignore(name: str, value: np.ndarray, layer: Optional[int] = None) -> None:
+    pass
