@@ -21,9 +21,11 @@ MODELS = {
     "gpt2": ("gpt2", {}),
     "sinusoidal": ("sinusoidal", {"causal": True, "norm": "pre", "final_norm": True}),
     "bert_nohead": ("bert", {"lm_head": False, "lm_head_transform": False}),
+    # rotary positions, RMSNorm, SwiGLU, 2 query heads per K/V head, untied head
+    "llama": ("llama", {}),
 }
 TEXT = {"bert": "the bank of the river", "gpt2": "the bank of the river",
-        "sinusoidal": "she sat by the river bank", "bert_nohead": "he sat on the bank"}
+        "sinusoidal": "she sat by the river bank", "bert_nohead": "he sat on the bank", "llama": "the bank of the river"}
 
 
 @pytest.fixture(scope="session")

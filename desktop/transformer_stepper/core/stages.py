@@ -16,16 +16,19 @@ class Stage:
     per_layer: bool            # shown for the selected layer
     per_head: bool = False     # ... and for the selected head
     needs_lm_head: bool = False
+    needs_positions: bool = False      # nothing to show for a model without position information
 
     def available(self, config: Optional[ModelConfig]) -> bool:
+        if self.needs_positions and config is not None and config.position == "none":
+            return False
         return not self.needs_lm_head or (config is not None and config.lm_head)
 
 
 STAGES: tuple[Stage, ...] = (
     Stage("tokenize", 1, "Tokenize", per_layer=False),
     Stage("embedding", 2, "Embedding lookup", per_layer=False),
-    Stage("position_encoding", 3, "Position encoding", per_layer=False),
-    Stage("position_addition", 4, "Position addition", per_layer=False),
+    Stage("position_encoding", 3, "Position encoding", per_layer=False, needs_positions=True),
+    Stage("position_addition", 4, "Position addition", per_layer=False, needs_positions=True),
     Stage("qkv", 5, "Q/K/V projection", per_layer=True, per_head=True),
     Stage("scores", 6, "Scores", per_layer=True, per_head=True),
     Stage("softmax", 7, "Softmax", per_layer=True, per_head=True),

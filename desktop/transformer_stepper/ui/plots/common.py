@@ -195,6 +195,11 @@ class Figure(pg.GraphicsLayoutWidget):
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.scene().sigMouseClicked.connect(self._on_mouse_clicked)
 
+    def set_axis_labels(self, x_label: str, y_label: Optional[str] = None) -> None:
+        self.plot.setLabel("bottom", x_label, **LABEL_STYLE)
+        if y_label is not None:
+            self.plot.setLabel("left", y_label, **LABEL_STYLE)
+
     @property
     def figure(self) -> pg.GraphicsLayout:
         """The item to export: it holds the title, the axes and any colour bar."""

@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 
 from ...core import stages
+from ...core.labels import ACTIVATION_LABELS, NORM_LABELS
 from ...core.trace import Trace
 from ..export.menu import install_plot_menu
 from ..plots.common import Figure
@@ -189,14 +190,16 @@ class StageView(QWidget):
                           last_layer=c.n_layer - 1, family=c.family, model=c.name,
                           token=self.labels[i], token_index=i, token_id=int(trace.input_ids[i]),
                           eps=f"{c.ln_eps:g}", n_types=c.n_token_types,
-                          activation={"gelu_erf": "GELU (exact, with erf)",
-                                      "gelu_tanh": "GELU (tanh approximation)",
-                                      "relu": "ReLU"}[c.activation])
+                          activation=ACTIVATION_LABELS[c.activation],
+                          norm_kind_name=NORM_LABELS[c.norm_kind], n_kv_heads=c.n_kv_heads,
+                          group_size=c.group_size)
             flags.update(last_layer=self.session.layer == c.n_layer - 1, causal=c.causal, sinusoidal=c.position == "sinusoidal",
                          learned=c.position == "learned", token_types=c.n_token_types > 0,
                          embed_norm=c.embed_norm, pre_ln=c.norm == "pre", post_ln=c.norm == "post",
                          lm_head=c.lm_head, final_norm=c.final_norm,
-                         mlm=c.lm_head and not c.causal)
+                         mlm=c.lm_head and not c.causal, rotary=c.position == "rotary",
+                         rms=c.norm_kind == "rms", gated=c.gated_mlp, gqa=c.group_size > 1,
+                         added_positions=c.position in ("learned", "sinusoidal"), tied=c.tied_head)
             values.update(self.stage_values())
         return values, flags
 

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.labels import ACTIVATION_SHORT
 from .. import analysis
 from ..plots import Curve, Heatmap, Lines, Scatter
 from ..plots.common import PALETTE
 from .base import StageView
-
-ACTIVATION_NAMES = {"gelu_erf": "GELU", "gelu_tanh": "GELU (tanh)", "relu": "ReLU"}
 
 
 def _heatmap(title: str, x_label: str = "dimension") -> Heatmap:
@@ -32,21 +31,28 @@ class FeedForwardView(StageView):
     def update_data(self) -> None:
         trace, layer = self.trace, self.session.layer
         config = trace.config
-        act = ACTIVATION_NAMES[config.activation]
-        self.hidden.set_title(f"Hidden activations {act}(x·W1 + b1): {trace.n_seq} × {config.d_ff}, layer {layer}")
-        self.hidden.set_data(self.layer_array("mlp_act"), self.labels)
+        act = ACTIVATION_SHORT[config.activation]
+        if config.gated_mlp:
+            self.hidden.set_title(f"Gated hidden units {act}(x·W_gate) · (x·W_up): "
+                                  f"{trace.n_seq} × {config.d_ff}, layer {layer}")
+            self.hidden.set_data(self.layer_array("mlp_gated"), self.labels)
+        else:
+            self.hidden.set_title(f"Hidden activations {act}(x·W1 + b1): {trace.n_seq} × {config.d_ff}, layer {layer}")
+            self.hidden.set_data(self.layer_array("mlp_act"), self.labels)
         pre, post = self.layer_array("mlp_pre_act"), self.layer_array("mlp_act")
         limit = max(analysis.robust_limit(pre, 99.9), 1e-6)
         curves = []
-        for name, values, color in (("before", pre, PALETTE[0]), (f"after {act}", post, PALETTE[1])):
+        before = "gate x·W_gate" if config.gated_mlp else "before"
+        for name, values, color in ((before, pre, PALETTE[0]), (f"after {act}", post, PALETTE[1])):
             edges, counts = analysis.histogram(np.clip(values, -limit, limit), bins=80, limit=limit)
             curves.append(Curve(name, np.log10(counts + 1.0).astype(np.float32), x=edges, color=color,
                                 step=True))
         self.distribution.set_curves(curves)
-        self.output.set_title(f"Feed-forward output: · W2 + b2 ({config.d_ff} → {config.d_model})")
+        down = "· W_down" if config.gated_mlp else "· W2 + b2"
+        self.output.set_title(f"Feed-forward output: {down} ({config.d_ff} → {config.d_model})")
         self.output.set_data(self.layer_array("mlp_out"), self.labels)
         if config.norm == "post":
-            self.after.set_title("+ residual, then LayerNorm ln_2 = the layer's output")
+            self.after.set_title("+ residual, then the norm ln_2 = the layer's output")
             self.after.set_data(self.layer_array("ln_2_out"), self.labels)
         else:
             self.after.set_title("+ residual = the layer's output (pre-LN: no norm here)")

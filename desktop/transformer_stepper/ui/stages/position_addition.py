@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core import measures
 from .. import analysis
 from ..plots import Bars, Curve, Heatmap, Lines
 from ..plots.common import PALETTE
@@ -28,14 +29,31 @@ class PositionAdditionView(StageView):
             "Size of e and p per dimension (RMS over tokens)", "dimension", "RMS"), 2, 0, 1, 2)
         self.cosine = self.add_figure("cosine_e_sum", Bars(
             "cos(e, e + p) per token", "token", "cosine", value_name="cosine"), 2, 2)
+        self.q_turn = self.add_figure("q_rotation", Lines(
+            "q of the selected token: pairs before and after the rotation", "first of pair",
+            "second of pair"), 2, 0)
+        self.k_turn = self.add_figure("k_rotation", Lines(
+            "k of the selected token: pairs before and after the rotation", "first of pair",
+            "second of pair"), 2, 1)
+        for figure in (self.q_turn, self.k_turn):   # a turn must look like a turn
+            figure.plot.setAspectLocked(True)
         self._placed_for = None
 
-    def _place(self, has_types: bool, has_norm: bool) -> None:
+    def _place(self, has_types: bool, has_norm: bool, rotary: bool = False) -> None:
         """Three figures a row: e, p, [t], sum, [LayerNorm], concatenation, then the cosines
-        and the sizes per dimension in what is left (the sizes want two cells)."""
-        if self._placed_for == (has_types, has_norm):
+        and the sizes per dimension in what is left (the sizes want two cells). Rotary models:
+        e and what enters layer 0, then q and k turning."""
+        if self._placed_for == (has_types, has_norm, rotary):
             return
-        self._placed_for = (has_types, has_norm)
+        self._placed_for = (has_types, has_norm, rotary)
+        if rotary:
+            for _, figure in self._figures:
+                self.grid.removeWidget(figure)
+            self.grid.addWidget(self.e, 0, 0)
+            self.grid.addWidget(self.ln, 0, 1)
+            self.grid.addWidget(self.q_turn, 1, 0)
+            self.grid.addWidget(self.k_turn, 1, 1)
+            return
         heatmaps = [self.e, self.p] + ([self.t] if has_types else []) + [self.sum] \
             + ([self.ln] if has_norm else []) + [self.concat]
         for _, figure in self._figures:
@@ -54,6 +72,13 @@ class PositionAdditionView(StageView):
             self.grid.addWidget(self.cosine, row, 2)
 
     def update_data(self) -> None:
+        rotary = self.trace.config.position == "rotary"
+        for figure in (self.p, self.sum, self.concat, self.magnitude, self.cosine):
+            figure.unused = rotary
+        self.q_turn.unused = self.k_turn.unused = not rotary
+        if rotary:
+            self._update_rotary()
+            return
         trace = self.trace
         config = trace.config
         e, p = trace["token_embeddings"], trace["position_embeddings"]
@@ -86,14 +111,54 @@ class PositionAdditionView(StageView):
         self.cosine.set_data(self.cosines, self.labels, self.selected, value_range=(min(0.0, float(self.cosines.min())), 1.0))
         self.concat.set_data(np.concatenate([e, p], axis=1), self.labels, levels=levels)
 
+    def _update_rotary(self) -> None:
+        trace = self.trace
+        config = trace.config
+        self._place(False, False, rotary=True)
+        self.t.unused = True
+        self.ln.unused = False
+        self.e.set_title("e: token embeddings (rows of E)")
+        self.e.set_data(trace["token_embeddings"], self.labels)
+        scaled = config.embed_scale != 1.0
+        self.ln.set_title(f"What enters layer 0: e × {config.embed_scale:.3g} (no position added)" if scaled
+                          else "What enters layer 0: e itself (no position added)")
+        self.ln.set_data(trace["embedding_output"], self.labels)
+
+    def _update_turns(self) -> None:
+        trace, i, head = self.trace, self.selected, self.session.head
+        half = trace.config.d_head // 2
+        pairs = measures.shown_pairs(half)
+        angles = trace["rope_angles"][i]
+        for figure, name in ((self.q_turn, "q"), (self.k_turn, "k")):
+            before, after = trace.layer(f"{name}_unrotated", 0)[head, i], trace.layer(name, 0)[head, i]
+            curves = []
+            for n, (pair, (b, a)) in enumerate(zip(pairs, measures.pair_arrows(before, after, pairs))):
+                color = PALETTE[n % len(PALETTE)]
+                curves.append(Curve(f"pair {pair} before", np.array([0, b[1]], np.float32),
+                                    x=np.array([0, b[0]], np.float32), color=color, width=1.0))
+                curves.append(Curve(f"pair {pair} turned {float(angles[pair]):.2f} rad",
+                                    np.array([0, a[1]], np.float32), x=np.array([0, a[0]], np.float32),
+                                    color=color, width=3.0))
+            figure.set_title(f"{name} of '{self.labels[i]}' (pos {i}), layer 0, head {head}: "
+                             f"pairs before (thin) and after (thick) the rotation")
+            figure.set_curves(curves)
+
     def update_selection(self) -> None:
         i = self.selected
         for figure in (self.e, self.p, self.t, self.sum, self.ln, self.concat):
             figure.set_highlight(row=i)
+        if self.trace.config.position == "rotary":
+            self._update_turns()
+            return
         self.cosine.set_highlight(i)
 
     def stage_values(self) -> dict:
         trace, i = self.trace, self.selected
+        if trace.config.position == "rotary":
+            q0, q1 = trace.layer("q_unrotated", 0)[self.session.head, i], trace.layer("q", 0)[self.session.head, i]
+            return {"q_norm_before": f"{float(np.linalg.norm(q0)):.3f}",
+                    "q_norm_after": f"{float(np.linalg.norm(q1)):.3f}", "pos": i,
+                    "embed_scale": f"{trace.config.embed_scale:.3g}"}
         e, p = trace["token_embeddings"], trace["position_embeddings"]
         e_rms, p_rms = analysis.rms_per_dim(e), analysis.rms_per_dim(p)
         mean = float(np.mean(self.cosines))

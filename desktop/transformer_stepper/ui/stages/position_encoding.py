@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
-from ...core import ops
+from ...core import measures, ops
+from ...core.forward import rope_frequencies
 from .. import analysis
 from ..plots import Curve, Heatmap, Lines
 from ..plots.common import HIGHLIGHT_PEN
@@ -45,10 +46,22 @@ class PositionEncodingView(StageView):
         self.token_types = self.add_figure("token_type_rows", Heatmap(
             "Token-type (segment) rows", "dimension", "token type", value_label="value",
             row_names="type", col_names="dim", click=None), 1, 1)
+        self.relative = self.add_figure("relative_position_scores", Lines(
+            "RoPE scores depend only on relative position", "shift (positions)", "score"), 1, 0)
+        self.relative.unused = True
         self.position_line = pg.InfiniteLine(angle=90, pen=HIGHLIGHT_PEN)
         self.curves.plot.addItem(self.position_line)
 
     def update_data(self) -> None:
+        if self.trace.config.position == "rotary":
+            self._update_rotary()
+            return
+        self.relative.unused = True
+        self.similarity.unused = False
+        self.table.set_axis_labels("dimension")
+        self.wavelengths.set_axis_labels("dimension")
+        self.curves.set_title("A few dimensions of p across positions")
+        self.wavelengths.set_title("Wavelength of each dimension's sinusoid")
         trace = self.trace
         config = trace.config
         n_positions = min(config.n_ctx, max(trace.n_seq, MIN_POSITIONS))
@@ -72,6 +85,51 @@ class PositionEncodingView(StageView):
             types = self.session.model.params["wtt"]
             self.token_types.set_data(types, [f"type {t}" for t in range(len(types))])
 
+    # -- rotary models: no position vector; q and k are turned by pos · θ_i ---------------------
+    def _update_rotary(self) -> None:
+        trace = self.trace
+        config = trace.config
+        angles = trace["rope_angles"]                                   # [n_seq, d_head/2]
+        positions = [str(i) for i in range(trace.n_seq)]
+        self.table.set_title(f"Rotation angle pos·θ_i of each of {angles.shape[1]} pairs, "
+                             f"wrapped to (−π, π] (radians)")
+        self.table.set_axis_labels("pair i")
+        self.wavelengths.set_axis_labels("pair i")
+        self.table.set_data(measures.wrapped(angles), positions, col_labels=[f"pair {i}" for i in range(angles.shape[1])])
+        pairs = measures.shown_pairs(angles.shape[1])
+        n_positions = max(trace.n_seq, MIN_POSITIONS)
+        freqs = rope_frequencies(config)
+        grid = np.arange(n_positions, dtype=np.float32)[:, None] * freqs[None, :]
+        self.curves.set_title("cos(pos·θ_i) of a few pairs, fast to slow")
+        self.curves.set_curves([Curve(f"pair {i}", np.cos(grid[:, i])) for i in pairs])
+        q, k, i, j = self._shift_pair()
+        shifts = np.arange(0, max(64, trace.n_seq))
+        together, key_only = measures.rope_shift_scores(config, q, k, i, j, shifts)
+        self.shift_curves = (together, key_only)
+        self.similarity.unused = True
+        self.relative.unused = False
+        self.relative.set_title(f"Score of '{self.labels[i]}' (query, pos {i}) and '{self.labels[j]}' "
+                                f"(key, pos {j}), layer 0, head {self.session.head}, as positions move")
+        self.relative.set_curves([Curve("both moved by the shift: the same score", together),
+                                  Curve("only the key moved", key_only)])
+        self.wavelengths.unused = False
+        self.wavelengths.set_title("Wavelength of each pair (positions per turn, log10)")
+        curves = [Curve("this model", np.log10(measures.wavelengths(freqs)))]
+        if config.rope_scaling:
+            plain = ops.rope_frequencies(config.d_head, config.rope_theta)
+            curves.append(Curve("before rope scaling", np.log10(measures.wavelengths(plain))))
+        self.wavelengths.set_curves(curves)
+        self.token_types.unused = True
+
+    def _shift_pair(self):
+        """The selected token as query and the token before it (or itself) as key, layer 0,
+        the selected head: their unrotated q and k."""
+        trace = self.trace
+        i = self.selected
+        j = max(i - 1, 0)
+        head = self.session.head
+        return (trace.layer("q_unrotated", 0)[head, i], trace.layer("k_unrotated", 0)[head, j], i, j)
+
     def update_selection(self) -> None:
         i = self.selected
         self.table.set_highlight(row=i)
@@ -81,6 +139,17 @@ class PositionEncodingView(StageView):
     def stage_values(self) -> dict:
         trace, i = self.trace, self.selected
         config = trace.config
+        if config.position == "rotary":
+            together, key_only = self.shift_curves
+            freqs = rope_frequencies(config)
+            return {"pos": i, "n_pairs": len(freqs), "theta": f"{config.rope_theta:g}",
+                    "fastest": f"{float(measures.wavelengths(freqs)[0]):.1f}",
+                    "slowest": f"{float(measures.wavelengths(freqs)[-1]):,.0f}",
+                    "score_shift": f"{float(together[0]):.4f}",
+                    "score_spread": f"{float(np.ptp(together)):.1e}",
+                    "key_only_min": f"{float(key_only.min()):.3f}",
+                    "key_only_max": f"{float(key_only.max()):.3f}",
+                    "scaling": config.rope_scaling or "none"}
         n_positions = min(config.n_ctx, max(trace.n_seq, MIN_POSITIONS))
         similarity = self.similarity.values
         near = float(similarity[i, min(i + 1, n_positions - 1)]) if i + 1 < n_positions else float("nan")

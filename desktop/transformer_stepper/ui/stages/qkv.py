@@ -42,7 +42,17 @@ class QKVView(StageView):
         self.w.set_title(f"W_Q columns {self.head_columns().start}–{self.head_columns().stop - 1} ({where})")
         self.w.set_data(weights)
         for figure, name in ((self.q, "q"), (self.k, "k"), (self.v, "v")):
-            figure.set_title(f"{name} = x·W_{name.upper()} + b_{name.upper()} ({where})")
+            formula = f"x·W_{name.upper()}" + (f" + b_{name.upper()}" if config.qkv_bias else "")
+            if config.qk_norm and name != "v":
+                formula = f"RMSNorm({formula})"
+            if config.position == "rotary" and name != "v":
+                formula = f"rotate({formula}, pos)"
+            shared = ""
+            if name != "q" and config.group_size > 1:
+                kv = config.kv_head_of(head)
+                first = kv * config.group_size
+                shared = (f"; K/V head {kv}, shared by query heads {first}–{first + config.group_size - 1}")
+            figure.set_title(f"{name} = {formula} ({where}{shared})")
             figure.set_data(self.head_array(name), self.labels)
 
     def update_selection(self) -> None:
@@ -52,5 +62,10 @@ class QKVView(StageView):
     def stage_values(self) -> dict:
         q = self.head_array("q")[self.selected]
         k = self.head_array("k")[self.selected]
+        config = self.trace.config
+        kv = config.kv_head_of(self.session.head)
         return {"q_norm": f"{float(np.linalg.norm(q)):.2f}", "k_norm": f"{float(np.linalg.norm(k)):.2f}",
-                "col_start": self.head_columns().start, "col_stop": self.head_columns().stop - 1}
+                "col_start": self.head_columns().start, "col_stop": self.head_columns().stop - 1,
+                "kv_head": kv, "group_size": config.group_size, "n_kv_heads": config.n_kv_heads,
+                "group_first": kv * config.group_size,
+                "group_last": (kv + 1) * config.group_size - 1}
