@@ -12,4 +12,4 @@ from .core.trace import Trace
 from .io.loader import load_model
 
 __all__ = ["load_model", "Model", "ModelConfig", "ModelError", "Trace"]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

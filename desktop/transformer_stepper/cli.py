@@ -100,7 +100,29 @@ def _gui_parser() -> argparse.ArgumentParser:
                     + " (see transformer-stepper SUBCOMMAND --help).")
     parser.add_argument("--model", help="HF folder, .safetensors or .npz (default: built-in model)")
     parser.add_argument("--text", help="the sentence to open on")
+    parser.add_argument("--version", action="version", version=f"transformer-stepper {_version()}")
+    parser.add_argument("--install-desktop-entry", action="store_true",
+                        help="add the app to the desktop's launcher (~/.local/share) and exit")
+    parser.add_argument("--uninstall-desktop-entry", action="store_true",
+                        help="remove the launcher entry and icons again and exit")
     return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def _desktop_entry(install: bool) -> int:
+    from . import desktop_entry
+
+    files = desktop_entry.install() if install else desktop_entry.uninstall()
+    for path in files:
+        _say(f"{'wrote' if install else 'removed'} {path}")
+    if not install and not files:
+        _say("no desktop entry was installed")
+    return 0
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -110,6 +132,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             args = _parser().parse_args(argv)
             return {"trace": _trace, "export": _export, "train": _train}[args.command](args)
         args = _gui_parser().parse_args(argv)
+        if args.install_desktop_entry or args.uninstall_desktop_entry:
+            return _desktop_entry(install=args.install_desktop_entry)
         from .ui.app import run
 
         return run(model_path=args.model, text=args.text)

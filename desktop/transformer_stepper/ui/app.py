@@ -5,19 +5,31 @@ import sys
 from typing import Optional
 
 from PySide6.QtCore import QSettings
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 from pyqtgraph.util.garbage_collector import GarbageCollector
 
 from ..core.blas import set_blas_threads
+from ..io.resources import resources_dir
 from .main_window import MainWindow
 from .plots import configure_pyqtgraph
 from .session import Session
+
+
+def app_icon() -> QIcon:
+    icon = QIcon()
+    icons = resources_dir() / "icons"
+    for path in sorted(icons.glob("transformer-stepper-*.png")):
+        icon.addFile(str(path))
+    return icon
 
 
 def application() -> QApplication:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Transformer Stepper")
     app.setOrganizationName("transformer-stepper")
+    app.setDesktopFileName("transformer-stepper")   # Wayland/X11 match the launcher entry
+    app.setWindowIcon(app_icon())
     configure_pyqtgraph()
     set_blas_threads(1)  # spinning BLAS threads would fight the GUI thread: see core/blas.py
     if not hasattr(app, "garbage_collector"):

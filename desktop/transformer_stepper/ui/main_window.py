@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtCore import QEvent, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QLabel, QLineEdit, QListWidget,
+from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QLabel, QLineEdit, QListWidget,
                                QListWidgetItem, QMainWindow, QMessageBox, QProgressBar, QSplitter,
                                QStackedWidget, QTextBrowser, QVBoxLayout, QWidget)
 
@@ -52,6 +52,20 @@ class MainWindow(QMainWindow):
         self._prebuild.timeout.connect(self._build_next_view)
         self._refresh_model_widgets()
         self._show_stage(self.session.stage_key)
+        self.focus_stage()
+
+    def eventFilter(self, watched, event) -> bool:
+        # Esc in the text box gives the arrow keys back to stepping
+        if (watched is self.text_box and event.type() == QEvent.Type.KeyPress
+                and event.key() == Qt.Key.Key_Escape):
+            self.focus_stage()
+            return True
+        return super().eventFilter(watched, event)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if QApplication.focusWidget() is None or QApplication.focusWidget() is self.text_box:
+            self.focus_stage()
 
     # -- building -----------------------------------------------------------------------
     def _build_central(self) -> None:
@@ -66,6 +80,9 @@ class MainWindow(QMainWindow):
         font.setPointSize(font.pointSize() + 2)
         self.text_box.setFont(font)
         self.text_box.textEdited.connect(self.session.set_text)
+        self.text_box.setToolTip("Type a sentence. Esc returns the arrow keys to stepping; "
+                                 "Alt+← / Alt+→ step from here too.")
+        self.text_box.installEventFilter(self)
         layout.addWidget(self.text_box)
         self.text_problem = QLabel()
         self.text_problem.setStyleSheet("color: #b00020;")
@@ -84,6 +101,7 @@ class MainWindow(QMainWindow):
             self.stage_list.addItem(item)
         self.stage_list.currentItemChanged.connect(self._stage_clicked)
         self.stack = QStackedWidget()
+        self.stack.setFocusPolicy(Qt.FocusPolicy.StrongFocus)   # holds the focus for ← / →
         self.explanation = QTextBrowser()
         self.explanation.setOpenExternalLinks(False)
         self.explanation.setMinimumWidth(260)
@@ -114,14 +132,21 @@ class MainWindow(QMainWindow):
         toolbar = self.addToolBar("Stepping")
         toolbar.setObjectName("stepping")
         toolbar.setMovable(False)
+        # ← / → step wherever the focus is but in the text box (where they move the cursor);
+        # Alt+← / Alt+→ and Page Up / Page Down step from anywhere, the text box included
         self.back_action = QAction("◀  Back", self)
-        self.back_action.setShortcut(Qt.Key.Key_Left)
-        self.back_action.setToolTip("Previous stage (←)")
+        self.back_action.setShortcuts([QKeySequence(Qt.Key.Key_Left), QKeySequence("Alt+Left"),
+                                       QKeySequence(Qt.Key.Key_PageUp)])
+        self.back_action.setToolTip("Previous stage (← or Alt+←, Page Up)")
         self.back_action.triggered.connect(lambda: self.session.step(-1))
         self.next_action = QAction("Next  ▶", self)
-        self.next_action.setShortcut(Qt.Key.Key_Right)
-        self.next_action.setToolTip("Next stage (→); after a layer's output, the next layer")
+        self.next_action.setShortcuts([QKeySequence(Qt.Key.Key_Right), QKeySequence("Alt+Right"),
+                                       QKeySequence(Qt.Key.Key_PageDown)])
+        self.next_action.setToolTip("Next stage (→ or Alt+→, Page Down); after a layer's output, "
+                                    "the next layer")
         self.next_action.triggered.connect(lambda: self.session.step(+1))
+        self._build_go_menu()
+        self._build_help_menu()
         toolbar.addAction(self.back_action)
         toolbar.addAction(self.next_action)
         toolbar.addSeparator()
@@ -139,6 +164,37 @@ class MainWindow(QMainWindow):
         self.stage_title = QLabel()
         self.stage_title.setStyleSheet("font-weight: bold; padding-left: 8px;")
         toolbar.addWidget(self.stage_title)
+
+    def _build_go_menu(self) -> None:
+        menu = self.menuBar().addMenu("&Go")
+        menu.addAction(self.next_action)
+        menu.addAction(self.back_action)
+        menu.addSeparator()
+        for text, keys, step in (("Next &Layer", "Alt+Down", +1), ("Previous La&yer", "Alt+Up", -1)):
+            action = menu.addAction(text, lambda step=step: self.session.set_layer(self.session.layer + step))
+            action.setShortcut(QKeySequence(keys))
+        for text, keys, step in (("Next &Head", "Alt+Shift+Down", +1), ("Previous Hea&d", "Alt+Shift+Up", -1)):
+            action = menu.addAction(text, lambda step=step: self.session.set_head(self.session.head + step))
+            action.setShortcut(QKeySequence(keys))
+        menu.addSeparator()
+        first = menu.addAction("&First Stage", lambda: self.session.set_stage(stages.STAGES[0].key))
+        first.setShortcut(QKeySequence("Alt+Home"))
+        edit = menu.addAction("Edit the &Text", self._focus_text)
+        edit.setShortcut(QKeySequence("Ctrl+L"))
+        self.go_menu = menu
+
+    def _build_help_menu(self) -> None:
+        from .help import add_help_menu
+
+        add_help_menu(self)
+
+    def _focus_text(self) -> None:
+        self.text_box.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.text_box.selectAll()
+
+    def focus_stage(self) -> None:
+        """The stage area takes the keyboard, so ← / → step (the text box keeps them for the cursor)."""
+        self.stack.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _build_status_bar(self) -> None:
         bar = self.statusBar()

@@ -1,0 +1,118 @@
+"""The Help menu: About (version; the open model's source and licence when its folder says),
+the keyboard shortcuts, and "What am I looking at?", built from the explanation texts."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Optional
+
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QMessageBox, QTextBrowser, QVBoxLayout
+
+from .. import __version__
+from ..core import stages
+from . import explanations
+
+SHORTCUTS = (
+    ("→  or  Alt+→  or  Page Down", "next stage (after a layer's output: the next layer)"),
+    ("←  or  Alt+←  or  Page Up", "previous stage"),
+    ("Alt+↓ / Alt+↑", "next / previous layer"),
+    ("Alt+Shift+↓ / Alt+Shift+↑", "next / previous head"),
+    ("Alt+Home", "first stage"),
+    ("Ctrl+L", "edit the text (← / → then move the cursor)"),
+    ("Esc (in the text box)", "give ← / → back to stepping"),
+    ("Ctrl+O", "open a model folder"),
+    ("Ctrl+Q", "quit"),
+    ("right-click a plot", "export it as PNG or SVG"),
+)
+
+
+def model_provenance(path: Optional[str]) -> tuple[str, str]:
+    """(source, licence) of a model folder, from its config.json / README.md front matter
+    (how the Hugging Face hub writes them), else 'unknown'."""
+    if not path:
+        return "the project's own built-in model (trained by its numpy code)", "MIT (this project's)"
+    folder = Path(path)
+    folder = folder if folder.is_dir() else folder.parent
+    source, licence = "unknown", "unknown"
+    try:
+        cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        if isinstance(cfg.get("_name_or_path"), str) and cfg["_name_or_path"]:
+            source = cfg["_name_or_path"]
+        if isinstance(cfg.get("license"), str):
+            licence = cfg["license"]
+    except (OSError, ValueError):
+        pass
+    try:
+        readme = (folder / "README.md").read_text(encoding="utf-8")[:4000]
+        match = re.search(r"^license:\s*(\S+)", readme, re.M)
+        if match:
+            licence = match.group(1)
+    except (OSError, ValueError):
+        pass
+    return source, licence
+
+
+def about_text(window) -> str:
+    model = window.session.model
+    lines = [f"<h3>Transformer Stepper {__version__}</h3>",
+             "<p>Step through what a transformer computes, stage by stage, with the exact numbers "
+             "the model computes.</p>"]
+    if model is not None:
+        source, licence = model_provenance(window.session.model_path)
+        lines.append(f"<p><b>Open model:</b> {model.name} ({model.config.family}), "
+                     f"{model.n_params() / 1e6:.2f} M parameters<br><b>Source:</b> {source}<br>"
+                     f"<b>Licence:</b> {licence}</p>")
+    return "\n".join(lines)
+
+
+def shortcuts_html() -> str:
+    rows = "".join(f"<tr><td><b>{keys}</b></td><td>&nbsp;&nbsp;{what}</td></tr>" for keys, what in SHORTCUTS)
+    return f"<h3>Keyboard shortcuts</h3><table>{rows}</table>"
+
+
+def guide_html() -> str:
+    """Every stage's explanation, as for a generic model (no numbers: flags all off)."""
+    parts = ["<h2>What am I looking at?</h2><p>The stepper walks one forward pass of the model: "
+             "the stages below, in order, the per-layer ones once for every layer. Each stage's "
+             "panel in the app fills in the actual shapes and numbers.</p>"]
+    for stage in stages.STAGES:
+        text = explanations.render_stage(stage.key, {}, {})
+        text = re.sub(r"\{\w+\}", "…", text)
+        parts.append(f"<h2>{stage.number}. {stage.title}</h2>" + _markdown(text))
+    return "\n".join(parts)
+
+
+def _markdown(text: str) -> str:
+    from PySide6.QtGui import QTextDocument
+
+    document = QTextDocument()
+    document.setMarkdown(text)
+    return document.toHtml()
+
+
+def show_html(window, title: str, html: str, size=(720, 640)) -> QDialog:
+    dialog = QDialog(window)
+    dialog.setWindowTitle(title)
+    layout = QVBoxLayout(dialog)
+    browser = QTextBrowser()
+    browser.setOpenExternalLinks(False)
+    browser.setHtml(html)
+    layout.addWidget(browser)
+    buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+    buttons.rejected.connect(dialog.close)
+    layout.addWidget(buttons)
+    dialog.resize(*size)
+    dialog.show()
+    return dialog
+
+
+def add_help_menu(window) -> None:
+    menu = window.menuBar().addMenu("&Help")
+    menu.addAction("&What Am I Looking At?", lambda: show_html(window, "What am I looking at?", guide_html()))
+    menu.addAction("&Keyboard Shortcuts", lambda: show_html(window, "Keyboard shortcuts", shortcuts_html(),
+                                                            (520, 380)))
+    menu.addSeparator()
+    menu.addAction("&About Transformer Stepper",
+                   lambda: QMessageBox.about(window, "About Transformer Stepper", about_text(window)))
+    window.help_menu = menu
