@@ -127,6 +127,9 @@ def _desktop_entry(install: bool) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from .runtime import tune_process
+
+    tune_process()           # the app tunes further when it starts (ui/app.py)
     try:
         if argv and argv[0] in SUBCOMMANDS:
             args = _parser().parse_args(argv)

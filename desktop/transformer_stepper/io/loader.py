@@ -13,7 +13,6 @@ from typing import Optional
 
 import numpy as np
 
-from ..core.allocator import keep_freed_memory
 from ..core.config import ModelConfig
 from ..core.errors import ModelError
 from ..core.forward import expected_shapes
@@ -313,7 +312,6 @@ def _load(path: Path) -> Model:
 
 def load_model(path: str | os.PathLike | None = None) -> Model:
     """Open any supported weight file or folder; None opens the built-in teaching model."""
-    keep_freed_memory()  # traces allocate a lot; see core/allocator.py
     if path is None:
         resolved = builtin_model_dir()
     else:

@@ -9,8 +9,8 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 from pyqtgraph.util.garbage_collector import GarbageCollector
 
-from ..core.blas import set_blas_threads
 from ..io.resources import resources_dir
+from ..runtime import tune_process
 from .main_window import MainWindow
 from .plots import configure_pyqtgraph
 from .session import Session
@@ -31,7 +31,7 @@ def application() -> QApplication:
     app.setDesktopFileName("transformer-stepper")   # Wayland/X11 match the launcher entry
     app.setWindowIcon(app_icon())
     configure_pyqtgraph()
-    set_blas_threads(1)  # spinning BLAS threads would fight the GUI thread: see core/blas.py
+    tune_process(app=True)   # one BLAS thread, a short GIL switch interval: see runtime.py
     if not hasattr(app, "garbage_collector"):
         # Python's cyclic collector could otherwise run in a worker thread, or in the middle of
         # a Qt call that holds a lock, and destroy Qt objects there (a crash or a deadlock): it

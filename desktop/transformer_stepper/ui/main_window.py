@@ -19,6 +19,19 @@ from .session import Session
 from .stages import StageView, create_view
 from .token_strip import TokenStripArea
 
+def resident_memory() -> Optional[int]:
+    """Anonymous resident bytes of this process (RssAnon: not the mapped weight files), where
+    /proc says; None elsewhere."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 MODEL_FILES = "Model files (*.safetensors *.npz *.json);;All files (*)"
 PREBUILD_DELAY_MS = 400
 
@@ -207,15 +220,29 @@ class MainWindow(QMainWindow):
         self.progress.setMaximumWidth(140)
         self.progress.setVisible(False)
         self.busy_label = QLabel()
+        self.memory_label = QLabel()
+        self.memory_label.setToolTip("What the trace holds (residual stream and the layers computed "
+                                     "so far, within its budget) · the process's resident memory")
         for widget in (self.busy_label, self.progress, self.model_label, self.params_label,
-                       self.tokens_label, self.time_label):
+                       self.tokens_label, self.time_label, self.memory_label):
             bar.addPermanentWidget(widget)
+        self._memory_timer = QTimer(self)
+        self._memory_timer.setInterval(2000)
+        self._memory_timer.timeout.connect(self._show_memory)
+        self._memory_timer.start()
+
+    def _show_memory(self) -> None:
+        resident = resident_memory()
+        trace = f"trace {self.session.trace_memory() / 2**20:,.0f} MiB"
+        self.memory_label.setText(trace if resident is None else f"{trace} · process {resident / 2**20:,.0f} MiB")
 
     def _connect_session(self) -> None:
         s = self.session
         s.modelChanged.connect(self._refresh_model_widgets)
         s.traceChanged.connect(self._on_trace)
         s.layerChanged.connect(self._on_layer)
+        s.layerReady.connect(lambda _: self._show_memory())
+        s.traceChanged.connect(self._show_memory)
         s.headChanged.connect(self._on_head)
         s.selectionChanged.connect(self.tokens.strip.set_selected)
         s.selectionChanged.connect(lambda _: self._update_explanation())

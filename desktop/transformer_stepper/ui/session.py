@@ -14,7 +14,8 @@ from ..core import stages
 from ..core.model import Model
 from ..core.trace import Trace
 from . import analysis
-from .workers import ComputeResult, LoadResult, Task, WorkerPool, compute_trace, load_and_trace
+from .workers import (ComputeResult, LoadResult, Task, WorkerPool, compute_trace, load_and_trace,
+                      prepare_layer)
 
 # every word is in the built-in model's vocabulary; its pronoun head links "she" to "queen"
 DEFAULT_TEXT = "The queen rode to the bank of the river and she was tired"
@@ -25,6 +26,7 @@ class Session(QObject):
     modelChanged = Signal()              # a new model is in place; traceChanged follows
     traceChanged = Signal()              # a new trace (new text or new model)
     layerChanged = Signal(int)
+    layerReady = Signal(int)             # a layer's detail has been computed (in a worker)
     headChanged = Signal(int)
     selectionChanged = Signal(int)       # the selected token (query) index
     stageChanged = Signal(str)
@@ -54,6 +56,7 @@ class Session(QObject):
         self._computing = False
         self._compute_again = False
         self._loading_path: Optional[str] = None
+        self._preparing: set[tuple[int, int]] = set()   # (id(trace), layer) being computed
         self._debounce = QTimer(self)
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(debounce_ms)
@@ -115,7 +118,7 @@ class Session(QObject):
         self._latest_load = self._requests
         self._loading_path = path or "the built-in model"
         self.busyChanged.emit(True, f"Opening {self._loading_path}…")
-        self.workers.start(Task(self._requests, load_and_trace, path, self._text),
+        self.workers.start(Task(self._requests, load_and_trace, path, self._text, self._layer),
                            self._on_loaded, self._on_load_failed)
 
     def _on_loaded(self, request_id: int, result: LoadResult) -> None:
@@ -173,7 +176,7 @@ class Session(QObject):
         self._latest_compute = self._requests
         self._computing = True
         self._emit_busy()
-        self.workers.start(Task(self._requests, compute_trace, self._model, self._text),
+        self.workers.start(Task(self._requests, compute_trace, self._model, self._text, self._layer),
                            self._on_computed, self._on_compute_failed)
 
     def _compute_done(self) -> None:
@@ -199,12 +202,16 @@ class Session(QObject):
         self._compute_done()
 
     def _accept_trace(self, trace: Trace, seconds: float) -> None:
-        self._trace = trace
+        self._trace = trace            # the previous trace is released here (views keep no reference)
+        self._preparing.clear()
         self.compute_seconds = seconds
         self._labels = analysis.token_labels(trace, self._model.tokenizer)
         if self._selected >= trace.n_seq or self._selected < 0:
             self._selected = analysis.default_token(trace)
+        self._layer = min(self._layer, trace.config.n_layer - 1)
+        self.prepare_layer(self._layer)
         self.traceChanged.emit()
+        self.prepare_layer(self._layer + 1)          # the next layer, while the user reads
 
     def _emit_busy(self) -> None:
         if self._loading_path is not None:
@@ -221,7 +228,44 @@ class Session(QObject):
         layer = int(np.clip(layer, 0, self._model.config.n_layer - 1))
         if layer != self._layer:
             self._layer = layer
+            self.prepare_layer(layer)
             self.layerChanged.emit(layer)
+            self.prepare_layer(layer + 1)
+
+    # -- a layer's detail is computed off the GUI thread -------------------------------------
+    def layer_ready(self, layer: Optional[int] = None) -> bool:
+        """Can the views read this layer's detail (default: the current layer) without
+        computing it on the GUI thread?"""
+        trace = self._trace
+        return trace is None or trace.is_ready(self._layer if layer is None else layer)
+
+    def prepare_layer(self, layer: int) -> None:
+        """Compute a layer's detail in a worker (if not done or under way); layerReady follows."""
+        trace = self._trace
+        if trace is None or not 0 <= layer < trace.config.n_layer or trace.is_ready(layer):
+            return
+        key = (id(trace), layer)
+        if key in self._preparing:
+            return
+        self._preparing.add(key)
+        self._requests += 1
+        self.workers.start(Task(self._requests, prepare_layer, trace, layer),
+                           lambda _, result: self._on_layer_prepared(key, result),
+                           lambda _, message, user_error: self._on_layer_failed(key, message))
+
+    def _on_layer_prepared(self, key: tuple[int, int], result) -> None:
+        self._preparing.discard(key)
+        trace, layer = result
+        if trace is self._trace:
+            self.layerReady.emit(layer)
+
+    def _on_layer_failed(self, key: tuple[int, int], message: str) -> None:
+        self._preparing.discard(key)
+        self.computeFailed.emit(f"computing layer {key[1]} failed: {message}")
+
+    def trace_memory(self) -> int:
+        """Bytes the current trace holds (residual stream, cached layer detail)."""
+        return 0 if self._trace is None else self._trace.nbytes()
 
     def set_head(self, head: int) -> None:
         if self._model is None:

@@ -34,8 +34,12 @@ class Task(QRunnable):
         self.signals = TaskSignals()
 
     def run(self) -> None:
+        # Qt may keep the finished runnable (and so this object) alive after its result is
+        # delivered: drop the arguments first, so a task never keeps a trace or model alive
+        function, args = self.function, self.args
+        self.function, self.args = None, ()
         try:
-            result = self.function(*self.args)
+            result = function(*args)
         except ModelError as exc:
             self.signals.failed.emit(self.request_id, str(exc), True)
         except MemoryError:
@@ -45,6 +49,8 @@ class Task(QRunnable):
             self.signals.failed.emit(self.request_id, f"{type(exc).__name__}: {exc}", False)
         else:
             self.signals.finished.emit(self.request_id, result)
+        finally:
+            del function, args
 
 
 @dataclass(frozen=True)
@@ -65,20 +71,26 @@ class ComputeResult:
     seconds: float
 
 
-def load_and_trace(path: Optional[str], text: str) -> LoadResult:
+def load_and_trace(path: Optional[str], text: str, layer: int = 0) -> LoadResult:
     model = load_model(path)
     start = time.perf_counter()
     try:
-        trace = model.trace(text)
+        trace = model.trace(text, detail_layers=(min(layer, model.config.n_layer - 1),))
     except ModelError as exc:
         return LoadResult(path, text, model, None, str(exc), 0.0)
     return LoadResult(path, text, model, trace, None, time.perf_counter() - start)
 
 
-def compute_trace(model: Model, text: str) -> ComputeResult:
+def compute_trace(model: Model, text: str, layer: int = 0) -> ComputeResult:
+    """The pass records the layer on screen, so the first view needs no second computation."""
     start = time.perf_counter()
-    trace = model.trace(text)
+    trace = model.trace(text, detail_layers=(min(layer, model.config.n_layer - 1),))
     return ComputeResult(model, text, trace, time.perf_counter() - start)
+
+
+def prepare_layer(trace: Trace, layer: int) -> tuple[Trace, int]:
+    trace.prepare(layer)
+    return trace, layer
 
 
 class WorkerPool:

@@ -85,6 +85,9 @@ class SnapshotSession(Session):
         return self._snapshot_labels
 
     # -- what an export changes (and a view might, e.g. a click in a figure) ---------------
+    def layer_ready(self, layer=None) -> bool:
+        return True        # an export draws every layer it walks, one at a time, on purpose
+
     def set_layer(self, layer: int) -> None:
         layer = min(max(int(layer), 0), self.model.config.n_layer - 1)
         if layer != self._snapshot_layer:

@@ -3,6 +3,7 @@ bookkeeping that redraws only what changed, and only when the view is on screen 
 its plots, e.g. by an export)."""
 from __future__ import annotations
 
+import weakref
 from typing import Optional
 
 import numpy as np
@@ -30,7 +31,9 @@ class StageView(QWidget):
         self.stage = stages.stage(self.stage_key)
         self._figures: list[tuple[str, Figure]] = []
         self._extras: list[QWidget] = []         # non-plot widgets, hidden with the figures
-        self._drawn: Optional[tuple] = None      # (trace, data key, selection) last drawn
+        # (weak reference to the trace, data key, selection) last drawn: what was drawn, never
+        # the trace itself, so an old trace is freed as soon as the session lets it go
+        self._drawn: Optional[tuple] = None
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 2)
         outer.setSpacing(4)
@@ -56,6 +59,7 @@ class StageView(QWidget):
             self.listen(session.layerChanged, self._on_data)
         if self.stage.per_head:
             self.listen(session.headChanged, self._on_data)
+        self.listen(session.layerReady, self._on_data)
         self.ensure_current()
 
     # -- for subclasses -------------------------------------------------------------------
@@ -71,6 +75,10 @@ class StageView(QWidget):
     def stage_values(self) -> dict:
         """Numbers for this stage's explanation text (answers with the actual values)."""
         return {}
+
+    def required_layers(self) -> list[int]:
+        """The layers whose detail this view reads (prepared off the GUI thread first)."""
+        return [self.session.layer] if self.stage.per_layer else []
 
     def listen(self, signal, slot) -> None:
         """Connect to a session signal; close() disconnects (the session outlives views)."""
@@ -137,7 +145,7 @@ class StageView(QWidget):
 
     def is_current(self) -> bool:
         drawn = self._drawn
-        return (drawn is not None and drawn[0] is self.trace and drawn[1] == self.data_key()
+        return (drawn is not None and drawn[0]() is self.trace and drawn[1] == self.data_key()
                 and drawn[2] == self.session.selected_token)
 
     def _on_data(self, *_: object) -> None:
@@ -162,12 +170,24 @@ class StageView(QWidget):
             return
         if self.is_current():
             return
+        missing = [layer for layer in self.required_layers() if not self.session.layer_ready(layer)]
+        if missing:
+            # the layer's detail is computed in a worker: draw when it is ready (layerReady),
+            # never compute it here on the GUI thread
+            for layer in missing:
+                self.session.prepare_layer(layer)
+            self.placeholder.setText(f"Computing layer {missing[0]}…")
+            self.placeholder.setVisible(True)
+            for widget in [figure for _, figure in self._figures] + self._extras:
+                widget.setVisible(False)
+            return
+        self.placeholder.setText("Open a model and type a sentence to see this stage.")
         drawn, key, selected = self._drawn, self.data_key(), self.session.selected_token
         self.placeholder.setVisible(False)
-        if drawn is None or drawn[0] is not trace or drawn[1] != key:
+        if drawn is None or drawn[0]() is not trace or drawn[1] != key:
             self.update_data()
         self.update_selection()
-        self._drawn = (trace, key, selected)
+        self._drawn = (weakref.ref(trace), key, selected)
         for _, figure in self._figures:   # a figure marks itself unused (e.g. no token types)
             figure.setVisible(not getattr(figure, "unused", False))
         for widget in self._extras:

@@ -71,6 +71,10 @@ class PositionAdditionView(StageView):
             self.grid.addWidget(self.magnitude, row, 0, 1, 2)
             self.grid.addWidget(self.cosine, row, 2)
 
+    def required_layers(self) -> list[int]:
+        # rotary models: the rotation is shown on layer 0's own q and k
+        return [0] if self.trace.config.position == "rotary" else []
+
     def update_data(self) -> None:
         rotary = self.trace.config.position == "rotary"
         for figure in (self.p, self.sum, self.concat, self.magnitude, self.cosine):

@@ -52,6 +52,10 @@ class PositionEncodingView(StageView):
         self.position_line = pg.InfiniteLine(angle=90, pen=HIGHLIGHT_PEN)
         self.curves.plot.addItem(self.position_line)
 
+    def required_layers(self) -> list[int]:
+        # rotary models: the rotation is shown on layer 0's own q and k
+        return [0] if self.trace.config.position == "rotary" else []
+
     def update_data(self) -> None:
         if self.trace.config.position == "rotary":
             self._update_rotary()

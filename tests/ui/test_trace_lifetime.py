@@ -1,0 +1,64 @@
+"""The window keeps only the trace it shows (views remember what they drew, not the trace),
+and a layer's detail is computed in a worker, never on the GUI thread."""
+import gc
+import threading
+
+from PySide6.QtCore import QThread
+
+from transformer_stepper.core import stages
+from transformer_stepper.core.trace import Trace
+
+
+def live_traces() -> int:
+    gc.collect()
+    return sum(isinstance(o, Trace) for o in gc.get_objects())
+
+
+def visit_everything(qtbot, window):
+    session = window.session
+    for layer in range(session.model.config.n_layer):
+        session.set_layer(layer)
+        for stage in stages.available_stages(session.model.config):
+            session.set_stage(stage.key)
+            qtbot.waitUntil(lambda: window.current_view().is_current(), timeout=10_000)
+
+
+def test_at_most_two_traces_are_alive_after_visiting_every_stage(qtbot, loaded_window):
+    window = loaded_window("llama")
+    session = window.session
+    for text in ("the bank of the river", "the money in the bank", "a river"):
+        with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+            session.set_text(text, immediate=True)
+        visit_everything(qtbot, window)
+    assert session.workers.wait(10_000)
+    assert live_traces() <= 2
+
+
+def test_layer_detail_is_never_computed_on_the_gui_thread(qtbot, loaded_window, monkeypatch):
+    window = loaded_window("gpt2")
+    session = window.session
+    gui = threading.get_ident()
+    threads: list[int] = []
+    real = Trace.detail
+
+    def detail(self, layer):
+        if not self.is_ready(layer):
+            threads.append(threading.get_ident())
+        return real(self, layer)
+
+    monkeypatch.setattr(Trace, "detail", detail)
+    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+        session.set_text("the river bank and the money bank", immediate=True)
+    visit_everything(qtbot, window)
+    assert session.workers.wait(10_000)
+    assert threads, "layers were computed"
+    assert gui not in threads, "a layer's detail was computed on the GUI thread"
+    assert QThread.currentThread() is window.thread()
+
+
+def test_status_bar_shows_trace_and_process_memory(qtbot, loaded_window):
+    window = loaded_window("gpt2")
+    window._show_memory()
+    text = window.memory_label.text()
+    assert text.startswith("trace ") and "MiB" in text
+    assert window.session.trace_memory() == window.session.trace.nbytes() > 0
