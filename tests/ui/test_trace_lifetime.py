@@ -9,9 +9,10 @@ from transformer_stepper.core import stages
 from transformer_stepper.core.trace import Trace
 
 
-def live_traces() -> int:
+def live_traces(model) -> int:
+    """Traces of this model alive now (other tests' traces do not count)."""
     gc.collect()
-    return sum(isinstance(o, Trace) for o in gc.get_objects())
+    return sum(isinstance(o, Trace) and o.config is model.config for o in gc.get_objects())
 
 
 def visit_everything(qtbot, window):
@@ -31,7 +32,7 @@ def test_at_most_two_traces_are_alive_after_visiting_every_stage(qtbot, loaded_w
             session.set_text(text, immediate=True)
         visit_everything(qtbot, window)
     assert session.workers.wait(10_000)
-    assert live_traces() <= 2
+    assert live_traces(session.model) <= 2
 
 
 def test_layer_detail_is_never_computed_on_the_gui_thread(qtbot, loaded_window, monkeypatch):
