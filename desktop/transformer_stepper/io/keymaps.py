@@ -18,15 +18,17 @@ class Transform:
 
 
 class Transpose(Transform):
-    """nn.Linear stores [out, in]; the core wants [in, out]. Copied to C order once, here:
-    OpenBLAS multiplies by a transposed (Fortran-order) view up to 5x slower (measured on
-    BERT's [1536, 384] output dense at 16 tokens)."""
+    """nn.Linear stores [out, in]; the core wants [in, out]: a transposed view, no copy (a
+    float32 weight stays memory-mapped; a widened one is not copied twice). OpenBLAS multiplies
+    by the view as fast as by a C-order copy (measured on this project's machines: [128, 2048]
+    x [2048, 8192] 28.6 vs 28.9 ms; [16, 384] x [384, 1536] 0.25 vs 0.27 ms), while copying
+    cost 160 ms per 16 M-element matrix when opening a 1B model."""
 
     def checkpoint_shape(self, core_shape):
         return core_shape[::-1]
 
     def __call__(self, w):
-        return np.ascontiguousarray(w.T)
+        return w.T
 
 
 class Columns(Transform):

@@ -1,0 +1,116 @@
+"""A big model opened lazily and traced: open time, RssAnon after open, first view (residual
+stream + one layer's detail) and every layer's detail at several lengths, with peak RssAnon.
+Hugging Face runs the same in its own process (tests/bench/hf_forward.py) when --hf-python
+names a Python with torch and transformers.
+
+    python tests/bench/bench_big.py MODEL_DIR [--tokens 128 512 2048] [--layer 5]
+                                    [--hf-python PATH] [--all-layers]
+
+Make the models with tests/bench/make_big_models.py."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from memory import peak_rss_anon, rss_anon  # noqa: E402
+
+from transformer_stepper import load_model  # noqa: E402
+from transformer_stepper.runtime import tune_process  # noqa: E402
+
+
+def token_ids(model, n: int):
+    """n ids from a repeated sentence (special tokens as the tokenizer adds them)."""
+    import numpy as np
+
+    text = "The bank of the river was steep and green, and she went to the bank. " * (n // 8 + 8)
+    ids = model.tokenizer.encode(text, max_length=10**6).input_ids[:n]
+    return np.asarray(ids, dtype=np.int64)
+
+
+def traced(model, ids, layers):
+    from transformer_stepper.core.tokenize import Encoded
+    import numpy as np
+
+    n = len(ids)
+    encoded = Encoded(tokens=tuple(str(i) for i in ids), input_ids=ids,
+                      token_type_ids=np.zeros(n, np.int64), offsets=np.zeros((n, 2), np.int64),
+                      special_tokens_mask=np.zeros(n, bool), truncated=False)
+    return model.trace_encoded(encoded, detail_layers=layers)
+
+
+def cpu_name() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model", type=Path)
+    parser.add_argument("--tokens", type=int, nargs="+", default=[128, 512, 2048])
+    parser.add_argument("--layer", type=int, default=5)
+    parser.add_argument("--all-layers", action="store_true", help="also time every layer's detail")
+    parser.add_argument("--hf-python", help="a Python with torch + transformers for the HF column")
+    args = parser.parse_args()
+    tune_process()
+    print(f"CPU: {cpu_name()}, {os.cpu_count()} cores; OPENBLAS_NUM_THREADS="
+          f"{os.environ.get('OPENBLAS_NUM_THREADS')}")
+    base = rss_anon()
+    start = time.perf_counter()
+    model = load_model(args.model)
+    opened = time.perf_counter() - start
+    print(f"open {args.model.name}: {opened:.2f} s, RssAnon after open {(rss_anon() - base) / 2**20:.0f} MiB "
+          f"beyond the interpreter ({model.n_params() / 1e9:.2f} B parameters)")
+    layer = min(args.layer, model.config.n_layer - 1)
+    print(f"{'tokens':>6} {'first view s':>12} {'peak MiB':>9} {'all layers s':>12} {'peak MiB':>9}"
+          f" {'HF s':>7} {'HF peak MiB':>11}")
+    for n in args.tokens:
+        ids = token_ids(model, n)
+        if len(ids) < n:
+            print(f"{n}: the tokenizer gave only {len(ids)} ids")
+            continue
+        traced(model, ids[:16], (layer,))            # warm: weights paged in, caches
+        before = rss_anon()
+        with peak_rss_anon() as peak:
+            start = time.perf_counter()
+            trace = traced(model, ids, (layer,))
+            first = time.perf_counter() - start
+        first_peak = (peak() - before) / 2**20
+        row = f"{n:>6} {first:>12.2f} {first_peak:>9.0f}"
+        if args.all_layers:
+            with peak_rss_anon() as peak:
+                start = time.perf_counter()
+                for i in range(model.config.n_layer):
+                    trace.prepare(i)
+                every = time.perf_counter() - start + first
+            row += f" {every:>12.2f} {(peak() - before) / 2**20:>9.0f}"
+        else:
+            row += f" {'-':>12} {'-':>9}"
+        del trace
+        if args.hf_python:
+            out = subprocess.run([args.hf_python, str(HERE / "hf_forward.py"), "--model", str(args.model),
+                                  "--tokens", str(n)], capture_output=True, text=True)
+            if out.returncode == 0:
+                hf = json.loads(out.stdout.strip().splitlines()[-1])
+                row += f" {hf['forward_s']:>7.2f} {hf['peak_rss_anon_mib']:>11.0f}"
+            else:
+                row += f" HF failed: {out.stderr.strip().splitlines()[-1][:60]}"
+        print(row, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
