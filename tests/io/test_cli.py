@@ -211,3 +211,26 @@ def test_text_ending_in_nul_round_trips(tmp_path, bert, capsys):
     assert run(capsys, "trace", "--model", bert, "--text", "bank\x00", "--out", out)[0] == 0
     with np.load(out, allow_pickle=False) as archive:
         assert str(archive["text"]) == "bank\x00"
+
+
+def test_generate_refuses_encoders_and_bad_values_in_one_line(capsys, fixtures_dir):
+    from transformer_stepper.cli import main
+
+    assert main(["generate", "--model", str(fixtures_dir / "bert_tiny"), "--text", "the bank"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "causal model" in err and err.count("\n") == 1
+    assert main(["generate", "--text", "the queen", "--temperature", "-1"]) == 2
+    assert "temperature" in capsys.readouterr().err
+    assert main(["generate", "--text", "the queen", "--top-p", "0"]) == 2
+    assert "top-p" in capsys.readouterr().err
+
+
+def test_generate_with_a_seed_is_reproducible(capsys):
+    from transformer_stepper.cli import main
+
+    runs = []
+    for _ in range(2):
+        assert main(["generate", "--text", "the queen rode to the", "--tokens", "6",
+                     "--temperature", "1.0", "--seed", "3"]) == 0
+        runs.append(capsys.readouterr().out)
+    assert runs[0] == runs[1] and runs[0].strip()

@@ -30,3 +30,19 @@ def test_greedy_generation_equals_hugging_face(name, fixtures_dir):
     assert len(expected) == len(prompt) + 20
     steps = generate(model, prompt_trace(model, prompt), 20)
     np.testing.assert_array_equal(steps[-1].input_ids, expected)
+
+
+def test_generate_command_prints_hugging_faces_greedy_continuation(fixtures_dir, capsys, tmp_path):
+    from transformer_stepper.cli import main
+
+    reference = load_reference(HF_OUTPUTS / "llama_tiny.npz")
+    model = load_model(fixtures_dir / "llama_tiny")
+    text = str(reference["text_0"])
+    expected_ids = reference["generated_ids_0"][len(reference["input_ids_0"]):]
+    expected = "".join(model.tokenizer.decode_piece(i) for i in expected_ids)
+    out = tmp_path / "g.npz"
+    assert main(["generate", "--model", str(fixtures_dir / "llama_tiny"), "--text", text,
+                 "--tokens", "20", "--trace", str(out)]) == 0
+    assert capsys.readouterr().out.rstrip("\n") == expected
+    with np.load(out, allow_pickle=False) as saved:
+        np.testing.assert_array_equal(saved["input_ids"], reference["generated_ids_0"])
