@@ -39,7 +39,7 @@ def test_generate_command_prints_hugging_faces_greedy_continuation(fixtures_dir,
     model = load_model(fixtures_dir / "llama_tiny")
     text = str(reference["text_0"])
     expected_ids = reference["generated_ids_0"][len(reference["input_ids_0"]):]
-    expected = "".join(model.tokenizer.decode_piece(i) for i in expected_ids)
+    expected = "".join(model.tokenizer.continuation(reference["input_ids_0"], expected_ids))
     out = tmp_path / "g.npz"
     assert main(["generate", "--model", str(fixtures_dir / "llama_tiny"), "--text", text,
                  "--tokens", "20", "--trace", str(out)]) == 0

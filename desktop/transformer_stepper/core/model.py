@@ -199,7 +199,7 @@ class Model:
                   if name in new_arrays}
         residual = {name: tuple(_joined(old, new) for old, new in zip(trace.residual[name], new_residual[name]))
                     for name in trace.residual}
-        pieces = [self.tokenizer.decode_piece(i) for i in new_ids]
+        pieces = self.tokenizer.continuation(trace.input_ids, new_ids)
         offsets, text = [], trace.text
         for piece in pieces:
             offsets.append((len(text), len(text) + len(piece)))

@@ -87,6 +87,21 @@ class Tokenizer:
         """How the token reads as text (GPT-2's byte-level 'Ġ' becomes a space)."""
         return self._tok.decode([int(token_id)], skip_special_tokens=False)
 
+    def continuation(self, prefix_ids, new_ids) -> list[str]:
+        """How each of new_ids reads when appended after prefix_ids: the growth of the decoded
+        text, so a word-level tokenizer's spaces and a byte-level one's merged bytes come out
+        as the tokenizer's decoder writes them."""
+        ids = [int(i) for i in prefix_ids]
+        pieces = []
+        before = self._tok.decode(ids, skip_special_tokens=True)
+        for token in new_ids:
+            ids.append(int(token))
+            after = self._tok.decode(ids, skip_special_tokens=True)
+            piece = after[len(before):] if after.startswith(before) else self.decode_piece(token)
+            pieces.append(piece)
+            before = after
+        return pieces
+
     def encode(self, text: str, max_length: int) -> Encoded:
         if not isinstance(text, str):
             raise ModelError(f"text must be a string, got {type(text).__name__}")
