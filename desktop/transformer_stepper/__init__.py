@@ -7,9 +7,11 @@
 """
 from .core.config import ModelConfig
 from .core.errors import ModelError
+from .core.interventions import AblateHead, HeadTemperature, NoPositions, ShufflePositions, SwapEmbedding
 from .core.model import Model
 from .core.trace import Trace
 from .io.loader import load_model
 
-__all__ = ["load_model", "Model", "ModelConfig", "ModelError", "Trace"]
+__all__ = ["load_model", "Model", "ModelConfig", "ModelError", "Trace", "AblateHead",
+           "HeadTemperature", "NoPositions", "ShufflePositions", "SwapEmbedding"]
 __version__ = "0.2.0"

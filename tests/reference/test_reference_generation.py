@@ -46,3 +46,24 @@ def test_generate_command_prints_hugging_faces_greedy_continuation(fixtures_dir,
     assert capsys.readouterr().out.rstrip("\n") == expected
     with np.load(out, allow_pickle=False) as saved:
         np.testing.assert_array_equal(saved["input_ids"], reference["generated_ids_0"])
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_zero_ablation_equals_hugging_face_with_the_head_hooked_out(name, fixtures_dir):
+    from transformer_stepper import AblateHead
+
+    reference = load_reference(HF_OUTPUTS / f"{name}.npz")
+    model = load_model(fixtures_dir / name)
+    layer, head = int(reference["ablated_layer"]), int(reference["ablated_head"])
+    trace = model.trace_encoded(_encoded(model, reference["input_ids_0"]),
+                                interventions=[AblateHead(layer, head)])
+    np.testing.assert_allclose(trace.hidden_states, reference["ablated_hidden_states_0"], atol=ATOL)
+    np.testing.assert_allclose(trace.logits, reference["ablated_logits_0"], atol=ATOL)
+    clean = reference["hidden_states_0"]
+    assert not np.allclose(clean[-1], reference["ablated_hidden_states_0"][-1], atol=ATOL)
+
+
+def _encoded(model, ids):
+    return Encoded(tokens=tuple(model.tokenizer.id_to_token(i) for i in ids), input_ids=ids,
+                   token_type_ids=np.zeros(len(ids), np.int64), offsets=np.zeros((len(ids), 2), np.int64),
+                   special_tokens_mask=np.zeros(len(ids), bool), truncated=False)

@@ -18,6 +18,7 @@ from typing import Callable, Iterator, Mapping, Optional
 
 import numpy as np
 
+from . import interventions as interventions_lib
 from . import ops
 from .config import ModelConfig
 
@@ -64,6 +65,7 @@ class Context:
     mask: Optional[np.ndarray]
     cos: Optional[np.ndarray] = None
     sin: Optional[np.ndarray] = None
+    interventions: tuple = ()          # core/interventions.py: what this pass changes
 
 
 def attention_mask(config: ModelConfig, n_seq: int, start: int = 0) -> Optional[np.ndarray]:
@@ -86,16 +88,20 @@ def rope_frequencies(config: ModelConfig) -> np.ndarray:
                                 config.rope_high_freq_factor, config.rope_original_n_ctx)
 
 
-def context(config: ModelConfig, n_seq: int, record: Recorder = None, start: int = 0) -> Context:
+def context(config: ModelConfig, n_seq: int, record: Recorder = None, start: int = 0,
+            interventions: tuple = ()) -> Context:
     """For queries at positions start..n_seq-1 over keys 0..n_seq-1 (start > 0: extending a
     text whose earlier keys and values are cached)."""
     mask = attention_mask(config, n_seq, start)
-    if config.position != "rotary":
-        return Context(mask)
+    if config.position != "rotary" or interventions_lib.no_positions(interventions):
+        return Context(mask, interventions=interventions)
     angles = ops.rope_angles(n_seq, rope_frequencies(config))[start:]
+    order = interventions_lib.position_order(interventions, n_seq)
+    if order is not None:
+        angles = angles[order]
     if record is not None:
         record("rope_angles", angles, None)
-    return Context(mask, np.cos(angles), np.sin(angles))
+    return Context(mask, np.cos(angles), np.sin(angles), interventions)
 
 
 class KVCache:
@@ -137,9 +143,12 @@ def position_table(config: ModelConfig, params: Mapping[str, np.ndarray], n_seq:
     return rows(params, "wpe", np.arange(first, first + n_seq))
 
 
-def embed(params, config: ModelConfig, input_ids, token_type_ids, record, start: int = 0) -> np.ndarray:
+def embed(params, config: ModelConfig, input_ids, token_type_ids, record, start: int = 0,
+          interventions: tuple = ()) -> np.ndarray:
     # [n_seq] ids at positions start.. -> [n_seq, d_model]
     n_seq = len(input_ids)
+    if interventions:
+        input_ids = interventions_lib.swapped_ids(interventions, input_ids)
     token_embeddings = rows(params, "wte", input_ids)     # one-hot x E = row selection
     record("token_embeddings", token_embeddings, None)
     x = token_embeddings
@@ -148,6 +157,11 @@ def embed(params, config: ModelConfig, input_ids, token_type_ids, record, start:
         record("token_embeddings_scaled", x, None)
     if config.position in ("learned", "sinusoidal"):
         position_embeddings = position_table(config, params, n_seq, start)
+        if interventions_lib.no_positions(interventions):
+            position_embeddings = np.zeros_like(position_embeddings)
+        order = interventions_lib.position_order(interventions, n_seq)
+        if order is not None:
+            position_embeddings = position_embeddings[order]
         record("position_embeddings", position_embeddings, None)
         x = x + position_embeddings
         if config.n_token_types:
@@ -203,9 +217,18 @@ def attention(params, config: ModelConfig, x, ctx: Context, layer: int, record,
     if ctx.mask is not None:
         scores += ctx.mask                                 # 0 where allowed, -inf where blocked
     record("scores", scores, layer)
-    weights = ops.softmax(scores, out=scores if in_place else None)
+    ablations, temperatures = interventions_lib.head_edits(ctx.interventions, layer)
+    if temperatures:                                       # softmax(scores / T) for those heads
+        tempered = scores.copy()
+        for head, temperature in temperatures.items():
+            tempered[head] /= F32(temperature)
+        weights = ops.softmax(tempered, out=tempered)
+    else:
+        weights = ops.softmax(scores, out=scores if in_place else None)
     record("attn_weights", weights, layer)
     head_outputs = weights @ v                             # [n_head, n_seq, d_head]
+    for head, mode in ablations.items():                   # before W_O, as a hook on o_proj would
+        head_outputs[head] = 0 if mode == "zero" else head_outputs[head].mean(axis=0)
     record("head_outputs", head_outputs, layer)
     heads_concat = ops.merge_heads(head_outputs)          # [n_seq, n_head * d_head]
     record("heads_concat", heads_concat, layer)
@@ -298,7 +321,7 @@ def forward(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np
     start = cache.n_seq if cache is not None else 0
     if ctx is None:
         ctx = context(config, start + len(input_ids), record, start)
-    x = embed(params, config, input_ids, token_type_ids, record, start)
+    x = embed(params, config, input_ids, token_type_ids, record, start, ctx.interventions)
     for layer in range(config.n_layer):
         x = block(params, config, x, ctx, layer, record, cache)
     if config.final_norm:

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from . import interventions as interventions_lib
 from .config import ModelConfig
 from .errors import ModelError
 from .params import ParamStore
@@ -119,23 +120,26 @@ class Model:
             return forward(self.params, self.config, ids, types)
 
     def trace(self, text: str, detail_budget: int = DEFAULT_DETAIL_BUDGET,
-              detail_layers: tuple[int, ...] = ()) -> Trace:
+              detail_layers: tuple[int, ...] = (), interventions: Sequence = ()) -> Trace:
         """The forward pass keeping the residual stream; each layer's detail is computed when
         first asked for (`trace.layer(name, i)`), within `detail_budget` bytes. The layers in
-        `detail_layers` (the one a view will show first) are recorded by the pass itself."""
+        `detail_layers` (the one a view will show first) are recorded by the pass itself.
+        `interventions` (core/interventions.py) change the pass: ablate heads, remove or
+        shuffle positions, swap a row of E, set a head's temperature."""
         encoded = self.encode(text)
-        return self.trace_encoded(encoded, text, detail_budget, detail_layers)
+        return self.trace_encoded(encoded, text, detail_budget, detail_layers, interventions)
 
     def trace_encoded(self, encoded: Encoded, text: str = "",
                       detail_budget: int = DEFAULT_DETAIL_BUDGET,
-                      detail_layers: tuple[int, ...] = ()) -> Trace:
+                      detail_layers: tuple[int, ...] = (), interventions: Sequence = ()) -> Trace:
         ids, types = self._checked_ids(encoded)
+        interventions = interventions_lib.check(interventions, self.config, len(ids))
         detail_layers = tuple(i for i in detail_layers if 0 <= i < self.config.n_layer)
         recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers)
         # a decoder keeps its keys and values, so the text can grow a token at a time
-        cache = KVCache(self.config.n_layer) if self.can_generate else None
+        cache = KVCache(self.config.n_layer) if self.can_generate and not interventions else None
         with _quiet_floats():
-            ctx = context(self.config, len(ids), recorder)
+            ctx = context(self.config, len(ids), recorder, interventions=interventions)
             forward(self.params, self.config, ids, types, recorder, ctx=ctx, cache=cache)
         arrays, residual = recorder.finish()
         arrays["token_type_ids"] = types.copy()
@@ -146,7 +150,7 @@ class Model:
                      arrays=arrays, residual=residual,
                      compute_layer=self._layer_computer(residual["layer_in"], ctx),
                      attention_mask=ctx.mask, truncated=encoded.truncated, detail_budget=detail_budget,
-                     recorded_details=recorder.details, kv_cache=cache)
+                     recorded_details=recorder.details, kv_cache=cache, interventions=interventions)
 
     def _layer_computer(self, layer_inputs, ctx) -> Callable[[int], LayerDetail]:
         params, config = self.params, self.config
@@ -172,6 +176,8 @@ class Model:
         every layer: their keys and values join the cached ones, their queries read all of
         them (the KV cache). Equal, to float rounding, to tracing the whole extended text; the
         given trace is left as it was (undo is keeping it)."""
+        if trace.interventions:
+            raise ModelError("generation from an intervened trace is not supported; clear the interventions")
         if not self.can_generate or trace.kv_cache is None:
             raise ModelError(f"{self.name}: only a causal model with an output head can extend a text")
         if trace.config is not self.config:

@@ -136,7 +136,7 @@ class Trace:
                  detail_budget: int = DEFAULT_DETAIL_BUDGET,
                  recorded_details: Optional[dict[int, LayerDetail]] = None,
                  kv_cache=None, generated: Optional[np.ndarray] = None,
-                 computed_rows: Optional[int] = None) -> None:
+                 computed_rows: Optional[int] = None, interventions: tuple = ()) -> None:
         self.config = config
         self.text = text
         self.tokens = tokens                 # the tokenizer's pieces, special tokens included
@@ -148,6 +148,7 @@ class Trace:
         self.truncated = truncated           # the text was longer than the model's context
         self.attention_mask = attention_mask  # [n_seq, n_seq] additive (0 / -inf) or None
         self.kv_cache = kv_cache             # decoders: every layer's keys and values (forward.KVCache)
+        self.interventions = interventions   # what changed this pass (core/interventions.py)
         # [n_seq] bool: appended by generation (Model.extend), not typed
         self.generated = np.zeros(len(input_ids), bool) if generated is None else generated
         # how many positions the pass that made this trace computed (the rest came from the cache)
@@ -294,6 +295,10 @@ class Trace:
             "attentions": self.attentions,
             "text": np.array(self.text, dtype=np.str_),
         })
+        if self.interventions:
+            from .interventions import describe
+
+            out["interventions"] = np.array([describe(i) for i in self.interventions], dtype=np.str_)
         if self.mask is not None:
             out["mask"] = self.mask
         return out
