@@ -7,7 +7,7 @@ library call: `load_model()` and `model.trace()` change nothing process-wide.
 - The app switches between Python threads every 0.2 ms instead of 5 ms: a worker's forward
   pass otherwise waits up to 5 ms for the GIL after every numpy call while the GUI thread runs
   Python (MiniLM, 512 tokens, GUI thread busy in Python: 2.47 s at 5 ms, 0.41 s at 0.2 ms,
-  0.26 s standalone; tests/bench/bench_ui.py).
+  0.26 s standalone; tests/bench/bench_gil.py).
 """
 from __future__ import annotations
 
