@@ -5,6 +5,7 @@
     trace.hidden_states   # [n_layer + 1, n_seq, d_model]
     trace.attentions      # [n_layer, n_head, n_seq, n_seq]
 """
+from .core.compare import compare
 from .core.config import ModelConfig
 from .core.errors import ModelError
 from .core.interventions import AblateHead, HeadTemperature, NoPositions, ShufflePositions, SwapEmbedding
@@ -12,6 +13,6 @@ from .core.model import Model
 from .core.trace import Trace
 from .io.loader import load_model
 
-__all__ = ["load_model", "Model", "ModelConfig", "ModelError", "Trace", "AblateHead",
+__all__ = ["load_model", "compare", "Model", "ModelConfig", "ModelError", "Trace", "AblateHead",
            "HeadTemperature", "NoPositions", "ShufflePositions", "SwapEmbedding"]
 __version__ = "0.2.0"

@@ -10,7 +10,7 @@ import numpy as np
 
 from .core.errors import ModelError
 
-SUBCOMMANDS = ("trace", "export", "train", "generate")
+SUBCOMMANDS = ("trace", "export", "train", "generate", "compare")
 
 
 def _say(text: str, stream=None) -> None:
@@ -92,6 +92,37 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    import csv
+    import os
+
+    from .core.compare import compare, csv_rows
+    from .io.loader import load_model
+
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise ModelError(f"{out.parent}: folder does not exist")
+    model = load_model(args.model)
+    result = compare(model, args.word, args.text)
+    for problem in result.problems:
+        _say(f"note: {problem}", sys.stderr)
+    try:
+        out.mkdir(exist_ok=True)
+        target = out / "compare.csv"
+        partial = target.with_name(target.name + ".part")
+        with open(partial, "w", newline="", encoding="utf-8") as handle:
+            csv.writer(handle).writerows(csv_rows(result))
+        os.replace(partial, target)
+    except OSError as exc:
+        raise ModelError(f"{exc.filename or out}: cannot write ({exc.strerror or exc})") from None
+    same = len({o.token_id for o in result.occurrences}) == 1
+    _say(f"'{args.word}' in {len(result.occurrences)} sentences: lookup rows "
+         f"{'identical (difference 0)' if same and not result.lookup_difference.any() else 'differ (different token ids)'}; "
+         f"last-layer cosine {', '.join(f'{c:.3f}' for c in result.pair_cosines[-1])}")
+    _say(f"wrote {target}")
+    return 0
+
+
 class _UsageError(Exception):
     """A bad command line; reported as one `error:` line like every other user error."""
 
@@ -127,6 +158,11 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--top-p", type=float, default=1.0, help="1 = off")
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--trace", help="also write the final trace as .npz")
+    cmp = sub.add_parser("compare", help="the same word in several sentences, layer by layer (compare.csv)")
+    cmp.add_argument("--model")
+    cmp.add_argument("--word", required=True)
+    cmp.add_argument("--text", required=True, action="append", help="a sentence (give 2-8)")
+    cmp.add_argument("--out", required=True, help="output folder")
     train = sub.add_parser("train", help="train the built-in teaching model from scratch")
     train.add_argument("--out", required=True, help="output model folder")
     train.add_argument("--steps", type=int, default=None)
@@ -175,7 +211,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if argv and argv[0] in SUBCOMMANDS:
             args = _parser().parse_args(argv)
             return {"trace": _trace, "export": _export, "train": _train,
-                    "generate": _generate}[args.command](args)
+                    "generate": _generate, "compare": _compare}[args.command](args)
         args = _gui_parser().parse_args(argv)
         if args.install_desktop_entry or args.uninstall_desktop_entry:
             return _desktop_entry(install=args.install_desktop_entry)

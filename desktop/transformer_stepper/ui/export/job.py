@@ -256,12 +256,12 @@ class ExportJob(QObject):
         self.failed.emit(message)
 
     def _stop(self) -> None:
-        """Stop rendering, drop queued writes, wait for the one in progress (milliseconds),
-        and free the views."""
+        """Stop rendering, let the writes of figures already rendered finish (milliseconds each,
+        at most max_pending of them: dropping queued ones made what was saved depend on thread
+        timing), and free the views."""
         self._timer.stop()
         if self._steps is not None and not self._stepping:
             self._steps.close()
-        self._pool.clear()
         self._pool.waitForDone()
         for request_id, result in list(self._completed):   # finished while we waited
             self._on_written(request_id, result)
