@@ -233,7 +233,8 @@ class MainWindow(QMainWindow):
 
     def _show_memory(self) -> None:
         resident = resident_memory()
-        trace = f"trace {self.session.trace_memory() / 2**20:,.0f} MiB"
+        held = self.session.trace_memory() / 2**20
+        trace = f"trace {held:,.1f} MiB" if held < 10 else f"trace {held:,.0f} MiB"
         self.memory_label.setText(trace if resident is None else f"{trace} · process {resident / 2**20:,.0f} MiB")
 
     def _connect_session(self) -> None:
