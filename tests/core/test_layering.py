@@ -1,8 +1,34 @@
-"""The arrows run one way: core and io never import Qt (nor torch/transformers, which the app
-must never need). Checked in a fresh interpreter, importing every module of both packages."""
+"""The arrows run one way: cli → ui, io, core; ui → core, io; io → core; core → nothing in the
+package. core and io never import Qt (nor torch/transformers, which the app must never need):
+checked in a fresh interpreter, importing every module of both. The import graph — read from
+the source, imports inside functions included — has no cycle between packages, between the
+subpackages and modules of one package, or between modules at import time."""
+from __future__ import annotations
+
+import ast
 import json
 import subprocess
 import sys
+from collections import defaultdict
+from pathlib import Path
+
+import transformer_stepper
+
+PACKAGE = "transformer_stepper"
+SOURCE = Path(transformer_stepper.__file__).parent
+ROOT = "(root)"             # transformer_stepper/__init__.py: the public API
+
+# which part of the package may import which; "runtime" (process tuning) is the entry points'
+ALLOWED = {
+    "core": set(),
+    "io": {"core"},
+    "ui": {"core", "io"},
+    "cli": {"ui", "io", "core", "runtime", ROOT},
+    "runtime": set(),
+    "resources": set(),
+    ROOT: {"core", "io"},
+    "__main__": {"cli"},
+}
 
 SCRIPT = r"""
 import importlib, json, pkgutil, sys
@@ -27,3 +53,131 @@ def test_core_and_io_import_no_qt_and_no_torch():
     assert {"transformer_stepper.core.forward", "transformer_stepper.core.tokenize",
             "transformer_stepper.io.loader", "transformer_stepper.io.safetensors_file"} <= set(report["imported"])
     assert report["loaded"] == [], f"core/io pulled in {report['loaded']}"
+
+
+# -- the import graph ---------------------------------------------------------------------
+def package_modules() -> dict[str, Path]:
+    """Dotted name -> source file, for every module of the package (a package is its __init__)."""
+    modules = {}
+    for path in sorted(SOURCE.rglob("*.py")):
+        parts = path.relative_to(SOURCE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join((PACKAGE, *parts))] = path
+    return modules
+
+
+def import_edges(modules: dict[str, Path]) -> list[tuple[str, str, bool]]:
+    """(importer, imported module, at import time) for every import of a module of the
+    package; imports inside a function run later, when it is called."""
+    edges = []
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+        def target(module: str, imported_name: str) -> str:
+            submodule = f"{module}.{imported_name}"
+            return submodule if submodule in modules else module
+
+        def visit(node: ast.AST, deferred: bool) -> None:
+            for child in ast.iter_child_nodes(node):
+                later = deferred or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                if isinstance(child, ast.Import):
+                    edges.extend((name, alias.name, not later) for alias in child.names
+                                 if alias.name.split(".")[0] == PACKAGE)
+                elif isinstance(child, ast.ImportFrom):
+                    if child.level:
+                        base = package.split(".")[:len(package.split(".")) - child.level + 1]
+                        module = ".".join(base + ([child.module] if child.module else []))
+                    else:
+                        module = child.module or ""
+                    if module.split(".")[0] == PACKAGE:
+                        edges.extend((name, target(module, alias.name), not later) for alias in child.names)
+                visit(child, later)
+
+        visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    return edges
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one node, or a node importing itself
+    (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                connect(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph.get(node, ()):
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return found
+
+
+def part(module: str, depth: int) -> str:
+    """The package (depth 1: core, io, ui, cli, ...) or the subpackage or module inside one
+    (depth 2: ui.stages, ui.session, ...) that `module` belongs to."""
+    parts = module.split(".")[1:]
+    return ".".join(parts[:depth]) if parts else ROOT
+
+
+def graph_of(edges, key, at_import_time_only: bool = False) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = defaultdict(set)
+    for importer, imported, at_import in edges:
+        if at_import or not at_import_time_only:
+            a, b = key(importer), key(imported)
+            if a != b:
+                graph[a].add(b)
+    return graph
+
+
+def test_the_graph_is_read_right():
+    edges = set(import_edges(package_modules()))
+    assert ("transformer_stepper.ui.main_window", "transformer_stepper.core.stages", True) in edges
+    assert ("transformer_stepper.cli.trace", "transformer_stepper.io.loader", False) in edges
+    assert ("transformer_stepper.io.loader", "transformer_stepper.io.keymaps", True) in edges
+
+
+def test_packages_import_one_way():
+    edges = import_edges(package_modules())
+    wrong = sorted({(importer, imported) for importer, imported, _ in edges
+                    if part(importer, 1) != part(imported, 1)
+                    and part(imported, 1) not in ALLOWED[part(importer, 1)]})
+    assert wrong == [], "imports against the arrows: " + "; ".join(f"{a} -> {b}" for a, b in wrong)
+    graph = graph_of(edges, lambda module: part(module, 1))
+    assert cycles(graph) == []
+    assert cycles({name: set(allowed) for name, allowed in ALLOWED.items()}) == []
+
+
+def test_no_cycle_between_the_parts_of_a_package():
+    """e.g. ui.stages and ui.export: if each imports the other, neither stands on its own."""
+    graph = graph_of(import_edges(package_modules()), lambda module: part(module, 2))
+    assert cycles(graph) == []
+
+
+def test_no_import_cycle_between_modules():
+    graph = graph_of(import_edges(package_modules()), lambda module: module, at_import_time_only=True)
+    assert cycles(graph) == []
+
+
+def test_a_cycle_would_be_found():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"a"}}) == [["a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QLabel, QLi
 from ..core import stages
 from . import explanations
 from .export.dialogs import add_export_actions
+from .export.menu import install_plot_menus
 from .model_menu import HFCacheMenu, RecentMenu, RecentModels
 from .session import Session
 from .stages import StageView, create_view
@@ -413,6 +414,7 @@ class MainWindow(QMainWindow):
         """The stage's view, created the first time it is needed."""
         if key not in self.views:
             view = create_view(key, self.session, self.stack)
+            install_plot_menus(view)             # right-click: Export as PNG / SVG
             view.updated.connect(self._view_updated)
             self.stack.addWidget(view)
             self.views[key] = view

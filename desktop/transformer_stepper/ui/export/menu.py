@@ -42,6 +42,13 @@ def warn(parent: QWidget, title: str, message: str) -> QMessageBox:
     return box
 
 
+def install_plot_menus(view) -> None:
+    """Every figure of a stage view gets the two entries (the window's views; a view drawn
+    only to be exported needs none)."""
+    for name, figure in view.figures():
+        install_plot_menu(view, name, figure)
+
+
 def install_plot_menu(view, name: str, figure) -> None:
     """Give `figure` (a Figure widget of `view`, exported under `name`) the two entries."""
     scene = figure.scene()

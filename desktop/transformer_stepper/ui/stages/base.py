@@ -13,7 +13,6 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 from ...core import stages
 from ...core.labels import ACTIVATION_LABELS, NORM_LABELS
 from ...core.trace import Trace
-from ..export.menu import install_plot_menu
 from ..plots.common import Figure
 from ..session import Session
 
@@ -92,7 +91,6 @@ class StageView(QWidget):
         self.grid.addWidget(figure, row, col, row_span, col_span)
         figure.tokenClicked.connect(on_click or self.session.select_token)
         figure.hovered.connect(self.readout.setText)
-        install_plot_menu(self, name, figure)       # right-click: Export as PNG / SVG
         return figure
 
     def add_widget(self, widget: QWidget, row: int, col: int, row_span: int = 1,
@@ -132,6 +130,10 @@ class StageView(QWidget):
         return self.trace.layer(name, self.session.layer)[self.session.head]
 
     # -- the export contract ----------------------------------------------------------------
+    def figures(self) -> list[tuple[str, Figure]]:
+        """(plot name, Figure widget), as placed (the window gives each its export menu)."""
+        return list(self._figures)
+
     def plots(self) -> list[tuple[str, object]]:
         """(plot name, pyqtgraph GraphicsLayout standing on its own as a figure), up to date."""
         self.ensure_current()
