@@ -51,7 +51,7 @@ def _trace(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from .ui.export_cli import run_export
 
-    return run_export(args)
+    return run_export(args, _say)
 
 
 def _train(args: argparse.Namespace) -> int:

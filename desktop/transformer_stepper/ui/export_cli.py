@@ -21,11 +21,6 @@ from ..io.array_export import prepare_folder
 MIN_SCALE, MAX_SCALE = 0.25, 8.0
 
 
-def _say(text: str, stream=None) -> None:
-    from ..cli import _say as say     # one place that survives undecodable paths
-    say(text, stream)
-
-
 def ensure_application():
     """The QApplication, created if there is none. On Linux it uses the offscreen platform
     unless QT_QPA_PLATFORM says otherwise: nothing is shown, no display is needed, and the
@@ -60,7 +55,10 @@ def _check_layer_head(args: argparse.Namespace, config) -> None:
                          f"(0–{config.n_head - 1})")
 
 
-def run_export(args: argparse.Namespace) -> int:
+def run_export(args: argparse.Namespace, say) -> int:
+    """`say(text, stream)` prints (the command line's printer, which survives undecodable
+    paths): passed in, so this module does not import the command line."""
+    _say = say
     _check_arguments(args)                   # everything cheap before the slow part
     folder = prepare_folder(Path(args.out))
     from ..io.loader import load_model
