@@ -4,12 +4,18 @@
     trace = load_model(PATH).trace("The bank of the river.")
     trace.hidden_states   # [n_layer + 1, n_seq, d_model]
     trace.attentions      # [n_layer, n_head, n_seq, n_seq]
+
+    from transformer_stepper import compare
+    result = compare(load_model(), ["He sat on the bank of the river .",
+                                    "She kept the gold in the bank with the clerk ."], "bank")
+    result.pair_cosines   # [n_pairs, n_layer + 1]
 """
+from .core.compare import Comparison, compare
 from .core.config import ModelConfig
 from .core.errors import ModelError
 from .core.model import Model
 from .core.trace import Trace
 from .io.loader import load_model
 
-__all__ = ["load_model", "Model", "ModelConfig", "ModelError", "Trace"]
+__all__ = ["load_model", "compare", "Comparison", "Model", "ModelConfig", "ModelError", "Trace"]
 __version__ = "0.1.0"
