@@ -1,0 +1,74 @@
+"""The Compare figures as one set, drawn from one Comparison: the view shows them, the headless
+command renders them. Plot names are the export names (`compare-<n>-<name>[-L<l>H<h>].<fmt>`)."""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ...core.compare import Comparison
+from ..plots.common import Figure
+from .figures import AttentionFigure, CosineFigure, EntryFigure, LookupFigure, RotationFigure
+from .map_figure import MapFigure
+from .nearest_figure import NearestFigure
+
+# (number, export name): the order of the issue's list; "entry" is the rotation for rotary models
+PLOTS = ((1, "lookup_row"), (2, "entry"), (2, "entry_rotation"), (3, "cosine_across_layers"),
+         (4, "map"), (5, "nearest_words"), (6, "attention"))
+
+
+def file_name(number: int, name: str, layer: int, head: int, file_format: str) -> str:
+    suffix = f"-L{layer}H{head}" if name == "attention" else ""
+    return f"compare-{number}-{name}{suffix}.{file_format}"
+
+
+class CompareFigures:
+    def __init__(self) -> None:
+        self.lookup = LookupFigure()
+        self.entry = EntryFigure()
+        self.rotation = RotationFigure()
+        self.cosines = CosineFigure()
+        self.map = MapFigure()
+        self.nearest = NearestFigure()
+        self.attention = AttentionFigure()
+        self.by_name: dict[str, Figure] = {
+            "lookup_row": self.lookup, "entry": self.entry, "entry_rotation": self.rotation,
+            "cosine_across_layers": self.cosines, "map": self.map, "nearest_words": self.nearest,
+            "attention": self.attention}
+        self.rotary = False
+
+    def draw(self, comparison: Comparison, attention: Optional[Sequence[np.ndarray]], layer: int,
+             head: int, labels: Sequence[Sequence[str]]) -> None:
+        """Everything but the attention (which needs the layer's detail); `attention` None
+        leaves that figure as it was."""
+        trace = next((s.trace for s in comparison.sentences if s.trace is not None), None)
+        self.rotary = trace is not None and trace.config.position == "rotary"
+        if not comparison.occurrences:
+            return
+        self.lookup.draw(comparison)
+        (self.rotation if self.rotary else self.entry).draw(comparison)
+        self.cosines.draw(comparison, layer)
+        self.map.draw(comparison, layer)
+        self.nearest.draw(comparison)
+        if attention is not None:
+            self.draw_attention(comparison, attention, layer, head, labels)
+
+    def draw_attention(self, comparison: Comparison, attention: Sequence[np.ndarray], layer: int,
+                       head: int, labels: Sequence[Sequence[str]]) -> None:
+        self.attention.draw(comparison, attention, layer, head,
+                            [labels[occ.sentence] for occ in comparison.occurrences])
+
+    def set_layer(self, layer: int) -> None:
+        """Mark the layer chosen in the toolbar on the cosines and the map."""
+        self.cosines.layer_line.setValue(layer + 1)
+        self.map.mark_state(layer + 1)
+
+    def plots(self) -> list[tuple[int, str, Figure]]:
+        """(number, name, figure) of what applies to the model drawn."""
+        skip = "entry" if self.rotary else "entry_rotation"
+        return [(number, name, self.by_name[name]) for number, name in PLOTS if name != skip]
+
+    def close(self) -> None:
+        for figure in self.by_name.values():
+            figure.close()
+            figure.deleteLater()
