@@ -1,4 +1,4 @@
-"""Command line: the app launcher and the headless subcommands (trace, export, train)."""
+"""Command line: the app launcher and the headless subcommands (trace, export, train, compare)."""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +10,7 @@ import numpy as np
 
 from .core.errors import ModelError
 
-SUBCOMMANDS = ("trace", "export", "train")
+SUBCOMMANDS = ("trace", "export", "train", "compare")
 
 
 def _say(text: str, stream=None) -> None:
@@ -60,6 +60,12 @@ def _train(args: argparse.Namespace) -> int:
     return run_train(args)
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from .ui.compare.headless import run_compare
+
+    return run_compare(args)
+
+
 class _UsageError(Exception):
     """A bad command line; reported as one `error:` line like every other user error."""
 
@@ -90,6 +96,16 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--out", required=True, help="output model folder")
     train.add_argument("--steps", type=int, default=None)
     train.add_argument("--seed", type=int, default=None)
+    compare = sub.add_parser("compare", help="the same word in 2-8 sentences: every Compare "
+                                             "figure and compare.csv (no display)")
+    compare.add_argument("--model", help="HF folder, .safetensors or .npz (default: built-in model)")
+    compare.add_argument("--word", default="", help="the word compared (its first occurrence in each)")
+    compare.add_argument("--text", action="append", required=True, help="a sentence; repeat, 2 to 8")
+    compare.add_argument("--out", required=True, help="output folder")
+    compare.add_argument("--format", choices=("png", "svg"), default="png")
+    compare.add_argument("--layer", type=int, default=None, help="attention plot's layer (default: last)")
+    compare.add_argument("--head", type=int, default=0)
+    compare.add_argument("--scale", type=float, default=1.0)
     return parser
 
 
@@ -108,7 +124,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if argv and argv[0] in SUBCOMMANDS:
             args = _parser().parse_args(argv)
-            return {"trace": _trace, "export": _export, "train": _train}[args.command](args)
+            return {"trace": _trace, "export": _export, "train": _train,
+                    "compare": _compare}[args.command](args)
         args = _gui_parser().parse_args(argv)
         from .ui.app import run
 
