@@ -214,7 +214,6 @@ def test_map_click_compares_that_token(qtbot, compare_window):
     pool = 2                                          # a word of sentence 1 other than 'bank'
     assert pool != comparison.occurrence_pool[0]
     with qtbot.waitSignal(figure.pointClicked) as clicked:
-        figure._panel = 0
         figure.tokenClicked.emit(pool)
     sentence, position = clicked.args
     assert (sentence, position) == (int(comparison.pool_sentence[pool]), int(comparison.pool_position[pool]))

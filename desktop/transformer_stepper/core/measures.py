@@ -59,8 +59,8 @@ def nearest_in_pool(pool: np.ndarray, queries: np.ndarray, k: int,
     return indices, values
 
 
-def principal_axes(x: np.ndarray, k: int = 2, iterations: int = 6,
-                   oversample: int = 6) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def principal_axes(x: np.ndarray, k: int = 2, iterations: int = 4,
+                   oversample: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """PCA of the rows of x [n, d]: (mean [d], axes [k, d] orthonormal, explained [k] fraction of
     the total variance), the largest first. Each axis is signed so that its largest-magnitude
     loading is positive (a deterministic choice; PCA itself has none).

@@ -2,7 +2,7 @@
 command renders them. Plot names are the export names (`compare-<n>-<name>[-L<l>H<h>].<fmt>`)."""
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -39,19 +39,26 @@ class CompareFigures:
 
     def draw(self, comparison: Comparison, attention: Optional[Sequence[np.ndarray]], layer: int,
              head: int, labels: Sequence[Sequence[str]]) -> None:
-        """Everything but the attention (which needs the layer's detail); `attention` None
-        leaves that figure as it was."""
+        """Every figure at once; `attention` None leaves that figure as it was."""
+        for step in self.steps(comparison, attention, layer, head, labels):
+            step()
+
+    def steps(self, comparison: Comparison, attention: Optional[Sequence[np.ndarray]], layer: int,
+              head: int, labels: Sequence[Sequence[str]]) -> list[Callable[[], None]]:
+        """The drawing as one call per figure, most telling first: the view runs one per
+        event-loop turn, so the window answers input between them and each figure paints as
+        soon as it is fed."""
         trace = next((s.trace for s in comparison.sentences if s.trace is not None), None)
         self.rotary = trace is not None and trace.config.position == "rotary"
         if not comparison.occurrences:
-            return
-        self.lookup.draw(comparison)
-        (self.rotation if self.rotary else self.entry).draw(comparison)
-        self.cosines.draw(comparison, layer)
-        self.map.draw(comparison, layer)
-        self.nearest.draw(comparison)
+            return []
+        steps = [lambda: self.cosines.draw(comparison, layer),
+                 lambda: self.lookup.draw(comparison),
+                 lambda: (self.rotation if self.rotary else self.entry).draw(comparison)]
         if attention is not None:
-            self.draw_attention(comparison, attention, layer, head, labels)
+            steps.append(lambda: self.draw_attention(comparison, attention, layer, head, labels))
+        steps += [lambda: self.nearest.draw(comparison), lambda: self.map.draw(comparison, layer)]
+        return steps
 
     def draw_attention(self, comparison: Comparison, attention: Sequence[np.ndarray], layer: int,
                        head: int, labels: Sequence[Sequence[str]]) -> None:

@@ -27,13 +27,21 @@ def _after(comparison: Comparison, state: int) -> str:
     return "the embedding" if state == 0 else f"layer {state - 1}"
 
 
+MAX_TABLE_PAIRS = 10
+
+
 def pair_table(comparison: Comparison) -> str:
+    """Up to MAX_TABLE_PAIRS pairs, those that end furthest apart first."""
     rows = ["| pair | embedding | last layer | separate from |", "|---|---|---|---|"]
-    for p in range(len(comparison.pairs)):
+    order = np.argsort(comparison.pair_cosines[:, -1], kind="stable")
+    for p in order[:MAX_TABLE_PAIRS]:
         cosines = comparison.pair_cosines[p]
         parting = measures.parting_index(cosines, PARTING_MARGIN)
         rows.append(f"| {comparison.pair_label(p)} | {_cos(cosines[0])} | {_cos(cosines[-1])} | "
                     f"{'—' if parting is None else _after(comparison, parting)} |")
+    more = len(comparison.pairs) - MAX_TABLE_PAIRS
+    if more > 0:
+        rows.append(f"\n…and {more} more pairs (hover the cosine plot).")
     return "\n".join(rows)
 
 
@@ -53,6 +61,7 @@ def values_and_flags(comparison: Optional[Comparison], attention: Optional[Seque
     flags.update(pairs=n_pairs > 0, same_id=len(ids) == 1, rotary=config.position == "rotary",
                  added=config.position in ("learned", "sinusoidal"), no_position=config.position == "none",
                  token_types=config.n_token_types > 0, embed_norm=config.embed_norm,
+                 causal=config.causal,
                  same_position=len({o.position for o in occurrences}) == 1,
                  problems=bool(c.problems), notes=bool(c.notes))
     max_lookup = max((float(np.abs(c.lookup_difference(i, 0)).max()) for i in range(1, len(occurrences))),

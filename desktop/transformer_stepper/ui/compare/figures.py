@@ -9,13 +9,13 @@ from typing import Optional, Sequence
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QSizePolicy
 
 from ...core.compare import Comparison
 from .. import analysis
 from ..plots import Curve, Heatmap, Lines
-from ..plots.common import PALETTE, Figure, format_value, nearest_index
+from ..plots.common import LABEL_STYLE, PALETTE, Figure, format_value, nearest_index
 
 ENTRY_NAMES = {"token_embeddings": "e", "token_embeddings_scaled": "e·scale",
                "position_embeddings": "p", "token_type_embeddings": "t",
@@ -43,13 +43,28 @@ def _range_text(values: np.ndarray) -> str:
     return f"{low:.3f}" if abs(high - low) < 5e-4 else f"{low:.3f}–{high:.3f}"
 
 
+class VectorRows(Heatmap):
+    """A heatmap of vectors that is re-rendered only when its values change (an edit of one
+    sentence leaves the other sentences' rows as they were)."""
+
+    def __init__(self, title: str) -> None:
+        super().__init__(title, "dimension", "", value_label="value", row_names="row",
+                         col_names="dim", click=None)
+        self._shown: Optional[tuple] = None
+
+    def _unchanged(self, values: np.ndarray, labels: list[str]) -> bool:
+        shown = self._shown
+        self._shown = (values, labels)
+        return (shown is not None and shown[1] == labels and shown[0].shape == values.shape
+                and np.array_equal(shown[0], values))
+
+
 # -- 1. the lookup row ------------------------------------------------------------------------------
-class LookupFigure(Heatmap):
+class LookupFigure(VectorRows):
     """Each occurrence's row of E, then each row minus the first: exactly 0 for the same id."""
 
     def __init__(self) -> None:
-        super().__init__("Lookup rows of E", "dimension", "", value_label="value",
-                         row_names="row", col_names="dim", click=None)
+        super().__init__("Lookup rows of E")
 
     def draw(self, comparison: Comparison) -> None:
         occurrences = comparison.occurrences
@@ -81,16 +96,19 @@ class LookupFigure(Heatmap):
             return (f"E[{occ.token_id}] − E[{first.token_id}], dim {col}: {value} ({same}; max |Δ| "
                     f"{format_value(float(np.abs(values[row]).max()))})")
 
+        if self._unchanged(values, labels):
+            self.describe = describe
+            return
         self.set_data(values, labels, None, levels=(-limit, limit), describe=describe)
 
 
 # -- 2. what enters layer 0 -------------------------------------------------------------------------
-class EntryFigure(Heatmap):
+class EntryFigure(VectorRows):
     """e, p, t and the embedding output x₀ of each occurrence, one row each."""
 
     def __init__(self) -> None:
-        super().__init__("What enters layer 0", "dimension", "", value_label="value",
-                         row_names="row", col_names="dim", click=None)
+        super().__init__("What enters layer 0")
+        self.colorbar.axis.setLabel("value / row's max |value|", **LABEL_STYLE)
 
     def draw(self, comparison: Comparison) -> None:
         entry, occurrences = comparison.entry, comparison.occurrences
@@ -105,8 +123,11 @@ class EntryFigure(Heatmap):
                 rows.append(entry[name][o])
                 labels.append(f"S{occ.number} {ENTRY_NAMES[name]}")
                 sources.append((occ, name))
-        values = np.stack(rows).astype(np.float32)
-        limit = analysis.robust_limit(values)
+        exact = np.stack(rows).astype(np.float32)
+        # each row in units of its own largest |value|: BERT's x₀ (after LayerNorm) is 20x the
+        # size of e, p and t, which one colour scale would wash out; the hover has the values
+        scale = np.maximum(np.abs(exact).max(axis=1, keepdims=True), 1e-30)
+        values = exact / scale
         parts = " + ".join(ENTRY_NAMES[n] for n in names if n != "embedding_output")
         config = comparison.sentences[occurrences[0].sentence].trace.config
         made = f"x₀ = LayerNorm({parts})" if config.embed_norm else f"x₀ = {parts}"
@@ -118,9 +139,13 @@ class EntryFigure(Heatmap):
         def describe(row: int, col: int) -> str:
             occ, name = sources[row]
             return (f"{ENTRY_NAMES[name]} ({name}) of '{occ.piece}' at position {occ.position} of "
-                    f"sentence {occ.number}, dim {col}: {format_value(float(values[row, col]))}")
+                    f"sentence {occ.number}, dim {col}: {format_value(float(exact[row, col]))} "
+                    f"(row's largest |value| {format_value(float(scale[row, 0]))})")
 
-        self.set_data(values, labels, None, levels=(-limit, limit), describe=describe)
+        if self._unchanged(values, labels):
+            self.describe = describe
+            return
+        self.set_data(values, labels, None, levels=(-1.0, 1.0), describe=describe)
 
 
 class RotationFigure(Lines):
@@ -151,7 +176,8 @@ class RotationFigure(Lines):
 class CosineFigure(Lines):
     """Every pair's cosine per hidden-state index (solid), each occurrence's cosine to its
     own state 0 (dashed, in its sentence's colour). The legend stands beside the plot: the
-    curves fill every corner of it."""
+    curves fill every corner of it. Curves whose values did not change are not re-fed (an
+    edit of one sentence changes 7 of 28 pairs)."""
 
     def __init__(self) -> None:
         super().__init__("Cosine per layer", "hidden state", "cosine", legend=False)
@@ -160,6 +186,8 @@ class CosineFigure(Lines):
         self.side_legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self.ci.addItem(self.side_legend, row=1, col=1)
         self.ci.layout.setAlignment(self.side_legend, Qt.AlignmentFlag.AlignTop)
+        self._legend_names: tuple = ()
+        self._fed: list[tuple] = []              # per item: (y, colour, dashed) last given
         self.layer_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#888", width=1,
                                                                  style=Qt.PenStyle.DotLine))
         self.plot.addItem(self.layer_line)
@@ -173,14 +201,39 @@ class CosineFigure(Lines):
         for o, occ in enumerate(comparison.occurrences):
             curves.append(Curve(f"S{occ.number} vs own emb", comparison.self_cosines[o],
                                 color=sentence_colour(occ.number), width=1.3))
+        self.curves = curves
+        self.x_labels = short_states(comparison.state_names)
+        for i, curve in enumerate(curves):
+            item = self._item(i)
+            dashed = i >= n_pairs
+            fed = (curve.y, QColor(curve.color).name(), dashed)
+            before = self._fed[i] if i < len(self._fed) else None
+            if before is not None and before[1:] == fed[1:] and np.array_equal(before[0], curve.y):
+                continue
+            style = Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine
+            item.setData(np.arange(len(curve.y)), curve.y,
+                         pen=pg.mkPen(curve.color, width=curve.width, style=style))
+            item.setVisible(True)
+            if i < len(self._fed):
+                self._fed[i] = fed
+            else:
+                self._fed.append(fed)
+        for i in range(len(curves), len(self.items)):
+            if i < len(self._fed) and self._fed[i] is not None:
+                self.items[i].setData([], [])
+                self.items[i].setVisible(False)
+                self._fed[i] = None
+        # 28 pairs: the hover names them; the legend is rebuilt only when its names change
+        shown = [i for i in range(len(curves)) if i < MAX_LEGEND_PAIRS or i >= n_pairs]
+        names = tuple(curves[i].name for i in shown)
+        if names != self._legend_names:
+            self._legend_names = names
+            self.side_legend.clear()
+            for i in shown:
+                self.side_legend.addItem(self.items[i], curves[i].name)
+        self.x_axis.set_labels(self.x_labels)
         low = min([0.0] + [float(np.nanmin(c.y)) for c in curves if len(c.y)])
-        self.set_curves(curves, x_labels=short_states(comparison.state_names), y_range=(low, 1.0))
-        self.side_legend.clear()
-        for i, (curve, item) in enumerate(zip(curves, self.items)):
-            if i >= n_pairs:
-                item.setPen(pg.mkPen(curve.color, width=curve.width, style=Qt.PenStyle.DashLine))
-            if i < MAX_LEGEND_PAIRS or i >= n_pairs:     # 28 pairs: the hover names them
-                self.side_legend.addItem(item, curve.name)
+        self.plot.setRange(xRange=(-0.3, len(self.x_labels) - 0.7), yRange=(low, 1.0), padding=0.02)
         self.layer_line.setValue(layer + 1)
         if comparison.pairs:
             self.set_title(f"Cosine per layer: {_range_text(comparison.pair_cosines[:, 0])} → "
@@ -194,14 +247,25 @@ GAP = 1                        # empty slots between two sentences' bars
 READ_LABELS = 3                # the words each occurrence read most are named above their bars
 
 
+def _group_brush(number: int) -> QBrush:
+    colour = QColor(sentence_colour(number))
+    colour.setAlpha(170)
+    return QBrush(colour)
+
+
+GROUP_BRUSHES = [_group_brush(n) for n in range(1, len(PALETTE) + 1)]
+
+
 class AttentionFigure(Figure):
     """Each occurrence's attention row at one layer and head, the sentences side by side: the
     bars are the words it read, its own token outlined."""
 
     def __init__(self) -> None:
         super().__init__("Attention of each occurrence", "token (sentences side by side)", "weight")
-        self.bars = pg.BarGraphItem(x=[], height=[], width=0.8, brush="#4c78a8", pen=None)
-        self.plot.addItem(self.bars)
+        self.groups: list[pg.BarGraphItem] = []              # one per sentence
+        self.own = pg.BarGraphItem(x=[], height=[], width=0.8, pen=pg.mkPen("#111", width=1.6))
+        self.own.setZValue(2)                                # the compared token, outlined
+        self.plot.addItem(self.own)
         self.slots: list[Optional[tuple[int, int]]] = []    # bar slot -> (occurrence, token)
         self.weights: list[np.ndarray] = []
         self.pieces: list[Sequence[str]] = []
@@ -220,65 +284,79 @@ class AttentionFigure(Figure):
         self.where = f"layer {layer}, head {head}"
         self.weights = [np.asarray(a[head]) for a in attention]
         self.pieces = [list(labels[o]) for o in range(len(attention))]
-        x, heights, brushes, pens, axis_labels = [], [], [], [], []
+        axis_labels: list[str] = []
         self.slots = []
         starts = []
-        for o, (occ, weights) in enumerate(zip(comparison.occurrences, self.weights)):
+        groups = self._items(self.groups, len(self.weights),
+                             lambda: pg.BarGraphItem(x=[], height=[], width=0.8, pen=None))
+        own_x, own_height, own_brushes = [], [], []
+        for o, (occ, weights, group) in enumerate(zip(comparison.occurrences, self.weights, groups)):
             if o:
-                for _ in range(GAP):
-                    self.slots.append(None)
-                    axis_labels.append("")
-            starts.append(len(self.slots))
-            colour = sentence_colour(occ.number)
-            for j, w in enumerate(weights):
-                x.append(len(self.slots))
-                heights.append(float(w))
-                brush = QColor(colour)
-                brush.setAlpha(255 if j == occ.position else 170)
-                brushes.append(brush)
-                pens.append(pg.mkPen("#111", width=1.6) if j == occ.position else pg.mkPen(None))
-                self.slots.append((o, j))
-                axis_labels.append(self.pieces[o][j])
-        self.bars.setOpts(x=np.asarray(x, dtype=float), height=np.asarray(heights), brushes=brushes,
-                          pens=pens)
+                self.slots.extend([None] * GAP)
+                axis_labels.extend([""] * GAP)
+            start = len(self.slots)
+            starts.append(start)
+            # one bar item per sentence, of one colour: per-bar brushes cost more than the bars
+            brush = GROUP_BRUSHES[(occ.number - 1) % len(GROUP_BRUSHES)]
+            group.setOpts(x=np.arange(start, start + len(weights), dtype=float),
+                          height=np.asarray(weights, dtype=float), brush=brush)
+            group.setVisible(True)
+            own_x.append(start + occ.position)
+            own_height.append(float(weights[occ.position]))
+            own_brushes.append(sentence_colour(occ.number))
+            self.slots.extend((o, j) for j in range(len(weights)))
+            axis_labels.extend(self.pieces[o][:len(weights)])
+        self.own.setOpts(x=np.asarray(own_x, dtype=float), height=np.asarray(own_height),
+                         brushes=own_brushes)
         self.x_axis.set_labels(axis_labels)
         self.x_axis.set_emphasis([s + occ.position for s, occ in zip(starts, comparison.occurrences)])
         self._place_tags(starts, comparison)
         self._label_read(starts)
-        top = max(heights, default=1.0)
+        top = max((float(np.max(w)) for w in self.weights if len(w)), default=1.0)
         self.plot.setRange(xRange=(-0.6, max(len(self.slots), 1) - 0.4), yRange=(0, top * 1.25 or 1),
                            padding=0)
         self.set_title(f"What each one read: {self.where}")
 
+    def _items(self, pool: list, needed: int, make) -> list:
+        # text items and lines are kept and re-placed: making them costs more than the bars
+        while len(pool) < needed:
+            item = make()
+            self.plot.addItem(item)
+            pool.append(item)
+        for item in pool[needed:]:
+            item.setVisible(False)
+        return pool[:needed]
+
     def _place_tags(self, starts: list[int], comparison: Comparison) -> None:
-        for item in self.separators + self.tags:
-            self.plot.removeItem(item)
-        self.separators, self.tags = [], []
-        for k, (start, occ) in enumerate(zip(starts, comparison.occurrences)):
-            if k:
-                line = pg.InfiniteLine(pos=start - (GAP + 1) / 2, angle=90, pen=pg.mkPen("#bbb"))
-                self.plot.addItem(line)
-                self.separators.append(line)
-            tag = pg.TextItem(f"S{occ.number}", color=sentence_colour(occ.number), anchor=(0, 0))
-            tag.setPos(start - 0.4, 0)
-            self.plot.addItem(tag)
-            self.tags.append(tag)
+        lines = self._items(self.separators, max(len(starts) - 1, 0),
+                            lambda: pg.InfiniteLine(angle=90, pen=pg.mkPen("#bbb")))
+        for line, start in zip(lines, starts[1:]):
+            line.setValue(start - (GAP + 1) / 2)
+            line.setVisible(True)
+        tags = self._items(self.tags, len(starts), lambda: pg.TextItem(anchor=(0, 0)))
+        for tag, start, occ in zip(tags, starts, comparison.occurrences):
+            if tag.toPlainText() != f"S{occ.number}":
+                tag.setText(f"S{occ.number}", color=sentence_colour(occ.number))
+            tag.setPos(start - 0.4, tag.pos().y())
+            tag.setVisible(True)
         self._lift_tags()
 
     def _label_read(self, starts: list[int]) -> None:
         """Name the words each occurrence read most above their bars (the axis thins its
         labels when the sentences are long)."""
-        for item in self.read_labels:
-            self.plot.removeItem(item)
-        self.read_labels = []
+        placed = []
         for o, (start, weights) in enumerate(zip(starts, self.weights)):
             for j in np.argsort(-weights, kind="stable")[:READ_LABELS]:
-                if weights[j] < 0.05:
+                if weights[j] < 0.1:
                     break
-                label = pg.TextItem(self.pieces[o][j], color="#333", anchor=(0.5, 1.0))
-                label.setPos(start + int(j), float(weights[j]))
-                self.plot.addItem(label)
-                self.read_labels.append(label)
+                placed.append((self.pieces[o][j], start + int(j), float(weights[j])))
+        labels = self._items(self.read_labels, len(placed),
+                             lambda: pg.TextItem(color="#333", anchor=(0.5, 1.0)))
+        for label, (text, x, y) in zip(labels, placed):
+            if label.toPlainText() != text:
+                label.setText(text, color="#333")
+            label.setPos(x, y)
+            label.setVisible(True)
 
     def _lift_tags(self, *_) -> None:
         top = self.plot.vb.viewRange()[1][1]

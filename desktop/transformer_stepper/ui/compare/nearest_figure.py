@@ -18,6 +18,7 @@ LIGHT = pg.ColorMap(pos=[0.0, 1.0], color=["#ffffff", "#9ecae1"], name="light bl
 CELL_FONT_POINTS = 8
 WORD_CHARS = 9
 LINE_PIXELS = 14            # one line of cell text, with its leading
+WIDE_CELL_PIXELS = 78       # narrower cells show the words without their cosines (hover has them)
 
 
 def _short(word: str) -> str:
@@ -30,8 +31,7 @@ class NearestFigure(Heatmap):
                          value_label="best cosine", row_names="state", col_names="token", click=None)
         self.colorbar.setColorMap(LIGHT)
         self.cells: list[pg.TextItem] = []
-        self.cell_lines: list[list[str]] = []
-        self._shown_lines = -1
+        self.cell_lines: list[list[tuple[str, str]]] = []
         self.comparison: Optional[Comparison] = None
         self.font = QFont()
         self.font.setPointSize(CELL_FONT_POINTS)
@@ -63,13 +63,12 @@ class NearestFigure(Heatmap):
                     number = comparison.sentences[int(comparison.pool_sentence[i])].number
                     colour = sentence_colour(number).name()
                     word = _short(piece_text(comparison.pool_pieces[i]))
-                    lines.append(f'<span style="color:{colour}">{_html(word)}</span> '
-                                 f'<span style="color:#555">{comparison.nearest_cosines[o, s, r]:.2f}</span>')
+                    lines.append((f'<span style="color:{colour}">{_html(word)}</span>',
+                                  f' <span style="color:#555">{comparison.nearest_cosines[o, s, r]:.2f}</span>'))
                 self.cell_lines.append(lines)
                 self.cells[s * n_occ + o].setPos(o, s)
         for cell in self.cells[needed:]:
             cell.setVisible(False)
-        self._shown_lines = -1
         self._fill_cells()
         self.set_title(f"Nearest words (top {k}; the word itself left out)")
 
@@ -80,20 +79,23 @@ class NearestFigure(Heatmap):
         if c is None or not self.cell_lines:
             return
         k = c.nearest.shape[2]
-        cell_pixels = self.plot.vb.height() / max(c.n_states, 1)
-        fits = int(cell_pixels // LINE_PIXELS) if self.isVisible() else k
+        cell_height = self.plot.vb.height() / max(c.n_states, 1)
+        cell_width = self.plot.vb.width() / max(len(c.occurrences), 1)
+        fits = int(cell_height // LINE_PIXELS) if self.isVisible() else k
         fits = max(1, min(fits, k))
-        if fits == self._shown_lines:
-            return
-        self._shown_lines = fits
+        numbers = not self.isVisible() or cell_width >= WIDE_CELL_PIXELS   # else words only
         for cell, lines in zip(self.cells, self.cell_lines):
-            cell.setHtml('<div style="text-align:center">' + "<br>".join(lines[:fits]) + "</div>")
+            shown = [word + (value if numbers else "") for word, value in lines[:fits]]
+            html = '<div style="text-align:center">' + "<br>".join(shown) + "</div>"
+            if getattr(cell, "shown_html", None) != html:      # laying out HTML is the cost
+                cell.setHtml(html)
+                cell.shown_html = html
             cell.setVisible(True)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         if hasattr(self, "cell_lines"):      # pyqtgraph resizes during construction
-            self._fill_cells()
+            self._fill_cells()               # (cells whose text is unchanged are left alone)
 
     def _describe(self, row: int, col: int) -> str:
         c = self.comparison

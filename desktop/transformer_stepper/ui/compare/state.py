@@ -26,7 +26,7 @@ from .. import analysis
 from ..session import Session
 from ..workers import Task, WorkerPool
 
-TEXT_DEBOUNCE_MS = 40
+TEXT_DEBOUNCE_MS = 30          # a pause this long in typing recomputes
 TRACE_CACHE = 24              # traces kept: the sentences shown and a few recent edits
 
 

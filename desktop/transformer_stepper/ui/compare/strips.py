@@ -71,11 +71,14 @@ class SentenceStrips(QScrollArea):
                 continue
             sentence = sentences[i]
             trace = sentence.trace
-            if trace is not None:
-                selected = sentence.position if sentence.position is not None else -1
-                row.strip.set_tokens(labels[i], trace.input_ids, trace.special_tokens_mask, selected)
-            else:
-                row.strip.set_tokens([], [], [], -1)
+            selected = sentence.position if sentence.position is not None else -1
+            shown = (id(trace), selected)
+            if getattr(row, "shown", None) != shown:      # a strip repaints only when it changed
+                row.shown = shown
+                if trace is not None:
+                    row.strip.set_tokens(labels[i], trace.input_ids, trace.special_tokens_mask, selected)
+                else:
+                    row.strip.set_tokens([], [], [], -1)
             if sentence.problem:
                 hint = " — click a token to compare it instead" if trace is not None else ""
                 row.show_note(f"{sentence.problem}{hint}", problem=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Optional
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QInputDialog, QLabel,
                                QLineEdit, QPlainTextEdit, QPushButton, QSplitter, QTextBrowser,
                                QVBoxLayout, QWidget)
@@ -35,7 +35,12 @@ class CompareView(QWidget):
         self.settings = settings
         self.state = CompareState(session, debounce_ms, self)
         self.figures = CompareFigures()
-        self.draw_seconds = 0.0
+        self.draw_seconds = 0.0                # GUI time feeding the figures for the last result
+        self._steps = iter(())
+        self._full_pending = False
+        self._drawing = QTimer(self)
+        self._drawing.setInterval(0)
+        self._drawing.timeout.connect(self._draw_step)
         self._build()
         self.state.resultChanged.connect(self._on_result)
         self.state.messageChanged.connect(self._show_message)
@@ -216,30 +221,52 @@ class CompareView(QWidget):
         return self.state.result.labels if self.state.result is not None else []
 
     def _on_result(self, changed: bool) -> None:
-        start = time.perf_counter()
+        """Draw the new result one figure per event-loop turn (the window answers input between
+        them); `updated` once the last is drawn. A newer result restarts the sequence."""
         result = self.state.result
         comparison = result.comparison if result is not None else None
+        self._drawing.stop()
+        # a full drawing cut short by a newer result is finished by the newer one, even when
+        # that one only brings new attention rows
+        changed = changed or self._full_pending
+        self._full_pending = changed
+        self._draw_busy = 0.0
         if comparison is None or not comparison.occurrences:
             self.strips.show_comparison(comparison, self._labels())
             self._show_figures(False)
             self.placeholder.setText("Nothing to compare: " + "; ".join(comparison.problems)
                                      if comparison is not None and comparison.problems
                                      else "Type two or more sentences and a word they share.")
+            self._steps = iter([self._set_explanation])
         else:
             layer, head = self._layer_head()
             if changed:
-                self.strips.show_comparison(comparison, result.labels)
-                self.figures.draw(comparison, result.attention, layer, head, result.labels)
+                steps = [lambda: self.strips.show_comparison(comparison, result.labels)]
+                steps += self.figures.steps(comparison, result.attention, layer, head, result.labels)
             else:
-                self.figures.draw_attention(comparison, result.attention, layer, head, result.labels)
-            self.figures.set_layer(layer)
-            self._show_figures(True)
-        self._set_explanation()
-        self.draw_seconds = time.perf_counter() - start
-        if result is not None:
-            self.status.setText(f"{len(comparison.occurrences)} compared · computed "
-                                f"{1000 * result.seconds:.0f} ms · drawn {1000 * self.draw_seconds:.0f} ms")
-        self.updated.emit()
+                steps = [lambda: self.figures.draw_attention(comparison, result.attention, layer,
+                                                             head, result.labels)]
+            steps += [lambda: self.figures.set_layer(layer), lambda: self._show_figures(True),
+                      self._set_explanation]
+            self._steps = iter(steps)
+        self._drawing.start()
+
+    def _draw_step(self) -> None:
+        start = time.perf_counter()
+        try:
+            next(self._steps)()
+        except StopIteration:
+            self._drawing.stop()
+            self._full_pending = False
+            self.draw_seconds = self._draw_busy
+            result = self.state.result
+            if result is not None:
+                self.status.setText(f"{len(result.comparison.occurrences)} compared · computed "
+                                    f"{1000 * result.seconds:.0f} ms · drawn "
+                                    f"{1000 * self.draw_seconds:.0f} ms")
+            self.updated.emit()
+            return
+        self._draw_busy += time.perf_counter() - start
 
     def _on_head(self, head: int) -> None:
         result = self.state.result
