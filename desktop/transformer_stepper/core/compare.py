@@ -13,8 +13,6 @@ cosines per hidden-state index, a 2-D map per index (PCA over every ordinary tok
 sentences), and each occurrence's nearest tokens. Numbers only: no Qt, no file formats."""
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Mapping, Optional, Sequence
@@ -26,117 +24,11 @@ from .errors import ModelError
 from .model import Model
 from .tokenize import Tokenizer
 from .trace import Trace
+from .word_match import Pick, find_word, piece_text, word_spellings  # noqa: F401  (public here too)
 
 MIN_SENTENCES, MAX_SENTENCES = 2, 8
 NEAREST_K = 3
 PARTING_MARGIN = 0.05          # "separate" = cosine this far below where it started
-_SPACE_MARKS = ("Ġ", "▁")      # byte-level BPE and SentencePiece mark a leading space
-_CONTINUATION = "##"           # WordPiece marks a piece inside a word
-_UNKNOWN = ("[UNK]", "<unk>", "<UNK>")
-
-
-# -- finding the word ---------------------------------------------------------------------------
-def piece_text(piece: str) -> str:
-    """A piece without its tokenizer's space or continuation mark: 'Ġbank', '▁bank', '##bank'
-    and 'bank' all read 'bank'."""
-    for mark in _SPACE_MARKS:
-        if piece.startswith(mark) and len(piece) > len(mark):
-            return piece[len(mark):]
-    if piece.startswith(_CONTINUATION) and len(piece) > len(_CONTINUATION):
-        return piece[len(_CONTINUATION):]
-    return piece
-
-
-def _folded(text: str) -> str:
-    # case and accents do not count (an uncased WordPiece strips both)
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
-def word_spellings(tokenizer: Tokenizer, word: str, max_length: int) -> list[tuple[str, ...]]:
-    """How the tokenizer writes `word` as pieces (marks removed): alone, and after a space, which
-    byte-level and SentencePiece tokenizers spell differently. Empty if the word has no pieces;
-    ModelError if the tokenizer only knows it as the unknown token."""
-    spellings: list[tuple[str, ...]] = []
-    for text in (word, " " + word):
-        encoded = tokenizer.encode(text, max_length=max_length)
-        pieces = tuple(p for p, special in zip(encoded.tokens, encoded.special_tokens_mask)
-                       if not special)
-        if any(p in _UNKNOWN for p in pieces) and word not in _UNKNOWN:
-            raise ModelError(f"'{word}' is not in the model's vocabulary "
-                             f"(the tokenizer writes it as {' '.join(pieces)})")
-        spelling = tuple(piece_text(p) for p in pieces if piece_text(p).strip())
-        if spelling and spelling not in spellings:
-            spellings.append(spelling)
-    return spellings
-
-
-@dataclass(frozen=True)
-class Pick:
-    """The token compared in one sentence: its position, or a problem saying why none."""
-    position: Optional[int]
-    note: str = ""          # e.g. the word is several pieces and the first is compared
-    problem: str = ""
-
-
-def _is_word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
-
-
-def _spans(offsets: np.ndarray, text: str) -> list[tuple[int, int]]:
-    # each token's characters, without the leading space byte-level offsets may include
-    spans = []
-    for start, end in np.asarray(offsets).reshape(-1, 2).tolist():
-        while start < end and start < len(text) and text[start].isspace():
-            start += 1
-        spans.append((start, end))
-    return spans
-
-
-def _whole_word(text: str, start: int, end: int) -> bool:
-    before = text[start - 1] if 0 < start <= len(text) else " "
-    after = text[end] if 0 <= end < len(text) else " "
-    return not (_is_word_char(before) or _is_word_char(after))
-
-
-def _picked(tokens: Sequence[str], i: int, n: int, word: str) -> Pick:
-    if n == 1:
-        return Pick(i)
-    return Pick(i, f"'{word}' is {n} pieces here ({' '.join(tokens[i:i + n])}): the first, "
-                   f"'{tokens[i]}', is compared")
-
-
-def find_word(tokens: Sequence[str], special: Sequence[bool], offsets: np.ndarray, text: str,
-              spellings: Sequence[tuple[str, ...]], word: str) -> Pick:
-    """The first place where the word stands as a whole word ('bank' is not the '##bank' of
-    'riverbank', nor the start of 'banks'), matched on the tokenizer's pieces: exactly, then
-    ignoring case and accents. Failing that (a text the tokenizer splits differently, 'The' as
-    T h e), the word found in the text, case ignored, and the pieces that cover it."""
-    texts = [piece_text(t) for t in tokens]
-    spans = _spans(offsets, text)
-
-    def stretch(i: int, n: int) -> Optional[tuple[int, int]]:
-        # the characters of pieces i..i+n-1 if they are one stretch of text
-        if any(spans[j][1] != spans[j + 1][0] for j in range(i, i + n - 1)):
-            return None
-        return spans[i][0], spans[i + n - 1][1]
-
-    for fold in (lambda s: s, _folded):
-        for spelling in spellings:
-            want = [fold(p) for p in spelling]
-            n = len(want)
-            for i in range(len(texts) - n + 1):
-                if any(special[i:i + n]) or [fold(t) for t in texts[i:i + n]] != want:
-                    continue
-                where = stretch(i, n)
-                if where is not None and _whole_word(text, *where):
-                    return _picked(tokens, i, n, word)
-    for match in re.finditer(r"(?<!\w)" + re.escape(word) + r"(?!\w)", text, re.IGNORECASE):
-        covering = [i for i, (start, end) in enumerate(spans)
-                    if not special[i] and start < match.end() and end > match.start()]
-        if covering:
-            return _picked(tokens, covering[0], len(covering), word)
-    return Pick(None, problem=f"no '{word}' in it")
 
 
 # -- the sentences --------------------------------------------------------------------------------
@@ -299,6 +191,62 @@ def entry_arrays(sentences: Sequence[Sentence], occurrences: Sequence[Occurrence
     return {name: np.stack(rows) for name, rows in out.items()}
 
 
+def _pool(sentences: Sequence[Sentence], occurrences: Sequence[Occurrence], n_states: int,
+          d_model: int):
+    """Every ordinary token of the sentences that have an occurrence (a special token picked
+    by hand counts too). -> (sentence [n_pool], position [n_pool], pieces, each occurrence's
+    index in the pool [n_occ], hidden states [n_states, n_pool, d_model])."""
+    pool_sentence, pool_position, pieces, states = [], [], [], []
+    occurrence_pool = np.zeros(len(occurrences), dtype=np.int64)
+    for o, occ in enumerate(occurrences):
+        trace = sentences[occ.sentence].trace
+        ordinary = np.flatnonzero(~trace.special_tokens_mask)
+        if occ.position not in ordinary:
+            ordinary = np.sort(np.append(ordinary, occ.position))
+        occurrence_pool[o] = len(pool_sentence) + int(np.searchsorted(ordinary, occ.position))
+        pool_sentence.extend([occ.sentence] * len(ordinary))
+        pool_position.extend(int(i) for i in ordinary)
+        pieces.extend(trace.tokens[i] for i in ordinary)
+        states.append(trace.hidden_states[:, ordinary])              # [n_states, n_i, d]
+    pool = np.concatenate(states, axis=1) if states else np.zeros((n_states, 0, d_model))
+    return (np.asarray(pool_sentence, dtype=np.int64), np.asarray(pool_position, dtype=np.int64),
+            tuple(pieces), occurrence_pool, pool)
+
+
+def pca_maps(pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # [n_states, n_pool, d] -> coords [n_states, n_pool, 2], explained [n_states, 2]: PCA fitted
+    # per state, each state's axes signed to agree with the previous state's
+    n_states, n_pool = pool.shape[:2]
+    coords = np.zeros((n_states, n_pool, 2))
+    explained = np.zeros((n_states, 2))
+    if n_pool == 0:
+        return coords, explained
+    for s in range(n_states):
+        mean, axes, explained[s] = measures.principal_axes(pool[s], 2)
+        coords[s] = measures.project(pool[s], mean, axes)
+        if s > 0:
+            coords[s] *= measures.align_signs(coords[s], coords[s - 1])
+    return coords, explained
+
+
+def _nearest(pool: np.ndarray, pool_ids: np.ndarray, hidden: np.ndarray,
+             occurrences: Sequence[Occurrence], occurrence_pool: np.ndarray, k: int):
+    """Each occurrence's k nearest pool tokens per state, leaving out the token itself and
+    every other token with its id (the other occurrences of the word, whose cosines the cosine
+    plot has): the neighbours are context. -> (indices, cosines) [n_occ, n_states, k]."""
+    n_occ, n_states = hidden.shape[:2]
+    nearest = np.full((n_occ, n_states, k), -1, dtype=np.int64)
+    cosines = np.full((n_occ, n_states, k), np.nan)
+    if n_occ == 0 or pool.shape[1] == 0:
+        return nearest, cosines
+    same = pool_ids[None, :] == np.array([o.token_id for o in occurrences])[:, None]
+    same[np.arange(n_occ), occurrence_pool] = True
+    for s in range(n_states):
+        nearest[:, s], cosines[:, s] = measures.nearest_in_pool(pool[s], hidden[:, s], k,
+                                                                excluded=same)
+    return nearest, cosines
+
+
 def combine(sentences: Sequence[Sentence], word: str, k: int = NEAREST_K) -> Comparison:
     """The comparison of the sentences' picked tokens (sentences with a problem are left out)."""
     sentences = tuple(sentences)
@@ -323,54 +271,20 @@ def combine(sentences: Sequence[Sentence], word: str, k: int = NEAREST_K) -> Com
     entry = entry_arrays(sentences, occurrences) if n_occ else {}
     lookup = entry.get("token_embeddings", np.zeros((0, d_model), dtype=np.float32))
 
-    # the pool: every ordinary token of the sentences that have an occurrence
-    pool_sentence, pool_position, pieces, states = [], [], [], []
-    occurrence_pool = np.zeros(n_occ, dtype=np.int64)
-    for occ_index, occ in enumerate(occurrences):
-        trace = sentences[occ.sentence].trace
-        ordinary = np.flatnonzero(~trace.special_tokens_mask)
-        if occ.position not in ordinary:          # a special token picked by hand still counts
-            ordinary = np.sort(np.append(ordinary, occ.position))
-        occurrence_pool[occ_index] = len(pool_sentence) + int(np.searchsorted(ordinary, occ.position))
-        pool_sentence.extend([occ.sentence] * len(ordinary))
-        pool_position.extend(int(i) for i in ordinary)
-        pieces.extend(trace.tokens[i] for i in ordinary)
-        states.append(trace.hidden_states[:, ordinary])            # [n_states, n_i, d]
-    pool = np.concatenate(states, axis=1) if states else np.zeros((n_states, 0, d_model))
-    n_pool = pool.shape[1]
-
-    map_coords = np.zeros((n_states, n_pool, 2))
-    map_explained = np.zeros((n_states, 2))
-    for s in range(n_states):
-        if n_pool == 0:
-            break
-        mean, axes, explained = measures.principal_axes(pool[s], 2)
-        coords = measures.project(pool[s], mean, axes)
-        if s > 0:
-            coords *= measures.align_signs(coords, map_coords[s - 1])
-        map_coords[s], map_explained[s] = coords, explained
-
-    nearest = np.full((n_occ, n_states, k), -1, dtype=np.int64)
-    nearest_cosines = np.full((n_occ, n_states, k), np.nan)
-    if n_occ and n_pool:
-        # the token itself and every other token with its id (the other occurrences of the
-        # word, whose cosines the cosine plot has) are left out: the neighbours are context
-        pool_ids = np.array([int(sentences[s].trace.input_ids[p])
-                             for s, p in zip(pool_sentence, pool_position)])
-        same = pool_ids[None, :] == np.array([o.token_id for o in occurrences])[:, None]
-        same[np.arange(n_occ), occurrence_pool] = True
-        for s in range(n_states):
-            nearest[:, s], nearest_cosines[:, s] = measures.nearest_in_pool(
-                pool[s], hidden[:, s], k, excluded=same)
+    pool_sentence, pool_position, pieces, occurrence_pool, pool = _pool(sentences, occurrences,
+                                                                        n_states, d_model)
+    map_coords, map_explained = pca_maps(pool)
+    pool_ids = np.array([int(sentences[s].trace.input_ids[p])
+                         for s, p in zip(pool_sentence, pool_position)], dtype=np.int64)
+    nearest, nearest_cosines = _nearest(pool, pool_ids, hidden, occurrences, occurrence_pool, k)
 
     notes = _grouped([(s, s.note) for s in sentences if s.note])
     problems = _grouped([(s, s.problem) for s in sentences if s.problem])
     return Comparison(word=word, sentences=sentences, occurrences=occurrences, state_names=names,
                       pairs=pairs, pair_cosines=pair_cosines, self_cosines=self_cosines,
                       hidden=hidden, lookup_rows=lookup, entry=entry,
-                      pool_sentence=np.asarray(pool_sentence, dtype=np.int64),
-                      pool_position=np.asarray(pool_position, dtype=np.int64),
-                      pool_pieces=tuple(pieces), occurrence_pool=occurrence_pool,
+                      pool_sentence=pool_sentence, pool_position=pool_position,
+                      pool_pieces=pieces, occurrence_pool=occurrence_pool,
                       map_coords=map_coords, map_explained=map_explained, nearest=nearest,
                       nearest_cosines=nearest_cosines, notes=notes, problems=problems)
 

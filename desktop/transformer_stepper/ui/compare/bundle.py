@@ -12,7 +12,8 @@ from .figures import AttentionFigure, CosineFigure, EntryFigure, LookupFigure, R
 from .map_figure import MapFigure
 from .nearest_figure import NearestFigure
 
-# (number, export name): the order of the list; "entry" is the rotation for rotary models
+# (number, export name) in the order the figures are numbered; "entry_rotation" replaces "entry"
+# for rotary models
 PLOTS = ((1, "lookup_row"), (2, "entry"), (2, "entry_rotation"), (3, "cosine_across_layers"),
          (4, "map"), (5, "nearest_words"), (6, "attention"))
 
