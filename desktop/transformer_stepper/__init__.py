@@ -4,8 +4,13 @@
     trace = load_model(PATH).trace("The bank of the river.")
     trace.hidden_states   # [n_layer + 1, n_seq, d_model]
     trace.attentions      # [n_layer, n_head, n_seq, n_seq]
+
+    from transformer_stepper import compare
+    result = compare(load_model(), ["He sat on the bank of the river .",
+                                    "She kept the gold in the bank with the clerk ."], "bank")
+    result.pair_cosines   # [n_pairs, n_layer + 1]
 """
-from .core.compare import compare
+from .core.compare import Comparison, compare
 from .core.config import ModelConfig
 from .core.errors import ModelError
 from .core.interventions import AblateHead, HeadTemperature, NoPositions, ShufflePositions, SwapEmbedding
@@ -13,6 +18,6 @@ from .core.model import Model
 from .core.trace import Trace
 from .io.loader import load_model
 
-__all__ = ["load_model", "compare", "Model", "ModelConfig", "ModelError", "Trace", "AblateHead",
-           "HeadTemperature", "NoPositions", "ShufflePositions", "SwapEmbedding"]
+__all__ = ["load_model", "compare", "Comparison", "Model", "ModelConfig", "ModelError", "Trace",
+           "AblateHead", "HeadTemperature", "NoPositions", "ShufflePositions", "SwapEmbedding"]
 __version__ = "0.2.0"

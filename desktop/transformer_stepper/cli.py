@@ -1,4 +1,4 @@
-"""Command line: the app launcher and the headless subcommands (trace, export, train, generate)."""
+"""Command line: the app launcher and the headless subcommands (trace, export, train, generate, compare)."""
 from __future__ import annotations
 
 import argparse
@@ -93,34 +93,9 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    import csv
-    import os
+    from .ui.compare.headless import run_compare
 
-    from .core.compare import compare, csv_rows
-    from .io.loader import load_model
-
-    out = Path(args.out)
-    if not out.parent.is_dir():
-        raise ModelError(f"{out.parent}: folder does not exist")
-    model = load_model(args.model)
-    result = compare(model, args.word, args.text)
-    for problem in result.problems:
-        _say(f"note: {problem}", sys.stderr)
-    try:
-        out.mkdir(exist_ok=True)
-        target = out / "compare.csv"
-        partial = target.with_name(target.name + ".part")
-        with open(partial, "w", newline="", encoding="utf-8") as handle:
-            csv.writer(handle).writerows(csv_rows(result))
-        os.replace(partial, target)
-    except OSError as exc:
-        raise ModelError(f"{exc.filename or out}: cannot write ({exc.strerror or exc})") from None
-    same = len({o.token_id for o in result.occurrences}) == 1
-    _say(f"'{args.word}' in {len(result.occurrences)} sentences: lookup rows "
-         f"{'identical (difference 0)' if same and not result.lookup_difference.any() else 'differ (different token ids)'}; "
-         f"last-layer cosine {', '.join(f'{c:.3f}' for c in result.pair_cosines[-1])}")
-    _say(f"wrote {target}")
-    return 0
+    return run_compare(args, _say)
 
 
 class _UsageError(Exception):
@@ -158,15 +133,20 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--top-p", type=float, default=1.0, help="1 = off")
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--trace", help="also write the final trace as .npz")
-    cmp = sub.add_parser("compare", help="the same word in several sentences, layer by layer (compare.csv)")
-    cmp.add_argument("--model")
-    cmp.add_argument("--word", required=True)
-    cmp.add_argument("--text", required=True, action="append", help="a sentence (give 2-8)")
-    cmp.add_argument("--out", required=True, help="output folder")
     train = sub.add_parser("train", help="train the built-in teaching model from scratch")
     train.add_argument("--out", required=True, help="output model folder")
     train.add_argument("--steps", type=int, default=None)
     train.add_argument("--seed", type=int, default=None)
+    compare = sub.add_parser("compare", help="the same word in 2-8 sentences: every Compare "
+                                             "figure and compare.csv (no display)")
+    compare.add_argument("--model", help="HF folder, .safetensors or .npz (default: built-in model)")
+    compare.add_argument("--word", default="", help="the word compared (its first occurrence in each)")
+    compare.add_argument("--text", action="append", required=True, help="a sentence; repeat, 2 to 8")
+    compare.add_argument("--out", required=True, help="output folder")
+    compare.add_argument("--format", choices=("png", "svg"), default="png")
+    compare.add_argument("--layer", type=int, default=None, help="attention plot's layer (default: last)")
+    compare.add_argument("--head", type=int, default=0)
+    compare.add_argument("--scale", type=float, default=1.0)
     return parser
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import ops
+from ..core.measures import cosine_matrix, cosine_rows, nearest_rows  # noqa: F401  (moved to core)
 from ..core.tokenize import Tokenizer
 from ..core.trace import Trace
 
@@ -37,29 +38,6 @@ def robust_limit(values: np.ndarray, percentile: float = 99.5) -> float:
         finite = finite[:: finite.size // 50_000 + 1]
     limit = float(np.percentile(finite, percentile))
     return limit if limit > 0 else float(finite.max() or 1.0)
-
-
-def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # [n, d], [n, d] -> [n]: cosine of each row of a with the same row of b
-    num = np.einsum("nd,nd->n", a, b)
-    den = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
-    return num / np.maximum(den, 1e-12)
-
-
-def cosine_matrix(x: np.ndarray) -> np.ndarray:
-    # [n, d] -> [n, n]
-    unit = x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
-    return unit @ unit.T
-
-
-def nearest_rows(table: np.ndarray, row_norms: np.ndarray, vector: np.ndarray, k: int):
-    """The k rows of `table` [n_vocab, d] most cosine-similar to `vector` [d]:
-    (indices [k], cosines [k]), best first."""
-    cosines = (table @ vector) / np.maximum(row_norms * np.linalg.norm(vector), 1e-12)
-    k = min(k, len(cosines))
-    top = np.argpartition(-cosines, k - 1)[:k]
-    top = top[np.argsort(-cosines[top])]
-    return top, cosines[top]
 
 
 def softmax_with_temperature(scores: np.ndarray, temperature: float) -> np.ndarray:

@@ -18,6 +18,7 @@ from .export.menu import install_plot_menus
 from .model_menu import HFCacheMenu, RecentMenu, RecentModels
 from .session import Session
 from .stages import StageView, create_view
+from .tabs import TabHost
 from .token_strip import TokenStripArea
 
 def resident_memory() -> Optional[int]:
@@ -127,7 +128,10 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(2, 0)
         self.splitter.setSizes([220, 880, 320])
         layout.addWidget(self.splitter, stretch=1)
-        self.setCentralWidget(central)
+        self.stepper_page = central
+        self.tabs = TabHost(self)                  # "Stepper", "Compare", ...: ui/tabs.py
+        self.tabs.currentChanged.connect(lambda _: self._update_stepping())
+        self.setCentralWidget(self.tabs)
 
     def _build_actions(self) -> None:
         menu = self.menuBar().addMenu("&File")
@@ -431,10 +435,12 @@ class MainWindow(QMainWindow):
         session = self.session
         stage = stages.stage(session.stage_key)
         config = session.model.config if session.model else None
-        self.back_action.setEnabled(config is not None and stages.step(stage.key, session.layer, -1, config) is not None)
-        self.next_action.setEnabled(config is not None and stages.step(stage.key, session.layer, +1, config) is not None)
+        stepping = config is not None and self.tabs.current_key() == "stepper"   # arrows: stepper tab only
+        self.back_action.setEnabled(stepping and stages.step(stage.key, session.layer, -1, config) is not None)
+        self.next_action.setEnabled(stepping and stages.step(stage.key, session.layer, +1, config) is not None)
         where = f" — layer {session.layer}" if stage.per_layer and config else ""
-        self.stage_title.setText(f"{stage.number}. {stage.title}{where}")
+        self.stage_title.setText(f"{stage.number}. {stage.title}{where}"
+                                 if self.tabs.current_key() == "stepper" else "")
         self._update_explanation()
 
     def _update_explanation(self) -> None:
@@ -477,6 +483,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event) -> None:
         self.save_settings()
+        self.tabs.shutdown()
         self.session.shutdown()
         for view in self.views.values():
             view.close()

@@ -1,0 +1,86 @@
+"""`transformer-stepper compare --model PATH --word WORD --text "..." --text "..." [--text ...]
+--out DIR [--format png|svg] [--layer L] [--head H] [--scale S]`: every Compare figure rendered
+with no display into DIR (`compare-<n>-<plot>[-L<l>H<h>].<format>`, as the app's right-click
+export names them), and compare.csv (see io/compare_csv.py).
+
+A sentence without the word is left out with a warning naming it; fewer than two sentences
+left, more than eight given, a layer or head out of range: one `error:` line (ModelError),
+checked before anything is written."""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+from ...core.compare import MIN_SENTENCES, checked_texts
+from ...core.errors import ModelError
+from ...io.array_export import prepare_folder
+from ..export_cli import MAX_SCALE, MIN_SCALE, ensure_application
+
+
+def _check(args: argparse.Namespace) -> list[str]:
+    if not math.isfinite(args.scale) or not MIN_SCALE <= args.scale <= MAX_SCALE:
+        raise ModelError(f"--scale {args.scale:g}: must be between {MIN_SCALE:g} and {MAX_SCALE:g}")
+    if not args.word.strip():
+        raise ModelError("--word: give the word to compare")
+    texts = checked_texts(args.text)
+    if len(texts) < MIN_SENTENCES:
+        raise ModelError(f"{len(texts)} non-empty --text: compare needs at least {MIN_SENTENCES}")
+    return texts
+
+
+def run_compare(args: argparse.Namespace, say) -> int:
+    """`say(text, stream)`: the command line's printer, passed in (ui does not import cli)."""
+    texts = _check(args)                      # everything cheap before the slow part
+    folder = prepare_folder(Path(args.out))
+    from ...core.compare import attention_rows, compare
+    from ...io.compare_csv import write_compare_csv
+    from ...io.loader import load_model
+
+    model = load_model(args.model)
+    for warning in model.warnings:
+        say(f"warning: {warning}", sys.stderr)
+    config = model.config
+    layer = config.n_layer - 1 if args.layer is None else args.layer
+    if not 0 <= layer < config.n_layer:
+        raise ModelError(f"--layer {layer}: the model has {config.n_layer} layers (0–{config.n_layer - 1})")
+    if not 0 <= args.head < config.n_head:
+        raise ModelError(f"--head {args.head}: the model has {config.n_head} heads (0–{config.n_head - 1})")
+    comparison = compare(model, texts, args.word)
+    for problem in comparison.problems:
+        say(f"warning: {problem}: left out", sys.stderr)
+    for note in comparison.notes:
+        say(f"note: {note}", sys.stderr)
+    for sentence in comparison.sentences:
+        if sentence.ok:
+            piece = sentence.trace.tokens[sentence.position]
+            say(f"S{sentence.number}: token {sentence.position} '{piece}' "
+                 f"(id {int(sentence.trace.input_ids[sentence.position])}) of {sentence.text!r}")
+
+    start = time.perf_counter()
+    ensure_application()
+    from .. import analysis
+    from ..export.render import ExportOptions
+    from .bundle import CompareFigures
+    from .export import write_figures
+
+    def report(path, replaced) -> None:
+        say(f"wrote {path}" + (" (replaced the existing file)" if replaced else ""))
+
+    figures = CompareFigures()
+    try:
+        labels = [analysis.token_labels(s.trace, model.tokenizer) if s.trace is not None else []
+                  for s in comparison.sentences]
+        figures.draw(comparison, attention_rows(comparison, layer), layer, args.head, labels)
+        figures.set_layer(layer)
+        options = ExportOptions(format=args.format, scale=float(args.scale))
+        description = f"Transformer Stepper · {model.name} · compare '{args.word}'"
+        written = write_figures(figures, folder, options, layer, args.head, description, report)
+    finally:
+        figures.close()
+    path, replaced = write_compare_csv(folder, comparison)
+    report(path, replaced)
+    say(f"{len(written) + 1} files in {folder} ({time.perf_counter() - start:.1f} s)")
+    return 0

@@ -1,0 +1,76 @@
+"""The main window's tabs, in order: the stepper, then the views beside it. Adding a view is one
+entry in TABS: its key, its title, and how to create it for a window. A view is created the
+first time its tab is shown, so the app starts as fast with ten tabs as with one."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
+
+
+def _stepper(window) -> QWidget:
+    return window.stepper_page            # built by the window itself
+
+
+def _compare(window) -> QWidget:
+    from .compare import CompareView
+
+    return CompareView(window.session, window.settings)
+
+
+@dataclass(frozen=True)
+class Tab:
+    key: str
+    title: str
+    create: Callable[[object], QWidget]
+
+
+TABS: tuple[Tab, ...] = (
+    Tab("stepper", "Stepper", _stepper),
+    Tab("compare", "Compare", _compare),
+)
+
+
+class TabHost(QTabWidget):
+    def __init__(self, window, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.window_ = window
+        self.setDocumentMode(True)
+        self.views: dict[str, QWidget] = {}
+        self._holders: list[QWidget] = []
+        for tab in TABS:
+            holder = QWidget()
+            layout = QVBoxLayout(holder)
+            layout.setContentsMargins(0, 0, 0, 0)
+            self._holders.append(holder)
+            self.addTab(holder, tab.title)
+        self.currentChanged.connect(self._ensure)
+        self._ensure(self.currentIndex())
+
+    def _ensure(self, index: int) -> None:
+        if 0 <= index < len(TABS):
+            self.view(TABS[index].key)
+
+    def view(self, key: str) -> QWidget:
+        """The tab's view, created if it was not yet."""
+        if key not in self.views:
+            index = [tab.key for tab in TABS].index(key)
+            view = TABS[index].create(self.window_)
+            self._holders[index].layout().addWidget(view)
+            self.views[key] = view
+        return self.views[key]
+
+    def current_key(self) -> str:
+        return TABS[self.currentIndex()].key if 0 <= self.currentIndex() < len(TABS) else ""
+
+    def show_tab(self, key: str) -> QWidget:
+        view = self.view(key)
+        self.setCurrentIndex([tab.key for tab in TABS].index(key))
+        return view
+
+    def shutdown(self) -> None:
+        """Views that run work of their own stop it (window close)."""
+        for key, view in self.views.items():
+            if key != "stepper" and hasattr(view, "shutdown"):
+                view.shutdown()
