@@ -9,6 +9,7 @@ from PySide6.QtGui import QImage
 from tests.builders import random_params, tiny_config, tokenizer_for, write_npz_model
 from transformer_stepper.core.compare import MAX_SENTENCES
 from transformer_stepper.ui.compare import CompareView, presets
+from transformer_stepper.ui.compare.bundle import file_name
 from transformer_stepper.ui.export import menu
 
 from .conftest import builtin_model_or_skip
@@ -258,3 +259,26 @@ def test_hover_reads_exact_values(qtbot, compare_window):
     text = view.figures.nearest.hover_at(0.0, 0.0)
     assert text.startswith("embedding, S1 bank:") and "cos" in text
     assert view.figures.attention.hover_at(1.0, 0.1).startswith("S1 'bank'")
+
+
+def test_file_menu_exports_the_compare_figures_on_the_compare_tab(compare_window, tmp_path,
+                                                                  monkeypatch):
+    """File → Export on the Compare tab writes the Compare figures and compare.csv (not the
+    stepper's stage), into the folder asked for; on the stepper tab the entry is the stage's."""
+    window = compare_window
+    view = compare_view(window)
+    entries = {a.text(): a for a in window.file_menu.actions()}
+    action = entries["Export &Figures of This Tab…"]
+    assert not entries["Export &All Stages…"].isVisible()
+    from transformer_stepper.ui.export import dialogs
+
+    monkeypatch.setattr(dialogs, "ask_folder", lambda *a: str(tmp_path))
+    action.trigger()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert "compare.csv" in names
+    layer, head = view._layer_head()
+    expected = sorted(file_name(number, name, layer, head, "png") for number, name, _ in view.figures.plots())
+    assert len(expected) == 6 and [n for n in names if n.endswith(".png")] == expected
+    assert QImage(str(tmp_path / names[0])).width() > 100
+    window.tabs.show_tab("stepper")
+    assert action.text() == "Export Current &Stage…" and entries["Export &All Stages…"].isVisible()

@@ -4,6 +4,7 @@ stepper; it reads them and writes nothing back."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Optional
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
@@ -11,6 +12,7 @@ from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QInputDialog
                                QLineEdit, QPlainTextEdit, QPushButton, QSplitter, QTextBrowser,
                                QVBoxLayout, QWidget)
 
+from ...core.errors import ModelError
 from ..session import Session
 from . import explain, presets
 from .bundle import CompareFigures
@@ -212,6 +214,45 @@ class CompareView(QWidget):
             self._fill_presets()
 
     # -- output -------------------------------------------------------------------------------
+    def export_figures_dialog(self, folder: Optional[str] = None) -> list:
+        """File → Export Figures of This Tab: every figure shown, into a folder (asked for
+        unless given), rendered like the command line's `compare`. -> the files written."""
+        from ...io.compare_csv import write_compare_csv
+        from ..export import preferences
+        from ..export.dialogs import ask_folder, ask_replace
+        from ..export.menu import warn
+        from ..export.render import ExportOptions
+        from .export import write_figures
+
+        result = self.state.result
+        if result is None or result.comparison is None or not result.comparison.occurrences:
+            warn(self, "Nothing to export", "type two or more sentences and a word they share first")
+            return []
+        if folder is None:
+            folder = ask_folder(self, "Export the Compare figures into", str(preferences.folder(self)))
+            if not folder:
+                return []
+        folder = Path(folder)
+        layer, head = self._layer_head()
+        options = ExportOptions(format="png", scale=preferences.scale(self), dark=preferences.dark(self))
+        existing = [p.name for p in folder.glob("compare*") if p.is_file()]
+        if existing and not ask_replace(self, folder, sorted(existing)):
+            return []
+        preferences.set_folder(self, folder)
+        model = self.session.model
+        description = (f"Transformer Stepper · {model.name if model is not None else ''} · "
+                       f"compare '{self.state.word}'")
+        try:
+            written = write_figures(self.figures, folder, options, layer, head, description)
+            written.append(write_compare_csv(folder, result.comparison)[0])
+        except ModelError as exc:
+            warn(self, "Export failed", str(exc))
+            return []
+        status = getattr(self.window(), "statusBar", None)
+        if status is not None:
+            status().showMessage(f"wrote {len(written)} files into {folder}", 8000)
+        return written
+
     def _layer_head(self) -> tuple[int, int]:
         result = self.state.result
         layer = result.request.layer if result is not None else self.session.layer

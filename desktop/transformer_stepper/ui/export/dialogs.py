@@ -48,18 +48,42 @@ def ask_replace(parent: QWidget, folder: Path, names: list[str]) -> bool:
 def add_export_actions(window, menu) -> list:
     """Append the three entries to `menu`; they are enabled while there is a trace."""
     menu.addSeparator()
+
+    def figures(all_stages: bool) -> None:
+        view = _tab_view(window)
+        if view is not None:                 # another tab: its own figures, all of them
+            view.export_figures_dialog()
+        else:
+            open_figures_dialog(window, all_stages=all_stages)
+
     actions = [
-        menu.addAction("Export Current &Stage…", lambda: open_figures_dialog(window, all_stages=False)),
-        menu.addAction("Export &All Stages…", lambda: open_figures_dialog(window, all_stages=True)),
+        menu.addAction("Export Current &Stage…", lambda: figures(False)),
+        menu.addAction("Export &All Stages…", lambda: figures(True)),
         menu.addAction("Export &Trace Data…", lambda: open_data_dialog(window)),
     ]
 
     def update() -> None:
+        view = _tab_view(window)
+        actions[0].setText("Export &Figures of This Tab…" if view is not None
+                           else "Export Current &Stage…")
+        actions[1].setVisible(view is None)
         for action in actions:
             action.setEnabled(window.session.trace is not None)
     window.session.traceChanged.connect(update)
+    tabs = getattr(window, "tabs", None)
+    if tabs is not None:
+        tabs.currentChanged.connect(lambda _: update())
     update()
     return actions
+
+
+def _tab_view(window):
+    """The current tab's view when it is not the stepper and exports figures of its own."""
+    tabs = getattr(window, "tabs", None)
+    if tabs is None or tabs.current_key() in ("", "stepper"):
+        return None
+    view = tabs.views.get(tabs.current_key())
+    return view if hasattr(view, "export_figures_dialog") else None
 
 
 def _no_trace(window) -> bool:
