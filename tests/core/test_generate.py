@@ -7,7 +7,8 @@ import pytest
 from tests.core.test_architectures import make as make_llama
 from tests.core.test_forward import make_model
 from transformer_stepper.core.errors import ModelError
-from transformer_stepper.core.generate import Sampling, distribution, generate, lens_logits, logit_lens
+from transformer_stepper.core.generate import (Sampling, distribution, generate, lens_logits, logit_lens,
+                                                step)
 from transformer_stepper.core.tokenize import Encoded
 
 TEXT = "the bank of the river"
@@ -87,3 +88,43 @@ def test_logit_lens_at_the_last_layer_is_the_model_logits():
         assert ids.shape == (model.config.n_layer + 1, trace.n_seq, 3)
         np.testing.assert_array_equal(ids[-1, :, 0], trace.logits.argmax(-1))
         assert np.all(np.diff(probabilities, axis=-1) <= 0)
+
+
+def test_steps_one_at_a_time_give_the_text_of_steps_at_once():
+    """A sampled token depends on the seed and its position, not on how steps were grouped:
+    undo and redo, or one at a time, give the same text as n at once."""
+    model = make_model("gpt2")
+    trace = model.trace(TEXT)
+    sampling = Sampling(temperature=2.0, seed=11)
+    at_once = generate(model, trace, 6, sampling)[-1]
+    one_by_one = trace
+    for _ in range(6):
+        one_by_one = step(model, one_by_one, sampling)
+    np.testing.assert_array_equal(at_once.input_ids, one_by_one.input_ids)
+    other_seed = generate(model, trace, 6, Sampling(temperature=2.0, seed=12))[-1]
+    assert not np.array_equal(at_once.input_ids, other_seed.input_ids)
+    chosen = step(model, trace, token=5)             # the user's own choice
+    assert chosen.input_ids[-1] == 5 and chosen.generated[-1]
+
+
+@pytest.mark.parametrize("make", [lambda: make_model("gpt2"), lambda: make_llama(sliding_window=4)])
+def test_truncate_is_the_trace_of_the_first_tokens(make):
+    """Undo: cutting a generated trace back equals the trace it was extended from, and
+    extending the cut trace again equals the longer one."""
+    model = make()
+    prompt = model.trace(TEXT)
+    longer = generate(model, prompt, 4, Sampling(temperature=1.0, seed=1))[-1]
+    back = model.truncate(longer, prompt.n_seq + 1)
+    one_step = generate(model, prompt, 1, Sampling(temperature=1.0, seed=1))[-1]
+    assert back.text == one_step.text and back.tokens == one_step.tokens
+    np.testing.assert_array_equal(back.input_ids, one_step.input_ids)
+    np.testing.assert_allclose(back.hidden_states, one_step.hidden_states, atol=1e-6)
+    np.testing.assert_allclose(back.layer("attn_weights", 1), one_step.layer("attn_weights", 1), atol=1e-6)
+    assert back.kv_cache.n_seq == back.n_seq and back.computed_rows == 0
+    assert list(back.generated) == [False] * prompt.n_seq + [True]
+    to_prompt = model.truncate(longer, prompt.n_seq)
+    assert to_prompt.text == prompt.text and not to_prompt.generated.any()
+    again = model.extend(back, longer.input_ids[back.n_seq:])
+    np.testing.assert_allclose(again.logits, longer.logits, atol=1e-4)
+    with pytest.raises(ModelError, match="cannot cut"):
+        model.truncate(longer, 0)

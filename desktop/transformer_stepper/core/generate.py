@@ -64,29 +64,42 @@ def distribution(logits: np.ndarray, sampling: Sampling) -> Distribution:
     return Distribution(probabilities.astype(np.float32), kept, sampled)
 
 
-def choose(logits: np.ndarray, sampling: Sampling, rng: np.random.Generator) -> int:
+def choose(logits: np.ndarray, sampling: Sampling, position: int) -> int:
+    """The token for `position` from that position's predecessor's logits. Sampling draws from
+    a generator seeded with (seed, position), so a token depends on the seed and where it
+    goes, not on how the steps were grouped: ten steps at once, one at a time, or undone and
+    redone give the same text."""
     if sampling.greedy:
         return int(np.argmax(logits))
     dist = distribution(logits, sampling)
+    rng = np.random.default_rng((sampling.seed, position))
     return int(rng.choice(len(dist.sampled), p=dist.sampled))
+
+
+def step(model: Model, trace: Trace, sampling: Sampling = Sampling(),
+         token: Optional[int] = None) -> Trace:
+    """One generation step: choose the next token (or take `token`, the user's choice) and
+    extend the trace by it, computing only the new position."""
+    if not model.can_generate:
+        raise ModelError(f"{model.name}: generation needs a causal model with an output head")
+    if trace.n_seq >= model.config.n_ctx:
+        raise ModelError(f"the context is full: the model reads at most {model.config.n_ctx} tokens")
+    if token is None:
+        token = choose(trace.logits[-1], sampling, trace.n_seq)
+    return model.extend(trace, [token])
 
 
 def generate(model: Model, trace: Trace, n_tokens: int, sampling: Sampling = Sampling(),
              stop_ids: tuple[int, ...] = ()) -> list[Trace]:
-    """n_tokens steps from `trace`; -> the trace after each step (the last is the result;
-    keeping them all is what makes undo free). Stops early at a token in stop_ids or when
-    the context is full."""
-    if not model.can_generate:
-        raise ModelError(f"{model.name}: generation needs a causal model with an output head")
-    rng = np.random.default_rng(sampling.seed)
+    """n_tokens steps from `trace`; -> the trace after each step (the last is the result).
+    Stops early at a token in stop_ids or when the context is full."""
     steps: list[Trace] = []
     for _ in range(n_tokens):
         if trace.n_seq >= model.config.n_ctx:
             break
-        token = choose(trace.logits[-1], sampling, rng)
-        trace = model.extend(trace, [token])
+        trace = step(model, trace, sampling)
         steps.append(trace)
-        if token in stop_ids:
+        if int(trace.input_ids[-1]) in stop_ids:
             break
     return steps
 

@@ -222,6 +222,41 @@ class Model:
                      computed_rows=n_new)
 
 
+    def truncate(self, trace: Trace, n_seq: int) -> Trace:
+        """The trace of trace's first n_seq tokens: undoing generation. In a causal model no row
+        depends on a later token, so every array is trace's own rows, cut (copied, so the longer
+        trace can be freed), and the cached keys and values are cut likewise; nothing is
+        recomputed. The text ends where the first removed token began."""
+        if not self.can_generate or trace.kv_cache is None:
+            raise ModelError(f"{self.name}: only a causal model's trace can be cut to its first tokens")
+        if trace.config is not self.config:
+            raise ModelError("the trace was made by another model")
+        if not 1 <= n_seq <= trace.n_seq:
+            raise ModelError(f"cannot cut a trace of {trace.n_seq} tokens to {n_seq}")
+        if n_seq == trace.n_seq:
+            return trace
+        cut = lambda value: _frozen_copy(value[:n_seq])                      # noqa: E731
+        cache = KVCache(self.config.n_layer, [k[:, :n_seq].copy() for k in trace.kv_cache.keys],
+                        [v[:, :n_seq].copy() for v in trace.kv_cache.values])
+        residual = {name: tuple(cut(value) for value in values) for name, values in trace.residual.items()}
+        ctx = context(self.config, n_seq, interventions=trace.interventions)
+        end = int(trace.offsets[n_seq][0]) if trace.offsets[n_seq][1] > 0 else len(trace.text)
+        return Trace(config=self.config, text=trace.text[:end], tokens=trace.tokens[:n_seq],
+                     input_ids=trace.input_ids[:n_seq].copy(), offsets=trace.offsets[:n_seq].copy(),
+                     special_tokens_mask=trace.special_tokens_mask[:n_seq].copy(),
+                     arrays={name: cut(value) for name, value in trace.arrays.items()},
+                     residual=residual, compute_layer=self._layer_computer(residual["layer_in"], ctx),
+                     attention_mask=ctx.mask, detail_budget=trace.cache.budget, kv_cache=cache,
+                     generated=trace.generated[:n_seq].copy(), computed_rows=0,
+                     interventions=trace.interventions)
+
+
+def _frozen_copy(value: np.ndarray) -> np.ndarray:
+    value = value.copy()
+    value.flags.writeable = False
+    return value
+
+
 def _joined(old: np.ndarray, new: np.ndarray) -> np.ndarray:
     joined = np.concatenate([old, new], axis=0)
     joined.flags.writeable = False
