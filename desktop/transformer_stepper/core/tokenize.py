@@ -5,6 +5,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 from tokenizers import Tokenizer as _HFTokenizer
@@ -82,6 +83,10 @@ class Tokenizer:
     def id_to_token(self, token_id: int) -> str:
         token = self._tok.id_to_token(int(token_id))
         return token if token is not None else f"<{token_id}>"
+
+    def token_to_id(self, token: str) -> Optional[int]:
+        """The id of a piece of the vocabulary (special tokens included), or None."""
+        return self._tok.token_to_id(token)
 
     def decode_piece(self, token_id: int) -> str:
         """How the token reads as text (GPT-2's byte-level 'Ġ' becomes a space)."""

@@ -8,7 +8,7 @@ from typing import Optional
 from PySide6.QtCore import QEvent, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QLabel, QLineEdit, QListWidget,
-                               QListWidgetItem, QMainWindow, QMessageBox, QProgressBar, QSplitter,
+                               QListWidgetItem, QMainWindow, QMenu, QMessageBox, QProgressBar, QSplitter,
                                QStackedWidget, QTextBrowser, QVBoxLayout, QWidget)
 
 from ..core import stages
@@ -18,6 +18,7 @@ from .export.menu import install_plot_menus
 from .model_menu import HFCacheMenu, RecentMenu, RecentModels
 from .session import Session
 from .stages import StageView, create_view
+from .generate_bar import GenerateBar
 from .tabs import TabHost
 from .token_strip import TokenStripArea
 
@@ -182,6 +183,17 @@ class MainWindow(QMainWindow):
         self.stage_title = QLabel()
         self.stage_title.setStyleSheet("font-weight: bold; padding-left: 8px;")
         toolbar.addWidget(self.stage_title)
+        self.addToolBarBreak()
+        self.generate_bar = GenerateBar(self.session, self)      # decoders: generate, undo, sampling
+        self.addToolBar(self.generate_bar)
+        menu = QMenu("G&enerate", self)
+        self.menuBar().insertMenu(self.help_menu.menuAction(), menu)     # before Help
+        for action in (self.generate_bar.next_action, self.generate_bar.many_action,
+                       self.generate_bar.until_action, self.generate_bar.stop_action,
+                       self.generate_bar.undo_action):
+            menu.addAction(action)
+        self.generate_menu = menu
+        self.session.generation.failed.connect(lambda message: self.statusBar().showMessage(message, 10000))
 
     def _build_go_menu(self) -> None:
         menu = self.menuBar().addMenu("&Go")
@@ -345,7 +357,8 @@ class MainWindow(QMainWindow):
             self._update_explanation()
             return
         self.tokens.strip.set_tokens(self.session.token_labels(), trace.input_ids,
-                                     trace.special_tokens_mask, self.session.selected_token)
+                                     trace.special_tokens_mask, self.session.selected_token,
+                                     trace.generated)
         self.tokens.fit_height()
         truncated = f" (truncated to {trace.config.n_ctx})" if trace.truncated else ""
         self.tokens_label.setText(f"{trace.n_seq} tokens{truncated}")

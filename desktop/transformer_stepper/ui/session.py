@@ -61,6 +61,9 @@ class Session(QObject):
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(debounce_ms)
         self._debounce.timeout.connect(self.compute_now)
+        from .generation import GenerationControl
+
+        self.generation = GenerationControl(self)   # generate / undo / the user's token (decoders)
 
     # -- read-only state ---------------------------------------------------------------
     @property
@@ -200,6 +203,20 @@ class Session(QObject):
             else:
                 self.openFailed.emit(f"computing the trace failed: {message}")
         self._compute_done()
+
+    def next_request(self) -> int:
+        """A number for a worker request: every load, compute or generation step takes the next."""
+        self._requests += 1
+        return self._requests
+
+    def show_trace(self, trace: Trace, seconds: float) -> None:
+        """Show a trace made from the current one (a generation step, or one undone): its text
+        becomes the text, without tracing it again (its pieces need not re-tokenize alike)."""
+        self._debounce.stop()
+        self._latest_compute = self.next_request()          # a compute in flight is stale now
+        self._text = trace.text
+        self._accept_trace(trace, seconds)
+        self.textChanged.emit(trace.text)
 
     def _accept_trace(self, trace: Trace, seconds: float) -> None:
         self._trace = trace            # the previous trace is released here (views keep no reference)

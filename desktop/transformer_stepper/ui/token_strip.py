@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QScrollArea, QSizePolicy, QWidget
 from .plots.common import SELECTED
 
 PAD_X, PAD_Y, GAP, LINE_GAP = 6, 3, 4, 4
+GENERATED_FILL, GENERATED_EDGE = "#e3f4e1", "#3a8f3a"     # tokens the model appended
 
 
 class TokenStrip(QWidget):
@@ -23,6 +24,7 @@ class TokenStrip(QWidget):
         self.labels: list[str] = []
         self.ids: list[int] = []
         self.special: list[bool] = []
+        self.generated: list[bool] = []           # appended by generation, not typed
         self.selected = -1
         self.piece_font = QFont()
         self.piece_font.setPointSize(10)
@@ -34,8 +36,9 @@ class TokenStrip(QWidget):
         self.setToolTip("Click a token to select it in every plot")
 
     def set_tokens(self, labels: Sequence[str], ids: Sequence[int], special: Sequence[bool],
-                   selected: int) -> None:
+                   selected: int, generated: Optional[Sequence[bool]] = None) -> None:
         self.labels, self.ids, self.special = list(labels), [int(i) for i in ids], [bool(s) for s in special]
+        self.generated = [bool(g) for g in generated] if generated is not None else [False] * len(self.ids)
         self.selected = selected
         self._layout()
         self.update()
@@ -76,8 +79,13 @@ class TokenStrip(QWidget):
             if not box.intersects(QRectF(event.rect())):
                 continue
             selected = i == self.selected
-            fill = QColor(SELECTED) if selected else QColor("#eef2f7" if not self.special[i] else "#e4e4e4")
-            painter.setPen(QPen(QColor("#b8c4d4"), 1))
+            generated = self.generated[i]
+            fill = QColor(SELECTED) if selected else QColor(
+                GENERATED_FILL if generated else "#eef2f7" if not self.special[i] else "#e4e4e4")
+            pen = QPen(QColor(GENERATED_EDGE if generated else "#b8c4d4"), 1.4 if generated else 1)
+            if generated:
+                pen.setStyle(Qt.PenStyle.DashLine)
+            painter.setPen(pen)
             painter.setBrush(fill)
             painter.drawRoundedRect(box.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
             painter.setPen(QColor("#fff" if selected else ("#666" if self.special[i] else "#111")))
@@ -107,6 +115,8 @@ class TokenStrip(QWidget):
         if index is not None:
             self.setToolTip(f"token {index}: '{self.labels[index]}', id {self.ids[index]}"
                             + (" (special token)" if self.special[index] else "")
+                            + (" — generated (appended by the model, not typed)"
+                               if self.generated[index] else "")
                             + "\nclick to select it in every plot")
 
 

@@ -38,6 +38,13 @@ class StageView(QWidget):
         outer.setSpacing(4)
         self.controls = QVBoxLayout()
         outer.addLayout(self.controls)
+        # attention stages after a generation step: which keys and values came from the cache
+        self.cache_note = QLabel()
+        self.cache_note.setObjectName("cache_note")
+        self.cache_note.setWordWrap(True)
+        self.cache_note.setStyleSheet("color: #2d6f2d; background: #e3f4e1; padding: 3px 6px;")
+        self.cache_note.setVisible(False)
+        outer.addWidget(self.cache_note)
         self.placeholder = QLabel("Open a model and type a sentence to see this stage.")
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.placeholder.setVisible(False)
@@ -190,11 +197,24 @@ class StageView(QWidget):
             self.update_data()
         self.update_selection()
         self._drawn = (weakref.ref(trace), key, selected)
+        self._note_cache(trace)
         for _, figure in self._figures:   # a figure marks itself unused (e.g. no token types)
             figure.setVisible(not getattr(figure, "unused", False))
         for widget in self._extras:
             widget.setVisible(True)
         self.updated.emit()
+
+    def _note_cache(self, trace: Trace) -> None:
+        reused = trace.n_seq - trace.computed_rows
+        shown = self.stage.per_head and trace.kv_cache is not None and 0 < reused < trace.n_seq
+        self.cache_note.setVisible(shown)
+        if shown:
+            new = (f"position {reused}" if trace.computed_rows == 1
+                   else f"positions {reused}–{trace.n_seq - 1}")
+            self.cache_note.setText(
+                f"KV cache: the last generation step computed only {new}. The keys and values of "
+                f"positions 0–{reused - 1} ({reused} of {trace.n_seq}) were computed at earlier "
+                f"steps and reused unchanged; the new query's row reads all {trace.n_seq}.")
 
     def explanation_values(self) -> tuple[dict, dict]:
         """(values, flags) for the stage's explanation template."""

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 
+from ...core.generate import distribution
 from .. import analysis
 from ..plots import Bars, Heatmap
 from ..plots.common import format_value
@@ -18,9 +20,16 @@ class PredictionView(StageView):
     stage_key = "prediction"
 
     def build(self) -> None:
+        # tokens=True: a click on a bar reaches _bar_clicked (at the last position of a decoder
+        # it appends that token: the user steers the generation)
         self.top = self.add_figure("top_tokens", Bars(
-            "Most likely tokens", "probability", "", horizontal=True, tokens=False,
-            value_name="probability"), 0, 0)
+            "Most likely tokens", "probability", "", horizontal=True, tokens=True,
+            value_name="probability"), 0, 0, on_click=self._bar_clicked)
+        self.cut_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#b00020", width=1.5, style=Qt.PenStyle.DashLine),
+                                        label="cut-off", labelOpts={"position": 0.9, "color": "#b00020"})
+        self.top.plot.addItem(self.cut_line)
+        self._bar_ids = np.zeros(0, dtype=np.int64)
+        self.listen(self.session.generation.changed, self._on_data)
         self.table = self.add_figure("top_per_position", Heatmap(
             "Top predictions at every position", "rank", "position", signed=False,
             value_label="probability", row_names="position", col_names="rank"), 0, 1)
@@ -66,16 +75,55 @@ class PredictionView(StageView):
                 f"'{self.top_names[row][col]}' (id {int(self.top_ids[row, col])}), "
                 f"p = {format_value(float(self.top_probs[row, col]))}")
 
+    def data_key(self) -> tuple:
+        return super().data_key() + (self.session.generation.sampling,)
+
     def update_selection(self) -> None:
         i = self.selected
-        model = self.session.model
+        model, trace = self.session.model, self.trace
         self.table.set_highlight(row=i)
-        ids, probs = analysis.top_k_probabilities(self.trace.logits[i], TOP_K)
-        what = "after" if self.trace.config.causal else "at"
-        self.top.set_title(f"Most likely tokens {what} position {i} '{self.labels[i]}'")
-        self.top.set_data(probs, [f"{model.tokenizer.id_to_token(t)} ({int(t)})" for t in ids],
-                          value_range=(0.0, max(float(probs.max(initial=0)), 1e-3)))
+        label = self.labels[i]
+        if model.can_generate:
+            # the distribution a generation step draws from: softmax(logits / T), cut by top-k
+            # and top-p (greedy: T = 1, nothing cut, the first bar is taken)
+            sampling = self.session.generation.sampling
+            dist = distribution(trace.logits[i], sampling)
+            ids = np.argsort(-dist.probabilities, kind="stable")[:TOP_K]
+            probs, kept = dist.probabilities[ids], dist.kept[ids]
+            chosen = int(trace.input_ids[i + 1]) if i + 1 < trace.n_seq else None
+            generated = chosen is not None and bool(trace.generated[i + 1])
+            where = [k for k, t in enumerate(ids) if int(t) == chosen]
+            notes = [("the next token: " + ("chosen by generation" if generated else "typed") + "; "
+                      if int(t) == chosen else "")
+                     + (f"sampled with p = {dist.sampled[t]:.3f}" if kept[k] and not sampling.greedy
+                        else "cut off by top-k / top-p" if not kept[k] else "")
+                     + ("\nclick to append this token" if i == trace.n_seq - 1 else "")
+                     for k, t in enumerate(ids)]
+            self.top.set_data(probs, [f"{model.tokenizer.id_to_token(t)} ({int(t)})" for t in ids],
+                              highlight=where[0] if where else None, muted=~kept, notes=notes,
+                              value_range=(0.0, max(float(probs.max(initial=0)), 1e-3)))
+            n_kept = int(kept.sum())
+            self.cut_line.setVisible(n_kept < len(ids))
+            self.cut_line.setPos(n_kept - 0.5)
+            settings = "greedy" if sampling.greedy else f"T {sampling.temperature:g}" + \
+                (f", top-k {sampling.top_k}" if sampling.top_k else "") + \
+                (f", top-p {sampling.top_p:g}" if sampling.top_p < 1 else "")
+            then = (f"; {'chose' if generated else 'typed'} '{model.tokenizer.id_to_token(chosen)}'"
+                    if chosen is not None else ": click a bar to append")
+            self.top.set_title(f"After {i} '{label}' ({settings}){then}")
+        else:
+            ids, probs = analysis.top_k_probabilities(trace.logits[i], TOP_K)
+            self.top.set_data(probs, [f"{model.tokenizer.id_to_token(t)} ({int(t)})" for t in ids],
+                              value_range=(0.0, max(float(probs.max(initial=0)), 1e-3)))
+            self.cut_line.setVisible(False)
+            self.top.set_title(f"Most likely tokens at position {i} '{label}'")
+        self._bar_ids = np.asarray(ids, dtype=np.int64)
         self._best = (model.tokenizer.id_to_token(ids[0]), float(probs[0]))
+
+    def _bar_clicked(self, index: int) -> None:
+        trace = self.trace
+        if trace is not None and self.selected == trace.n_seq - 1 and 0 <= index < len(self._bar_ids):
+            self.session.generation.append(int(self._bar_ids[index]))
 
     def stage_values(self) -> dict:
         best, probability = self._best
