@@ -7,8 +7,9 @@ import pytest
 from tests.core.test_architectures import make as make_llama
 from tests.core.test_forward import make_model
 from transformer_stepper.core.errors import ModelError
-from transformer_stepper.core.generate import (Sampling, distribution, generate, lens_logits, logit_lens,
-                                                step)
+from transformer_stepper.core.generate import (Sampling, distribution, generate, lens, lens_logits,
+                                                logit_lens, step)
+from transformer_stepper.core.ops import softmax
 from transformer_stepper.core.tokenize import Encoded
 
 TEXT = "the bank of the river"
@@ -88,6 +89,14 @@ def test_logit_lens_at_the_last_layer_is_the_model_logits():
         assert ids.shape == (model.config.n_layer + 1, trace.n_seq, 3)
         np.testing.assert_array_equal(ids[-1, :, 0], trace.logits.argmax(-1))
         assert np.all(np.diff(probabilities, axis=-1) <= 0)
+        full = lens(model, trace, top=3)
+        np.testing.assert_array_equal(full.final_ids, trace.logits.argmax(-1))
+        # the final prediction's probability at every state, from the lens logits directly
+        for index in (0, model.config.n_layer):
+            p = softmax(lens_logits(model, trace, index).astype(np.float64))
+            np.testing.assert_allclose(full.final_probabilities[index],
+                                       p[np.arange(trace.n_seq), full.final_ids], atol=1e-6)
+        assert lens(model, trace, top=2) is full, "kept with the trace"
 
 
 def test_steps_one_at_a_time_give_the_text_of_steps_at_once():

@@ -12,6 +12,8 @@ import pytest
 from tests.builders import assert_npz_holds_trace
 from transformer_stepper.core import stages
 from transformer_stepper.core.errors import ModelError
+from transformer_stepper.core.generate import lens
+from transformer_stepper.core.ops import softmax
 from transformer_stepper.io import array_export
 from transformer_stepper.io.array_export import (StageArray, array_file_name, atomic_write,
                                                  csv_bytes, prepare_folder, save_csv, save_npy,
@@ -48,6 +50,9 @@ def test_every_stage_has_arrays_of_the_chosen_layer_and_head(request, which):
     model, trace = request.getfixturevalue(which)
     config = trace.config
     layer, head = config.n_layer - 1, config.n_head - 1
+    assert stage_arrays(trace, "logit_lens", layer, head) == [], "the lens not computed yet"
+    if config.lm_head:
+        lens(model, trace)                 # computed (the stage view does it in a worker)
     for stage in stages.available_stages(config):
         arrays = stage_arrays(trace, stage.key, layer, head, model.tokenizer.id_to_token)
         assert arrays, stage.key
@@ -57,6 +62,10 @@ def test_every_stage_has_arrays_of_the_chosen_layer_and_head(request, which):
     scores = {a.name: a for a in stage_arrays(trace, "scores", layer, head)}
     assert np.array_equal(scores["scores"].values, trace["scores"][layer, head])
     assert scores["scores"].columns[2] == f"2:{trace.tokens[2]}"
+    if config.lm_head:
+        top = {a.name: a for a in stage_arrays(trace, "logit_lens", layer, head)}["lens_top_probability"]
+        assert top.columns[0] == "embedding" and len(top.columns) == config.n_layer + 1
+        np.testing.assert_allclose(top.values[:, -1], softmax(trace.logits).max(-1), atol=1e-6)
     q = {a.name: a for a in stage_arrays(trace, "qkv", layer, head)}["q"]
     assert q.values.shape == (trace.n_seq, config.d_head) and q.columns is None
 

@@ -133,7 +133,8 @@ def test_stages_without_an_lm_head_are_skipped_with_a_note(qtbot, open_session):
     session = open_session("bert_nohead")
     units, notes = plan(SnapshotSession.of(session), [s.key for s in stages.STAGES])
     assert "prediction" not in {u.stage.key for u in units}
-    assert len(notes) == 1 and "12-prediction" in notes[0] and "no language-model head" in notes[0]
+    assert len(notes) == 2 and all("no language-model head" in note for note in notes)
+    assert "12-prediction" in notes[0] and "13-logit_lens" in notes[1]
 
 
 # ------------------------------------------------------------------------------ cancel, replace, fail

@@ -49,7 +49,8 @@ def test_bert_without_lm_head_skips_prediction_with_a_note(qapp, capsys, fixture
                             "--layer", 1, "--head", 2, "--scale", 0.5)
     assert code == 0, err
     check_export(out, model, stdout, "png", layer=1, head=2)
-    assert err == "note: skipped 12-prediction: bert_tiny has no language-model head\n"
+    assert err == ("note: skipped 12-prediction: bert_tiny has no language-model head\n"
+                   "note: skipped 13-logit_lens: bert_tiny has no language-model head\n")
     image = QImage(str(out / "07-softmax-attention_weights-L1H2.png"))
     assert (image.width(), image.height()) == (400, 300)
 

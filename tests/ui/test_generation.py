@@ -130,3 +130,30 @@ def test_encoders_cannot_generate_and_say_why(qtbot, window, model_paths):
     assert not bar.next_action.isEnabled() and not bar.until_action.isEnabled()
     assert "cannot generate" in bar.toolTip() and "encoder" in bar.toolTip()
     assert not session.generation.generate(1)
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "bert"])
+def test_the_logit_lens_stage_is_computed_in_a_worker_and_ends_at_the_prediction(qtbot, window,
+                                                                                 model_paths, kind):
+    session = open_model(qtbot, window, model_paths, kind)
+    session.set_stage("logit_lens")
+    view = window.current_view()
+    qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
+    trace, model = session.trace, session.model
+    from transformer_stepper.core.generate import lens_logits
+    from transformer_stepper.core.ops import softmax
+
+    # the table's colour is each state's top probability; its last row is the model's own
+    table = view.table.values
+    assert table.shape == (model.config.n_layer + 1, trace.n_seq)
+    probabilities = softmax(trace.logits.astype(np.float64))
+    np.testing.assert_allclose(table[-1], probabilities.max(-1), atol=1e-5)
+    first = softmax(lens_logits(model, trace, 0).astype(np.float64))
+    np.testing.assert_allclose(table[0], first.max(-1), atol=1e-5)
+    # the curve: the final prediction's probability at every state, for the selected position
+    i = session.selected_token
+    final = int(np.argmax(trace.logits[i]))
+    curve = view.curve.curves[0].y
+    assert curve[-1] == pytest.approx(probabilities[i, final], abs=1e-5)
+    assert curve[0] == pytest.approx(first[i, final], abs=1e-5)
+    assert model.tokenizer.id_to_token(final) in view.curve.title

@@ -45,7 +45,8 @@ def test_step_through_every_stage(qtbot, loaded_window, kind):
     for key in {key for key, _ in seen}:
         session.set_stage(key)
         view = window.current_view()
-        assert window.stack.currentWidget() is view and view.is_current()
+        assert window.stack.currentWidget() is view
+        qtbot.waitUntil(view.is_current, timeout=10_000)    # the logit lens: computed in a worker
         check_view(view)
         assert "{" not in window.explanation.toPlainText(), f"{key}: unfilled placeholder"
     assert window.errors == []
@@ -82,6 +83,8 @@ def test_every_view_draws_offscreen_without_a_window(qtbot, open_session, kind):
     for stage in stages.available_stages(session.model.config):
         view = create_view(stage.key, session)
         qtbot.addWidget(view)
+        # not shown, so it redraws when asked; the logit lens is computed in a worker first
+        qtbot.waitUntil(lambda: (view.ensure_current(), view.is_current())[1], timeout=10_000)
         check_view(view)
         view.close()
     assert set(VIEWS) == {s.key for s in stages.STAGES}
@@ -95,6 +98,7 @@ def test_builtin_model_steps_through_every_stage(qtbot, window):
     assert len(seen) > len(stages.STAGES) - 2
     for key in {key for key, _ in seen}:
         window.session.set_stage(key)
+        qtbot.waitUntil(window.current_view().is_current, timeout=10_000)
         check_view(window.current_view())
     assert window.errors == []
 

@@ -5,6 +5,8 @@ top-p), a choice (greedy or sampled with a seeded generator), and Model.extend, 
 only the new position in every layer and reuses the cached keys and values."""
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Optional
 
@@ -118,18 +120,61 @@ def lens_logits(model: Model, trace: Trace, index: int) -> np.ndarray:
     return lm_head(model.params, model.config, hidden, _ignore)
 
 
-def logit_lens(model: Model, trace: Trace, top: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """-> (ids [n_layer + 1, n_seq, top], probabilities [n_layer + 1, n_seq, top]): each hidden
-    state's most likely next tokens, one layer at a time (n_seq · n_vocab floats at once)."""
+@dataclass(frozen=True)
+class Lens:
+    """The logit lens of a trace: at every hidden state (0 = embedding output, n_layer = the
+    last layer), what the model would predict if it stopped there."""
+    ids: np.ndarray                  # [n_layer + 1, n_seq, top] the most likely tokens, best first
+    probabilities: np.ndarray        # [n_layer + 1, n_seq, top] their probabilities
+    final_ids: np.ndarray            # [n_seq] what the whole model predicts (the last layer's best)
+    final_probabilities: np.ndarray  # [n_layer + 1, n_seq] that token's probability at each state
+
+
+_lens_cache: "weakref.WeakKeyDictionary[Trace, Lens]" = weakref.WeakKeyDictionary()
+_lens_lock = threading.Lock()
+
+
+def lens(model: Model, trace: Trace, top: int = 5) -> Lens:
+    """The logit lens, one hidden state at a time (n_seq · n_vocab floats at once); kept with
+    the trace (computed once, freed with it)."""
+    with _lens_lock:
+        known = _lens_cache.get(trace)
+    if known is not None and known.ids.shape[-1] >= top:
+        return known
     n_states = model.config.n_layer + 1
     ids = np.empty((n_states, trace.n_seq, top), dtype=np.int64)
     probabilities = np.empty((n_states, trace.n_seq, top), dtype=np.float32)
-    for index in range(n_states):
+    every = []
+    for index in reversed(range(n_states)):              # the last first: it names final_ids
         p = ops.softmax(lens_logits(model, trace, index))
         best = np.argsort(-p, axis=-1, kind="stable")[:, :top]
         ids[index] = best
         probabilities[index] = np.take_along_axis(p, best, axis=-1)
-    return ids, probabilities
+        every.append(p[np.arange(trace.n_seq), ids[-1, :, 0]])
+    final_probabilities = np.stack(every[::-1]).astype(np.float32)
+    result = Lens(ids, probabilities, ids[-1, :, 0].copy(), final_probabilities)
+    for value in (result.ids, result.probabilities, result.final_ids, result.final_probabilities):
+        value.flags.writeable = False
+    with _lens_lock:
+        _lens_cache[trace] = result
+    return result
+
+
+def lens_ready(trace: Trace) -> bool:
+    return cached_lens(trace) is not None
+
+
+def cached_lens(trace: Trace) -> Optional[Lens]:
+    """The trace's lens if it has been computed (it needs the model's head to compute)."""
+    with _lens_lock:
+        return _lens_cache.get(trace)
+
+
+def logit_lens(model: Model, trace: Trace, top: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """-> (ids [n_layer + 1, n_seq, top], probabilities [n_layer + 1, n_seq, top]): each hidden
+    state's most likely next tokens."""
+    result = lens(model, trace, top)
+    return result.ids[..., :top], result.probabilities[..., :top]
 
 
 def _ignore(name: str, value: np.ndarray, layer: Optional[int] = None) -> None:

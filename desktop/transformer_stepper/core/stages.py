@@ -37,6 +37,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("feed_forward", 10, "Feed-forward and residual", per_layer=True),
     Stage("layer_output", 11, "Layer output", per_layer=True),
     Stage("prediction", 12, "Prediction", per_layer=False, needs_lm_head=True),
+    Stage("logit_lens", 13, "Logit lens", per_layer=False, needs_lm_head=True),
 )
 
 _BY_KEY = {stage.key: stage for stage in STAGES}

@@ -19,6 +19,7 @@ from typing import BinaryIO, Callable, Optional, Sequence
 import numpy as np
 
 from ..core.errors import ModelError
+from ..core.generate import cached_lens
 from ..core.stages import Stage
 from ..core.trace import Trace
 
@@ -116,6 +117,7 @@ _STAGE_ARRAYS: dict[str, tuple[tuple[str, str], ...]] = {
                      ("mlp_out", "layer"), ("mlp_residual", "layer"), ("ln_2_out", "layer")),
     "layer_output": (("layer_in", "layer"), ("layer_out", "layer")),
     "prediction": (("final_ln_out", ""), ("head_transform", ""), ("logits", "")),
+    "logit_lens": (),       # the lens, once computed (it needs the model's head): _lens_arrays
 }
 
 # what a column of each array is (token axes get the tokens, the rest numbered)
@@ -138,6 +140,8 @@ def stage_arrays(trace: Trace, stage_key: str, layer: int, head: int,
         raise ModelError(f"head {head}: the model has {config.n_head} heads (0–{config.n_head - 1})")
     tokens = list(trace.tokens)
     key_columns = [f"{j}:{token}" for j, token in enumerate(tokens)]
+    if stage_key == "logit_lens":
+        return _lens_arrays(trace, tokens)
     out = []
     for name, index in _STAGE_ARRAYS[stage_key]:
         if name == "mask":
@@ -161,6 +165,17 @@ def stage_arrays(trace: Trace, stage_key: str, layer: int, head: int,
             columns = [f"{j}:{vocabulary(j)}" for j in range(values.shape[1])]
         out.append(StageArray(name, values, tokens, columns))
     return out
+
+
+def _lens_arrays(trace: Trace, tokens: list[str]) -> list[StageArray]:
+    """Rows: the tokens; columns: the hidden states (embedding output, then each layer)."""
+    result = cached_lens(trace)
+    if result is None:
+        return []
+    states = ["embedding"] + [f"layer {i}" for i in range(trace.config.n_layer)]
+    return [StageArray("lens_top_token_id", result.ids[:, :, 0].T, tokens, states),
+            StageArray("lens_top_probability", result.probabilities[:, :, 0].T, tokens, states),
+            StageArray("lens_final_token_probability", result.final_probabilities.T, tokens, states)]
 
 
 def array_file_name(stage: Stage, name: str, layer: int, head: int, extension: str) -> str:

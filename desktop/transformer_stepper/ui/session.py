@@ -35,6 +35,7 @@ class Session(QObject):
     openFailed = Signal(str)             # a model did not open: one line naming the problem
     computeFailed = Signal(str)          # the text did not trace (e.g. empty): one line
     textChanged = Signal(str)            # the text was set (by the user or programmatically)
+    inline_work = False                  # views compute in workers (a snapshot for export: inline)
 
     def __init__(self, parent: Optional[QObject] = None, debounce_ms: int = TEXT_DEBOUNCE_MS) -> None:
         super().__init__(parent)

@@ -17,6 +17,8 @@ from ..session import Session
 
 
 class SnapshotSession(Session):
+    inline_work = True          # views compute what they need here (an export, not the live window)
+
     def __init__(self, model: Model, trace: Trace, *, layer: int = 0, head: int = 0,
                  selected: Optional[int] = None, temperature: float = 1.0,
                  labels: Optional[list[str]] = None, stage_key: Optional[str] = None,

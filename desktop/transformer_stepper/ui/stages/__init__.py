@@ -15,6 +15,7 @@ from .base import StageView
 from .embedding import EmbeddingView
 from .feed_forward import FeedForwardView
 from .layer_output import LayerOutputView
+from .logit_lens import LogitLensView
 from .output_projection import OutputProjectionView
 from .position_addition import PositionAdditionView
 from .position_encoding import PositionEncodingView
@@ -28,7 +29,7 @@ from .weighted_sum import WeightedSumView
 VIEWS: dict[str, type[StageView]] = {view.stage_key: view for view in (
     TokenizeView, EmbeddingView, PositionEncodingView, PositionAdditionView, QKVView, ScoresView,
     SoftmaxView, WeightedSumView, OutputProjectionView, FeedForwardView, LayerOutputView,
-    PredictionView)}
+    PredictionView, LogitLensView)}
 
 missing = [s.key for s in STAGES if s.key not in VIEWS]
 assert not missing, f"stages without a view: {missing}"

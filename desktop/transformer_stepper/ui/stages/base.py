@@ -86,6 +86,15 @@ class StageView(QWidget):
         """The layers whose detail this view reads (prepared off the GUI thread first)."""
         return [self.session.layer] if self.stage.per_layer else []
 
+    def prepare_work(self) -> Optional[str]:
+        """Start what must be computed before drawing (in a worker: never here on the GUI
+        thread) and say what it is; None when everything is ready. The view redraws when the
+        work reports (layerReady)."""
+        missing = [layer for layer in self.required_layers() if not self.session.layer_ready(layer)]
+        for layer in missing:
+            self.session.prepare_layer(layer)
+        return f"Computing layer {missing[0]}…" if missing else None
+
     def listen(self, signal, slot) -> None:
         """Connect to a session signal; close() disconnects (the session outlives views)."""
         signal.connect(slot)
@@ -179,13 +188,9 @@ class StageView(QWidget):
             return
         if self.is_current():
             return
-        missing = [layer for layer in self.required_layers() if not self.session.layer_ready(layer)]
-        if missing:
-            # the layer's detail is computed in a worker: draw when it is ready (layerReady),
-            # never compute it here on the GUI thread
-            for layer in missing:
-                self.session.prepare_layer(layer)
-            self.placeholder.setText(f"Computing layer {missing[0]}…")
+        waiting = self.prepare_work()
+        if waiting:
+            self.placeholder.setText(waiting)
             self.placeholder.setVisible(True)
             for widget in [figure for _, figure in self._figures] + self._extras:
                 widget.setVisible(False)

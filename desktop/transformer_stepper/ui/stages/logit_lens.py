@@ -1,0 +1,116 @@
+"""13. Logit lens (models with an output head): the final norm and the output head applied to
+every hidden state, as if the model stopped after that layer. The lens is computed in a worker
+(n_layer + 1 passes through the head) and kept with the trace (core.generate.lens)."""
+from __future__ import annotations
+
+import weakref
+from typing import Optional
+
+import numpy as np
+import pyqtgraph as pg
+from shiboken6 import isValid
+
+from ...core.generate import lens, lens_ready
+from ..plots import Heatmap, Lines
+from ..plots.common import format_value
+from ..plots.lines import Curve
+from ..workers import Task
+from .base import StageView
+
+TOP = 5
+MAX_CELL_TEXTS = 400          # beyond this many cells, names only on hover
+
+
+class LogitLensView(StageView):
+    stage_key = "logit_lens"
+
+    def build(self) -> None:
+        self.table = self.add_figure("lens_top_tokens", Heatmap(
+            "Top token at each hidden state", "position", "hidden state", signed=False,
+            value_label="probability", row_names="hidden state", col_names="position",
+            click="col"), 0, 0)
+        self.curve = self.add_figure("lens_final_token", Lines(
+            "The final prediction across layers", "hidden state", "probability"), 0, 1)
+        self.grid.setColumnStretch(0, 3)
+        self.grid.setColumnStretch(1, 2)
+        self.cell_texts: list[pg.TextItem] = []
+        self._pending: Optional[weakref.ref] = None      # the trace whose lens a worker computes
+
+    # -- the lens, off the GUI thread -----------------------------------------------------------
+    def prepare_work(self) -> Optional[str]:
+        trace, model = self.trace, self.session.model
+        if lens_ready(trace):
+            return None
+        if getattr(self.session, "inline_work", False):  # an export's snapshot: compute here
+            lens(model, trace, TOP)
+            return None
+        if self._pending is None or self._pending() is not trace:
+            self._pending = weakref.ref(trace)
+            self.session.workers.start(Task(0, lens, model, trace, TOP),
+                                       lambda *_: self._lens_done(), lambda *_: self._lens_done())
+        return f"Computing the logit lens ({model.config.n_layer + 1} hidden states × "  \
+               f"{model.config.n_vocab:,} tokens)…"
+
+    def _lens_done(self) -> None:
+        if isValid(self):                 # the view may have closed while the worker ran
+            self._pending = None
+            self._on_data()
+
+    # -- drawing --------------------------------------------------------------------------------
+    def _texts(self, count: int) -> list[pg.TextItem]:
+        while len(self.cell_texts) < count:
+            text = pg.TextItem(anchor=(0.5, 0.5), color="#000")
+            self.table.plot.addItem(text)
+            self.cell_texts.append(text)
+        for text in self.cell_texts[count:]:
+            text.setVisible(False)
+        return self.cell_texts[:count]
+
+    def state_names(self) -> list[str]:
+        return ["emb"] + [f"L{i}" for i in range(self.trace.config.n_layer)]
+
+    def update_data(self) -> None:
+        trace, model = self.trace, self.session.model
+        self.lens = result = lens(model, trace, TOP)
+        states = self.state_names()
+        self.names = [[model.tokenizer.id_to_token(int(t)) for t in row]
+                      for row in result.ids[:, :, 0]]
+        what = "next token" if trace.config.causal else "token"
+        self.table.set_title(f"Top {what} if the model stopped after each layer")
+        self.table.set_data(result.probabilities[:, :, 0], states, self.labels, levels=(0.0, 1.0),
+                            describe=self._describe)
+        n_states, n_seq = result.ids.shape[:2]
+        show = n_states * n_seq <= MAX_CELL_TEXTS
+        texts = self._texts(n_states * n_seq if show else 0)
+        for k, text in enumerate(texts):
+            row, col = divmod(k, n_seq)
+            name = self.names[row][col]
+            text.setText(name if len(name) <= 8 else name[:7] + "…")
+            text.setColor("#fff" if result.probabilities[row, col, 0] > 0.55 else "#000")
+            text.setPos(col, row)
+            text.setVisible(True)
+
+    def _describe(self, row: int, col: int) -> str:
+        result, model = self.lens, self.session.model
+        ranked = ", ".join(f"'{model.tokenizer.id_to_token(int(t))}' {format_value(float(p))}"
+                           for t, p in zip(result.ids[row, col], result.probabilities[row, col]))
+        return f"{self.state_names()[row]}, position {col} '{self.labels[col]}': {ranked}"
+
+    def update_selection(self) -> None:
+        i, result, model = self.selected, self.lens, self.session.model
+        self.table.set_highlight(col=i)
+        final = model.tokenizer.id_to_token(int(result.final_ids[i]))
+        first = int(np.argmax(result.ids[:, i, 0] == result.final_ids[i]))
+        self.curve.set_title(f"p('{final}') after {i} '{self.labels[i]}', layer by layer")
+        self.curve.set_curves([Curve(f"p('{final}')", result.final_probabilities[:, i]),
+                               Curve("the state's own top token", result.probabilities[:, i, 0],
+                                     color="#999", width=1.2)],
+                              x_labels=self.state_names(), y_range=(0.0, 1.0))
+        self._values = {"final_token": final, "first_state": self.state_names()[first],
+                        "final_probability": f"{float(result.final_probabilities[-1, i]):.3f}",
+                        "embedding_probability": f"{float(result.final_probabilities[0, i]):.3f}"}
+
+    def stage_values(self) -> dict:
+        # before the lens is drawn (computing), the template's values are not known yet
+        return getattr(self, "_values", {"final_token": "…", "first_state": "…",
+                                         "final_probability": "…", "embedding_probability": "…"})
