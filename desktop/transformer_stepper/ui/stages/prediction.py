@@ -20,10 +20,12 @@ class PredictionView(StageView):
     def build(self) -> None:
         self.top = self.add_figure("top_tokens", Bars(
             "Most likely tokens", "probability", "", horizontal=True, tokens=False,
-            value_name="probability"), 0, 0)
+            value_name="probability"), 0, 0,
+            explain=lambda r, _: ("logits", (self.selected, int(self._top_ids[r]))))
         self.table = self.add_figure("top_per_position", Heatmap(
             "Top predictions at every position", "rank", "position", signed=False,
-            value_label="probability", row_names="position", col_names="rank"), 0, 1)
+            value_label="probability", row_names="position", col_names="rank"), 0, 1,
+            explain=lambda r, c: ("logits", (r, int(self.top_ids[r, c]))))
         self.cell_texts: list[pg.TextItem] = []
         self.grid.setColumnStretch(0, 2)
         self.grid.setColumnStretch(1, 3)
@@ -71,6 +73,7 @@ class PredictionView(StageView):
         model = self.session.model
         self.table.set_highlight(row=i)
         ids, probs = analysis.top_k_probabilities(self.trace.logits[i], TOP_K)
+        self._top_ids = ids
         what = "after" if self.trace.config.causal else "at"
         self.top.set_title(f"Most likely tokens {what} position {i} '{self.labels[i]}'")
         self.top.set_data(probs, [f"{model.tokenizer.id_to_token(t)} ({int(t)})" for t in ids],
