@@ -19,6 +19,12 @@ def _compare(window) -> QWidget:
     return CompareView(window.session, window.settings)
 
 
+def _attribution(window) -> QWidget:
+    from .attribution_view import AttributionView
+
+    return AttributionView(window.session, window.settings)
+
+
 @dataclass(frozen=True)
 class Tab:
     key: str
@@ -29,6 +35,7 @@ class Tab:
 TABS: tuple[Tab, ...] = (
     Tab("stepper", "Stepper", _stepper),
     Tab("compare", "Compare", _compare),
+    Tab("attribution", "Attribution", _attribution),
 )
 
 
