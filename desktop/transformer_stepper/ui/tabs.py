@@ -25,6 +25,12 @@ def _attribution(window) -> QWidget:
     return AttributionView(window.session, window.settings)
 
 
+def _interventions(window) -> QWidget:
+    from .interventions_view import InterventionsView
+
+    return InterventionsView(window.session, window.settings)
+
+
 @dataclass(frozen=True)
 class Tab:
     key: str
@@ -36,6 +42,7 @@ TABS: tuple[Tab, ...] = (
     Tab("stepper", "Stepper", _stepper),
     Tab("compare", "Compare", _compare),
     Tab("attribution", "Attribution", _attribution),
+    Tab("interventions", "Interventions", _interventions),
 )
 
 
