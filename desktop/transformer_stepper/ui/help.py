@@ -24,6 +24,7 @@ SHORTCUTS = (
     ("Ctrl+O", "open a model folder"),
     ("Ctrl+Q", "quit"),
     ("right-click a plot", "export it as PNG or SVG"),
+    ("Alt-click (or Ctrl-click) a value", "where it comes from: its arithmetic, Copy as Python"),
 )
 
 

@@ -16,6 +16,7 @@ from . import explanations
 from .export.dialogs import add_export_actions
 from .export.menu import install_plot_menus
 from .model_menu import HFCacheMenu, RecentMenu, RecentModels
+from .provenance_panel import install_provenance_dock
 from .session import Session
 from .stages import StageView, create_view
 from .generate_bar import GenerateBar
@@ -57,6 +58,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self._build_central()
         self._build_actions()
+        install_provenance_dock(self)            # Alt-click a value: where it comes from
         self._build_status_bar()
         self._connect_session()
         self._restore_settings()
@@ -165,6 +167,7 @@ class MainWindow(QMainWindow):
                                     "the next layer")
         self.next_action.triggered.connect(lambda: self.session.step(+1))
         self._build_go_menu()
+        self.view_menu = self.menuBar().addMenu("&View")
         self._build_help_menu()
         toolbar.addAction(self.back_action)
         toolbar.addAction(self.next_action)
@@ -500,4 +503,5 @@ class MainWindow(QMainWindow):
         self.session.shutdown()
         for view in self.views.values():
             view.close()
+        self.provenance_panel.close()
         super().closeEvent(event)

@@ -35,6 +35,7 @@ class Session(QObject):
     openFailed = Signal(str)             # a model did not open: one line naming the problem
     computeFailed = Signal(str)          # the text did not trace (e.g. empty): one line
     textChanged = Signal(str)            # the text was set (by the user or programmatically)
+    provenanceRequested = Signal(str, object)   # where does trace value name[index] come from?
     inline_work = False                  # views compute in workers (a snapshot for export: inline)
 
     def __init__(self, parent: Optional[QObject] = None, debounce_ms: int = TEXT_DEBOUNCE_MS) -> None:
@@ -325,6 +326,13 @@ class Session(QObject):
         if temperature != self._temperature:
             self._temperature = temperature
             self.temperatureChanged.emit(temperature)
+
+    # -- provenance ----------------------------------------------------------------------
+    def request_provenance(self, name: str, index) -> None:
+        """Ask for the arithmetic behind the current trace's value name[index] (an Alt-click
+        on a plot); the provenance panel answers (ui/provenance_panel.py)."""
+        if self._trace is not None:
+            self.provenanceRequested.emit(name, tuple(int(k) for k in index))
 
     # -- shutdown ----------------------------------------------------------------------
     def shutdown(self, msecs: int = -1) -> bool:

@@ -19,6 +19,18 @@ def _compare(window) -> QWidget:
     return CompareView(window.session, window.settings)
 
 
+def _attribution(window) -> QWidget:
+    from .attribution_view import AttributionView
+
+    return AttributionView(window.session, window.settings)
+
+
+def _interventions(window) -> QWidget:
+    from .interventions_view import InterventionsView
+
+    return InterventionsView(window.session, window.settings)
+
+
 @dataclass(frozen=True)
 class Tab:
     key: str
@@ -29,6 +41,8 @@ class Tab:
 TABS: tuple[Tab, ...] = (
     Tab("stepper", "Stepper", _stepper),
     Tab("compare", "Compare", _compare),
+    Tab("attribution", "Attribution", _attribution),
+    Tab("interventions", "Interventions", _interventions),
 )
 
 

@@ -102,3 +102,7 @@ class Bars(Figure):
 
     def token_at(self, x: float, y: float) -> Optional[int]:
         return self.index_at(x, y) if self.tokens else None
+
+    def cell_at(self, x: float, y: float) -> Optional[tuple[int, int]]:
+        i = self.index_at(x, y)
+        return None if i is None else (i, 0)

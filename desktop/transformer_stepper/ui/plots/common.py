@@ -173,9 +173,11 @@ class TitleLabel(pg.LabelItem):
 class Figure(pg.GraphicsLayoutWidget):
     """One exportable figure: `figure` (the layout) holds a titled PlotItem, and subclasses add
     items once and feed them data. Hover shows `hover_at(x, y)`; a click on a token emits
-    tokenClicked with `token_at(x, y)`."""
+    tokenClicked with `token_at(x, y)`. Alt-click or Ctrl-click (or a plain click where a click
+    selects nothing) emits cellClicked with `cell_at(x, y)`: the value to explain."""
 
     tokenClicked = Signal(int)
+    cellClicked = Signal(int, int)     # (row, column) of a heatmap, (bar, 0) of bars
     hovered = Signal(str)
 
     def __init__(self, title: str, x_label: str = "", y_label: str = "",
@@ -216,6 +218,9 @@ class Figure(pg.GraphicsLayoutWidget):
     def token_at(self, x: float, y: float) -> Optional[int]:
         return None
 
+    def cell_at(self, x: float, y: float) -> Optional[tuple[int, int]]:
+        return None
+
     # -- mouse --------------------------------------------------------------------------
     def _data_point(self, scene_pos) -> Optional[QPointF]:
         view = self.plot.vb
@@ -238,9 +243,18 @@ class Figure(pg.GraphicsLayoutWidget):
         point = self._data_point(event.scenePos())
         if point is None:
             return
-        index = self.token_at(point.x(), point.y())
+        self.click_at(point.x(), point.y(), event.modifiers())
+
+    def click_at(self, x: float, y: float, modifiers=Qt.KeyboardModifier.NoModifier) -> None:
+        """A left click at data point (x, y): select a token, or ask where a value comes from."""
+        explain = bool(modifiers & (Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ControlModifier))
+        index = None if explain else self.token_at(x, y)
         if index is not None:
             self.tokenClicked.emit(int(index))
+            return
+        cell = self.cell_at(x, y)
+        if cell is not None:
+            self.cellClicked.emit(int(cell[0]), int(cell[1]))
 
 
 def nearest_index(value: float, count: int) -> Optional[int]:

@@ -137,3 +137,8 @@ class Heatmap(Figure):
         if self.click == "col":
             return nearest_index(x, width) if nearest_index(y, height) is not None else None
         return None
+
+    def cell_at(self, x: float, y: float) -> Optional[tuple[int, int]]:
+        height, width = self.extent
+        row, col = nearest_index(y, height), nearest_index(x, width)
+        return None if row is None or col is None else (row, col)

@@ -52,7 +52,8 @@ class StageView(QWidget):
         self.grid = QGridLayout()
         self.grid.setSpacing(6)
         outer.addLayout(self.grid, stretch=1)
-        self.readout = QLabel("Hover a plot for exact values; click a token to select it.")
+        self.readout = QLabel("Hover a plot for exact values; click a token to select it; "
+                              "Alt-click (or Ctrl-click) a value to see where it comes from.")
         self.readout.setObjectName("readout")
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.readout.setStyleSheet("color: #444;")
@@ -101,13 +102,38 @@ class StageView(QWidget):
         self._connections.append((signal, slot))
 
     def add_figure(self, name: str, figure: Figure, row: int, col: int,
-                   row_span: int = 1, col_span: int = 1, on_click=None) -> Figure:
-        """Place a figure; a click on it selects a token (or calls `on_click(index)`)."""
+                   row_span: int = 1, col_span: int = 1, on_click=None, explain=None) -> Figure:
+        """Place a figure; a click on it selects a token (or calls `on_click(index)`).
+        `explain(row, col)` names the trace value under a cell, (array name, index) or None:
+        Alt-click there asks the provenance panel where that value comes from."""
         self._figures.append((name, figure))
         self.grid.addWidget(figure, row, col, row_span, col_span)
         figure.tokenClicked.connect(on_click or self.session.select_token)
         figure.hovered.connect(self.readout.setText)
+        if explain is not None:
+            figure.explain = explain
+            figure.cellClicked.connect(lambda r, c, explain=explain: self._explain_cell(explain, r, c))
         return figure
+
+    def _explain_cell(self, explain, row: int, col: int) -> None:
+        if self.trace is None:
+            return
+        address = explain(row, col)
+        if address is not None:
+            self.session.request_provenance(*address)
+
+    # addresses of the usual cells, for `explain=` (read at click time: layer, head, selection)
+    def cell(self, name: str):
+        """(row = token, col = dim) of a per-layer [n_seq, d] array."""
+        return lambda r, c: (name, (self.session.layer, r, c))
+
+    def head_cell(self, name: str):
+        """(row = token, col = dim) of the selected head's [n_seq, d_head] (or [n_q, n_k]) array."""
+        return lambda r, c: (name, (self.session.layer, self.session.head, r, c))
+
+    def query_bar(self, name: str):
+        """Bar j of the selected query's row of a [n_head, n_q, n_k] array."""
+        return lambda j, _: (name, (self.session.layer, self.session.head, self.selected, j))
 
     def add_widget(self, widget: QWidget, row: int, col: int, row_span: int = 1,
                    col_span: int = 1) -> QWidget:

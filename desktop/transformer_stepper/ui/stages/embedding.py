@@ -38,7 +38,8 @@ class EmbeddingView(StageView):
             click=None), 0, 0, 2, 1)
         self.rows = self.add_figure("looked_up_rows", Heatmap(
             "The rows of E for this text's ids", "dimension", "token", value_label="value",
-            row_names="token", col_names="dim"), 0, 1)
+            row_names="token", col_names="dim"), 0, 1,
+            explain=lambda r, c: ("token_embeddings", (r, c)))
         self.vector = self.add_figure("selected_vector", Bars(
             "Embedding vector of the selected token", "dimension", "value", tokens=False), 1, 1)
         self.nearest = self.add_figure("nearest_tokens", Bars(

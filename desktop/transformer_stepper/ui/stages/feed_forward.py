@@ -19,14 +19,17 @@ class FeedForwardView(StageView):
     stage_key = "feed_forward"
 
     def build(self) -> None:
-        self.hidden = self.add_figure("hidden_activations", _heatmap("Hidden activations", "hidden unit"), 0, 0, 1, 2)
+        self.hidden = self.add_figure("hidden_activations", _heatmap("Hidden activations", "hidden unit"), 0, 0, 1, 2,
+            explain=lambda r, c: ("mlp_gated" if self.trace.config.gated_mlp else "mlp_act", (self.session.layer, r, c)))
         self.distribution = self.add_figure("activation_distributions", Lines(
             "Values before and after the activation (all tokens)", "value", "count (log10)"), 0, 2)
         self.shape = self.add_figure("activation_function", Scatter(
             "The selected token's hidden units: before vs after", "before (x·W1 + b1)",
             "after activation"), 1, 2)
-        self.output = self.add_figure("feed_forward_output", _heatmap("· W2 + b2"), 1, 0)
-        self.after = self.add_figure("after_residual", _heatmap("+ residual"), 1, 1)
+        self.output = self.add_figure("feed_forward_output", _heatmap("· W2 + b2"), 1, 0,
+                                      explain=self.cell("mlp_out"))
+        self.after = self.add_figure("after_residual", _heatmap("+ residual"), 1, 1,
+                                     explain=self.cell("layer_out"))
 
     def update_data(self) -> None:
         trace, layer = self.trace, self.session.layer

@@ -19,7 +19,7 @@ class LayerOutputView(StageView):
     def build(self) -> None:
         self.hidden = self.add_figure("layer_output", Heatmap(
             "Hidden states after this layer", "dimension", "token", value_label="value",
-            row_names="token", col_names="dim"), 0, 0)
+            row_names="token", col_names="dim"), 0, 0, explain=self.cell("layer_out"))
         self.drift = self.add_figure("cosine_to_layer0", Lines(
             "Each token's cosine to its own layer-0 vector", "hidden state", "cosine"), 0, 1)
         self.similarity = self.add_figure("token_similarity", Heatmap(

@@ -18,11 +18,15 @@ class PositionAdditionView(StageView):
             return Heatmap(title, "dimension", "token", value_label="value",
                            row_names="token", col_names="dim")
 
-        self.e = self.add_figure("token_embeddings", heatmap("e: token embeddings"), 0, 0)
-        self.p = self.add_figure("position_embeddings", heatmap("p: position vectors"), 0, 1)
+        self.e = self.add_figure("token_embeddings", heatmap("e: token embeddings"), 0, 0,
+                                 explain=lambda r, c: ("token_embeddings", (r, c)))
+        self.p = self.add_figure("position_embeddings", heatmap("p: position vectors"), 0, 1,
+                                 explain=lambda r, c: ("position_embeddings", (r, c)))
         self.t = self.add_figure("token_type_embeddings", heatmap("t: token-type rows"), 0, 2)
-        self.sum = self.add_figure("embedding_sum", heatmap("e + p: the sum"), 1, 0)
-        self.ln = self.add_figure("embedding_layernorm", heatmap("LayerNorm(e + p + t)"), 1, 1)
+        self.sum = self.add_figure("embedding_sum", heatmap("e + p: the sum"), 1, 0,
+                                   explain=lambda r, c: ("embedding_sum", (r, c)))
+        self.ln = self.add_figure("embedding_layernorm", heatmap("LayerNorm(e + p + t)"), 1, 1,
+                                  explain=lambda r, c: ("embedding_output", (r, c)))
         self.concat = self.add_figure("concatenation_alternative", heatmap(
             "The alternative: [e | p] concatenated"), 1, 2)
         self.magnitude = self.add_figure("magnitude_per_dimension", Lines(

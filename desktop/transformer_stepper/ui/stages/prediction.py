@@ -24,7 +24,8 @@ class PredictionView(StageView):
         # it appends that token: the user steers the generation)
         self.top = self.add_figure("top_tokens", Bars(
             "Most likely tokens", "probability", "", horizontal=True, tokens=True,
-            value_name="probability"), 0, 0, on_click=self._bar_clicked)
+            value_name="probability"), 0, 0, on_click=self._bar_clicked,
+            explain=lambda r, _: ("logits", (self.selected, int(self._bar_ids[r]))))
         self.cut_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#b00020", width=1.5, style=Qt.PenStyle.DashLine),
                                         label="cut-off", labelOpts={"position": 0.9, "color": "#b00020"})
         self.top.plot.addItem(self.cut_line)
@@ -32,7 +33,8 @@ class PredictionView(StageView):
         self.listen(self.session.generation.changed, self._on_data)
         self.table = self.add_figure("top_per_position", Heatmap(
             "Top predictions at every position", "rank", "position", signed=False,
-            value_label="probability", row_names="position", col_names="rank"), 0, 1)
+            value_label="probability", row_names="position", col_names="rank"), 0, 1,
+            explain=lambda r, c: ("logits", (r, int(self.top_ids[r, c]))))
         self.cell_texts: list[pg.TextItem] = []
         self.grid.setColumnStretch(0, 2)
         self.grid.setColumnStretch(1, 3)

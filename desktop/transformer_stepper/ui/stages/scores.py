@@ -14,9 +14,10 @@ class ScoresView(StageView):
     def build(self) -> None:
         self.scores = self.add_figure("scores", Heatmap(
             "Scores q·kᵀ/√d_head", "key (the token looked at)", "query (the token looking)",
-            value_label="score", row_names="query", col_names="key"), 0, 0)
+            value_label="score", row_names="query", col_names="key"), 0, 0, explain=self.head_cell("scores"))
         self.row = self.add_figure("query_scores", Bars(
-            "Scores of the selected query", "key", "score", value_name="score"), 0, 1)
+            "Scores of the selected query", "key", "score", value_name="score"), 0, 1,
+            explain=self.query_bar("scores"))
         self.grid.setColumnStretch(0, 3)
         self.grid.setColumnStretch(1, 2)
 

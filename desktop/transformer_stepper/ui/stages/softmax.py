@@ -51,9 +51,11 @@ class SoftmaxView(StageView):
         self._proxy = pg.SignalProxy(self.slider.valueChanged, rateLimit=30, slot=self._slider_moved)
         self.weights = self.add_figure("attention_weights", Heatmap(
             "Attention weights", "key (the token looked at)", "query (the token looking)",
-            signed=False, value_label="weight", row_names="query", col_names="key"), 0, 0)
+            signed=False, value_label="weight", row_names="query", col_names="key"), 0, 0,
+            explain=self.head_cell("attn_weights"))
         self.row = self.add_figure("query_weights", Bars(
-            "Weights of the selected query", "key", "weight", value_name="weight"), 0, 1)
+            "Weights of the selected query", "key", "weight", value_name="weight"), 0, 1,
+            explain=self.query_bar("attn_weights"))
         self.grid.setColumnStretch(0, 3)
         self.grid.setColumnStretch(1, 2)
         self.listen(self.session.temperatureChanged, self._on_temperature)

@@ -19,18 +19,21 @@ class WeightedSumView(StageView):
         self.contributions = self.add_figure("contributions", Heatmap(
             "Contributions weight_j · v_j to the selected query", "head dimension",
             "source token j", value_label="value", row_names="source", col_names="head dim",
-            click=None), 0, 0)
+            click=None), 0, 0,
+            explain=lambda r, c: ("head_outputs", (self.session.layer, self.session.head, self.selected, c)))
         self.sizes = self.add_figure("contribution_sizes", Bars(
             "Size of each contribution |weight_j · v_j|", "source token j", "length",
             value_name="|weight·v|"), 0, 1)
         self.all_heads = self.add_figure("weights_every_head", Heatmap(
             "The selected query's weights in every head", "key", "head", signed=False,
             value_label="weight", row_names="head", col_names="key", click="row"), 1, 1,
-            on_click=self.session.set_head)
+            on_click=self.session.set_head,
+            explain=lambda r, c: ("attn_weights", (self.session.layer, r, self.selected, c)))
         self.head_outputs = self.add_figure("head_outputs", Heatmap(
             "Every head's output for the selected query", "head dimension", "head",
             value_label="value", row_names="head", col_names="head dim", click="row"), 1, 0,
-            on_click=self.session.set_head)
+            on_click=self.session.set_head,
+            explain=lambda r, c: ("head_outputs", (self.session.layer, r, self.selected, c)))
         self.sum_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#000", width=2))
         self.contributions.plot.addItem(self.sum_line)
 

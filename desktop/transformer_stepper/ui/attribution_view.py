@@ -1,0 +1,147 @@
+"""The Attribution tab: at the selected token, the residual stream after a chosen layer as the sum
+of its parts (embedding, each layer's attention and feed-forward output), and — for models with
+an LM head — each part's and each head's direct attribution to the predicted token's logit
+(core/attribution.py). The layers it reads are computed in workers first, as the stage views do."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from ..core.attribution import Decomposition, decompose
+from ..core.errors import ModelError
+from .plots import Bars, Heatmap
+from .plots.common import format_value
+from .session import Session
+
+
+class AttributionView(QWidget):
+    def __init__(self, session: Session, settings=None, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.decomposition: Optional[Decomposition] = None
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(6, 6, 6, 6)
+        controls = QHBoxLayout()
+        controls.addWidget(QLabel("Residual stream after"))
+        self.layer_box = QComboBox()
+        self.layer_box.currentIndexChanged.connect(lambda _: self.refresh())
+        controls.addWidget(self.layer_box)
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        controls.addWidget(self.summary, stretch=1)
+        outer.addLayout(controls)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        outer.addWidget(self.message)
+        grid = QGridLayout()
+        outer.addLayout(grid, stretch=1)
+        self.parts = Bars("Direct logit attribution of each part", "part of the stream", "logit",
+                          tokens=False, value_name="share of the logit")
+        self.heads = Heatmap("Each head's direct attribution", "head", "layer",
+                             value_label="logit", row_names="layer", col_names="head", click=None)
+        self.sizes = Bars("Size of each part |part|", "part of the stream", "length",
+                          tokens=False, value_name="|part|")
+        grid.addWidget(self.parts, 0, 0)
+        grid.addWidget(self.heads, 0, 1)
+        grid.addWidget(self.sizes, 1, 0, 1, 2)
+        for figure in (self.parts, self.heads, self.sizes):
+            figure.hovered.connect(self.summary.setToolTip)
+        self._connections = [(session.traceChanged, self._on_trace), (session.modelChanged, self._on_model),
+                             (session.selectionChanged, self.refresh), (session.layerReady, self.refresh)]
+        for signal, slot in self._connections:
+            signal.connect(slot)
+        self._on_model()
+
+    def _on_model(self) -> None:
+        model = self.session.model
+        self.layer_box.blockSignals(True)
+        self.layer_box.clear()
+        if model is not None:
+            n = model.config.n_layer
+            self.layer_box.addItems([f"layer {i}" + (" (the last)" if i == n - 1 else "") for i in range(n)])
+            self.layer_box.setCurrentIndex(n - 1)
+        self.layer_box.blockSignals(False)
+        self.refresh()
+
+    def _on_trace(self) -> None:
+        if self.session.model is not None and self.layer_box.count() != self.session.model.config.n_layer:
+            self._on_model()
+        self.refresh()
+
+    def _show(self, message: str) -> None:
+        self.decomposition = None
+        self.message.setText(message)
+        self.message.setVisible(True)
+        for figure in (self.parts, self.heads, self.sizes):
+            figure.setVisible(False)
+        self.summary.setText("")
+
+    def refresh(self, *_) -> None:
+        session, trace = self.session, self.session.trace
+        if trace is None or session.model is None:
+            self._show("Open a model and type a sentence.")
+            return
+        layer = max(self.layer_box.currentIndex(), 0)
+        missing = [l for l in range(layer + 1) if not session.layer_ready(l)]
+        if missing:                        # never compute layer detail on the GUI thread
+            for l in missing:
+                session.prepare_layer(l)
+            self._show(f"Computing layer {missing[0]}…")
+            return
+        try:
+            d = decompose(session.model, trace, session.selected_token, layer)
+        except ModelError as error:
+            self._show(f"{error}. The decomposition is shown for pre-LN models (GPT-2, Llama, "
+                       "the built-in model).")
+            return
+        self.decomposition = d
+        self.message.setVisible(False)
+        labels = session.token_labels()
+        token = labels[d.position]
+        sizes = np.linalg.norm(d.parts, axis=1)
+        self.sizes.set_title(f"Size of each part of the stream at '{token}' after layer {layer} "
+                             f"(they sum to it: largest error {d.residual_error:.1e})")
+        self.sizes.set_data(sizes, list(d.names), notes=[f"|part| = {s:.4g}" for s in sizes])
+        if d.contributions is None:
+            self.parts.setVisible(False)
+            self.heads.setVisible(False)
+            self.sizes.setVisible(True)
+            self.summary.setText(f"'{token}': the stream after layer {layer} = embedding + every attention "
+                                 "and feed-forward output (no LM head: no logit to attribute).")
+            return
+        name = session.model.tokenizer.id_to_token(d.token_id)
+        self.parts.set_title(f"Each part's push on the logit of '{name}' at '{token}'")
+        self.parts.set_data(d.contributions.astype(np.float32), list(d.names),
+                            notes=[f"before the norm's scale: {format_value(float(u))}" for u in d.unscaled])
+        self.heads.set_title(f"Each head's push on '{name}' (through W_O)")
+        self.heads.set_data(d.head_contributions.astype(np.float32),
+                            [f"layer {l}" for l in range(layer + 1)],
+                            [f"head {h}" for h in range(trace.config.n_head)])
+        for figure in (self.parts, self.heads, self.sizes):
+            figure.setVisible(True)
+        config = trace.config
+        where = "the prediction" if layer == config.n_layer - 1 else "the logit lens at this layer"
+        if not config.final_norm:
+            scale = "No final norm: each part is dotted with the token's row as it is."
+        elif config.norm_kind == "rms":
+            scale = f"Each part is scaled by the final RMSNorm's 1/RMS = {d.scale:.4g} (one number for all) and g."
+        else:
+            scale = (f"Each part is centred and scaled by the final LayerNorm's 1/σ = {d.scale:.4g} "
+                     f"(one number for all) and γ; the constant is β·W.")
+        self.summary.setText(
+            f"<b>'{token}'</b> → <b>'{name}'</b> ({where}): logit {d.logit:.4f} = Σ parts "
+            f"{float(d.contributions.sum()):.4f} + constant {d.constant:.4f}. {scale}")
+
+    def close(self) -> bool:
+        for signal, slot in self._connections:
+            try:
+                signal.disconnect(slot)
+            except (RuntimeError, TypeError):
+                pass
+        self._connections = []
+        return super().close()

@@ -1,0 +1,246 @@
+"""The Interventions tab: switch a part of the model off (ablate heads, remove or shuffle the
+positions, look a token up as another) and see what changes: the intervened forward pass runs
+in a worker beside the session's clean trace, which is left as it is; at the selected token the
+tab shows which next tokens gained or lost probability and how far each hidden state moved.
+A chip line names the active interventions; Clear removes them all."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton,
+                               QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from ..core import interventions as lib
+from ..core import ops
+from .plots import Bars
+from .session import Session
+from .workers import Task
+
+TOP_CHANGES = 6
+
+
+def trace_with(model, text: str, interventions: tuple):
+    """The worker's job: the same text through the same model, intervened."""
+    return model.trace(text, interventions=interventions)
+
+
+class InterventionsView(QWidget):
+    resultReady = Signal()               # an intervened trace is in and drawn
+    failed = Signal(str)
+
+    def __init__(self, session: Session, settings=None, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.intervened = None           # the latest intervened trace (for the current text)
+        self._request = 0
+        self._latest = -1
+        outer = QHBoxLayout(self)
+        controls = QVBoxLayout()
+        outer.addLayout(controls, stretch=0)
+        controls.addWidget(QLabel("<b>Ablate heads</b> (tick a layer × head cell)"))
+        self.heads = QTableWidget()
+        self.heads.setMaximumWidth(330)
+        self.heads.itemChanged.connect(lambda _: self._changed())
+        controls.addWidget(self.heads, stretch=1)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("replace the head's output by"))
+        self.mode = QComboBox()
+        self.mode.addItems(["zero", "mean"])
+        self.mode.setToolTip("zero: the head adds nothing; mean: its output averaged over positions")
+        self.mode.currentIndexChanged.connect(lambda _: self._changed())
+        row.addWidget(self.mode)
+        controls.addLayout(row)
+        self.no_positions = QCheckBox("No positions (no p added, or no rotation)")
+        self.shuffle = QCheckBox("Shuffle positions, seed")
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 10_000)
+        shuffle_row = QHBoxLayout()
+        shuffle_row.addWidget(self.shuffle)
+        shuffle_row.addWidget(self.seed)
+        self.swap = QCheckBox("Look up position")
+        self.swap_position = QSpinBox()
+        self.swap_token = QSpinBox()
+        swap_row = QHBoxLayout()
+        for widget in (self.swap, self.swap_position, QLabel("as token id"), self.swap_token):
+            swap_row.addWidget(widget)
+        controls.addWidget(self.no_positions)
+        controls.addLayout(shuffle_row)
+        controls.addLayout(swap_row)
+        for box in (self.no_positions, self.shuffle, self.swap):
+            box.toggled.connect(lambda _: self._changed())
+        for spin in (self.seed, self.swap_position, self.swap_token):
+            spin.valueChanged.connect(lambda _: self._changed())
+        chips = QHBoxLayout()
+        self.chips = QLabel("No intervention.")
+        self.chips.setWordWrap(True)
+        self.clear = QPushButton("Clear")
+        self.clear.clicked.connect(self.clear_all)
+        chips.addWidget(self.chips, stretch=1)
+        chips.addWidget(self.clear)
+        controls.addLayout(chips)
+        right = QVBoxLayout()
+        outer.addLayout(right, stretch=1)
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        right.addWidget(self.summary)
+        grid = QGridLayout()
+        right.addLayout(grid, stretch=1)
+        self.changes = Bars("Next-token probability: gained and lost", "change in probability", "",
+                            horizontal=True, tokens=False, value_name="intervened − clean")
+        self.moved = Bars("How far each hidden state moved at the selected token",
+                          "hidden state", "|intervened − clean| / |clean|", tokens=False,
+                          value_name="relative change")
+        grid.addWidget(self.changes, 0, 0)
+        grid.addWidget(self.moved, 1, 0)
+        self._debounce = QTimer(self)
+        self._debounce.setSingleShot(True)
+        self._debounce.setInterval(60)
+        self._debounce.timeout.connect(self.run)
+        self._connections = [(session.modelChanged, self._on_model), (session.traceChanged, self._changed),
+                             (session.selectionChanged, self._draw)]
+        for signal, slot in self._connections:
+            signal.connect(slot)
+        self._on_model()
+
+    # -- the interventions the controls describe ---------------------------------------------
+    def interventions(self) -> tuple:
+        chosen = []
+        mode = self.mode.currentText()
+        for layer in range(self.heads.rowCount()):
+            for head in range(self.heads.columnCount()):
+                item = self.heads.item(layer, head)
+                if item is not None and item.checkState() == Qt.CheckState.Checked:
+                    chosen.append(lib.AblateHead(layer, head, mode))
+        if self.no_positions.isChecked():
+            chosen.append(lib.NoPositions())
+        if self.shuffle.isChecked():
+            chosen.append(lib.ShufflePositions(self.seed.value()))
+        if self.swap.isChecked():
+            chosen.append(lib.SwapEmbedding(self.swap_position.value(), self.swap_token.value()))
+        return tuple(chosen)
+
+    def set_head_ablated(self, layer: int, head: int, ablated: bool = True) -> None:
+        self.heads.item(layer, head).setCheckState(Qt.CheckState.Checked if ablated else Qt.CheckState.Unchecked)
+
+    def clear_all(self) -> None:
+        self.heads.blockSignals(True)
+        for layer in range(self.heads.rowCount()):
+            for head in range(self.heads.columnCount()):
+                self.heads.item(layer, head).setCheckState(Qt.CheckState.Unchecked)
+        self.heads.blockSignals(False)
+        for box in (self.no_positions, self.shuffle, self.swap):
+            box.blockSignals(True)
+            box.setChecked(False)
+            box.blockSignals(False)
+        self._changed()
+
+    def _on_model(self) -> None:
+        model = self.session.model
+        self.heads.blockSignals(True)
+        n_layer, n_head = (model.config.n_layer, model.config.n_head) if model else (0, 0)
+        self.heads.setRowCount(n_layer)
+        self.heads.setColumnCount(n_head)
+        self.heads.setVerticalHeaderLabels([f"layer {l}" for l in range(n_layer)])
+        self.heads.setHorizontalHeaderLabels([f"h{h}" for h in range(n_head)])
+        for layer in range(n_layer):
+            for head in range(n_head):
+                item = QTableWidgetItem()
+                item.setFlags(Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEnabled)
+                item.setCheckState(Qt.CheckState.Unchecked)
+                self.heads.setItem(layer, head, item)
+        self.heads.resizeColumnsToContents()
+        self.heads.blockSignals(False)
+        if model is not None:
+            self.swap_token.setRange(0, model.config.n_vocab - 1)
+        self._changed()
+
+    # -- running -----------------------------------------------------------------------------
+    def _changed(self, *_) -> None:
+        trace = self.session.trace
+        if trace is not None:
+            self.swap_position.setRange(0, trace.n_seq - 1)
+        chosen = self.interventions()
+        self.chips.setText("Active: " + " · ".join(f"[{lib.describe(i)}]" for i in chosen) if chosen
+                           else "No intervention.")
+        self.clear.setEnabled(bool(chosen))
+        self._debounce.start()
+
+    def run(self) -> None:
+        session, chosen = self.session, self.interventions()
+        self._request += 1
+        self._latest = self._request
+        if session.trace is None or session.model is None or not chosen:
+            self.intervened = None
+            self._draw()
+            return
+        self.summary.setText("Running the intervened forward pass…")
+        session.workers.start(Task(self._request, trace_with, session.model, session.text, chosen),
+                              self._on_result, self._on_failed)
+
+    def _on_result(self, request: int, trace) -> None:
+        if request != self._latest or self.session.trace is None or trace.text != self.session.trace.text:
+            return
+        self.intervened = trace
+        self._draw()
+        self.resultReady.emit()
+
+    def _on_failed(self, request: int, message: str, user_error: bool) -> None:
+        if request == self._latest:
+            self.intervened = None
+            self.summary.setText(f"<span style='color: #b00020;'>⚠ {message}</span> (the clean trace is unchanged)")
+            self.failed.emit(message)
+
+    # -- drawing -----------------------------------------------------------------------------
+    def _draw(self, *_) -> None:
+        clean, intervened, session = self.session.trace, self.intervened, self.session
+        if clean is None or intervened is None or intervened.n_seq != clean.n_seq:
+            self.changes.setVisible(False)
+            self.moved.setVisible(False)
+            self.summary.setText("Tick a head, or remove the positions, to see what changes.")
+            return
+        i = session.selected_token
+        labels = session.token_labels()
+        before, after = clean.hidden_states[:, i], intervened.hidden_states[:, i]
+        moved = np.linalg.norm(after - before, axis=1) / np.maximum(np.linalg.norm(before, axis=1), 1e-12)
+        names = ["embed"] + [f"layer {l}" for l in range(clean.config.n_layer)]
+        self.moved.set_title(f"How far each hidden state of '{labels[i]}' moved")
+        self.moved.set_data(moved.astype(np.float32), names)
+        self.moved.setVisible(True)
+        self.moved_values = moved
+        if clean.logits is None:
+            self.changes.setVisible(False)
+            self.summary.setText(f"'{labels[i]}': the last hidden state moved by {moved[-1]:.1%} of its length.")
+            return
+        p_clean = ops.softmax(clean.logits[i].astype(np.float32, copy=True))
+        p_after = ops.softmax(intervened.logits[i].astype(np.float32, copy=True))
+        delta = p_after - p_clean
+        order = np.argsort(delta)
+        chosen = list(order[::-1][:TOP_CHANGES]) + list(order[:TOP_CHANGES][::-1])
+        tokenizer = session.model.tokenizer
+        self.delta_ids = np.array(chosen)
+        self.changes.set_title(f"After '{labels[i]}': which next tokens gained and lost probability")
+        self.changes.set_data(delta[chosen], [f"{tokenizer.id_to_token(int(t))} ({int(t)})" for t in chosen],
+                              notes=[f"{p_clean[t]:.4f} → {p_after[t]:.4f}" for t in chosen])
+        self.changes.setVisible(True)
+        top_clean, top_after = int(np.argmax(p_clean)), int(np.argmax(p_after))
+        self.summary.setText(
+            f"At <b>'{labels[i]}'</b>: clean prediction <b>'{tokenizer.id_to_token(top_clean)}'</b> "
+            f"(p = {p_clean[top_clean]:.3f}) → intervened <b>'{tokenizer.id_to_token(top_after)}'</b> "
+            f"(p = {p_after[top_after]:.3f}); the clean one now has p = {p_after[top_clean]:.3f}. "
+            f"The last hidden state moved by {moved[-1]:.1%}.")
+
+    def shutdown(self) -> None:
+        self._debounce.stop()
+        self._latest = -1
+
+    def close(self) -> bool:
+        for signal, slot in self._connections:
+            try:
+                signal.disconnect(slot)
+            except (RuntimeError, TypeError):
+                pass
+        self._connections = []
+        return super().close()

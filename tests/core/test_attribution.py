@@ -1,0 +1,51 @@
+"""The residual stream is the sum of its parts (embedding, every attention and feed-forward
+output), the heads (through W_O, plus its bias) sum to the attention output, and the parts'
+direct logit attributions sum to the traced logit."""
+import numpy as np
+import pytest
+
+from tests.conftest import FIXTURES
+from transformer_stepper import AblateHead, ModelError, load_model
+from transformer_stepper.core.attribution import decompose
+
+TEXT = "the queen rode to the bank of the river"
+
+
+@pytest.mark.parametrize("family", [None, "gpt2_tiny_lm", "llama_tiny_gqa4", "gemma_tiny", "qwen2_tiny"],
+                         ids=lambda f: f or "builtin")
+def test_parts_sum_to_the_stream_and_attributions_to_the_logit(family):
+    model = load_model(None if family is None else FIXTURES / family)
+    trace = model.trace(TEXT)
+    n_layer = model.config.n_layer
+    for position in (0, trace.n_seq // 2, trace.n_seq - 1):
+        for layer in range(n_layer):
+            d = decompose(model, trace, position, layer)
+            assert d.names[0] == "embedding" and len(d.parts) == 1 + 2 * (layer + 1)
+            np.testing.assert_allclose(d.parts.sum(axis=0), trace.layer("layer_out", layer)[position],
+                                       atol=1e-4, rtol=1e-5)
+            heads = d.head_parts.sum(axis=1) + d.attn_bias            # [layer + 1, d]
+            np.testing.assert_allclose(heads, d.parts[1::2], atol=1e-4, rtol=1e-5)
+        last = decompose(model, trace, position)
+        assert last.token_id == int(np.argmax(trace.logits[position]))
+        assert last.logit == pytest.approx(float(trace.logits[position, last.token_id]), abs=1e-4, rel=1e-5)
+        if not model.config.o_bias:        # no W_O bias: the heads are the whole attention part
+            np.testing.assert_allclose(last.head_contributions.sum(axis=1), last.contributions[1::2],
+                                       atol=1e-4, rtol=1e-5)
+        other = decompose(model, trace, position, token_id=3)
+        assert other.logit == pytest.approx(float(trace.logits[position, 3]), abs=1e-4, rel=1e-5)
+
+
+def test_an_ablated_head_attributes_nothing():
+    model = load_model(None)
+    trace = model.trace(TEXT, interventions=[AblateHead(1, 2)])
+    d = decompose(model, trace, 5)
+    assert np.all(d.head_parts[1, 2] == 0) and d.head_contributions[1, 2] == 0
+
+
+def test_post_ln_models_and_bad_positions_are_refused_in_one_line():
+    bert = load_model(FIXTURES / "bert_tiny_mlm")
+    with pytest.raises(ModelError, match="post-LN"):
+        decompose(bert, bert.trace(TEXT), 1)
+    model = load_model(None)
+    with pytest.raises(ModelError, match="position 99"):
+        decompose(model, model.trace(TEXT), 99)
