@@ -35,6 +35,7 @@ class Heatmap(Figure):
         self.extent = (1, 1)
         self.exact = None        # optional (row, col) -> value when the image is a downsample
         self.plot.invertY(True)  # row 0 on top, as a matrix is written
+        self._cell_texts: list[pg.TextItem] = []       # set_cell_labels: created once, reused
         self.masked_background = QGraphicsRectItem()
         self.masked_background.setBrush(QBrush(QColor("#b0b0b0"), Qt.BrushStyle.BDiagPattern))
         self.masked_background.setPen(QPen(Qt.PenStyle.NoPen))
@@ -95,6 +96,28 @@ class Heatmap(Figure):
         self.y_axis.set_labels(self.row_labels)
         self.x_axis.set_labels(self.col_labels)
         self.plot.setRange(xRange=(-0.5, width - 0.5), yRange=(-0.5, height - 0.5), padding=0)
+
+    def set_cell_labels(self, names: Sequence[Sequence[str]], shade: np.ndarray, limit: int,
+                        width: int = 12) -> None:
+        """names[row][col] written in each cell (cut to `width` characters), white where
+        shade[row, col] > 0.55 (dark cells); none when there are more than `limit` cells: the
+        names are then on hover only."""
+        rows = len(names)
+        cols = len(names[0]) if rows else 0
+        count = rows * cols if rows * cols <= limit else 0
+        while len(self._cell_texts) < count:
+            text = pg.TextItem(anchor=(0.5, 0.5), color="#000")
+            self.plot.addItem(text)
+            self._cell_texts.append(text)
+        for text in self._cell_texts[count:]:
+            text.setVisible(False)
+        for k, text in enumerate(self._cell_texts[:count]):
+            row, col = divmod(k, cols)
+            name = names[row][col]
+            text.setText(name if len(name) <= width else name[:width - 1] + "…")
+            text.setColor("#fff" if shade[row, col] > 0.55 else "#000")
+            text.setPos(col, row)
+            text.setVisible(True)
 
     def set_highlight(self, row: Optional[int] = None, col: Optional[int] = None) -> None:
         height, width = self.extent

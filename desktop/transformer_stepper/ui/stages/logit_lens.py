@@ -7,7 +7,6 @@ import weakref
 from typing import Optional
 
 import numpy as np
-import pyqtgraph as pg
 from shiboken6 import isValid
 
 from ...core.generate import lens, lens_ready
@@ -33,7 +32,6 @@ class LogitLensView(StageView):
             "The final prediction across layers", "hidden state", "probability"), 0, 1)
         self.grid.setColumnStretch(0, 3)
         self.grid.setColumnStretch(1, 2)
-        self.cell_texts: list[pg.TextItem] = []
         self._pending: Optional[weakref.ref] = None      # the trace whose lens a worker computes
 
     # -- the lens, off the GUI thread -----------------------------------------------------------
@@ -57,15 +55,6 @@ class LogitLensView(StageView):
             self._on_data()
 
     # -- drawing --------------------------------------------------------------------------------
-    def _texts(self, count: int) -> list[pg.TextItem]:
-        while len(self.cell_texts) < count:
-            text = pg.TextItem(anchor=(0.5, 0.5), color="#000")
-            self.table.plot.addItem(text)
-            self.cell_texts.append(text)
-        for text in self.cell_texts[count:]:
-            text.setVisible(False)
-        return self.cell_texts[:count]
-
     def state_names(self) -> list[str]:
         return ["emb"] + [f"L{i}" for i in range(self.trace.config.n_layer)]
 
@@ -79,16 +68,7 @@ class LogitLensView(StageView):
         self.table.set_title(f"Top {what} if the model stopped after each layer")
         self.table.set_data(result.probabilities[:, :, 0], states, self.labels, levels=(0.0, 1.0),
                             describe=self._describe)
-        n_states, n_seq = result.ids.shape[:2]
-        show = n_states * n_seq <= MAX_CELL_TEXTS
-        texts = self._texts(n_states * n_seq if show else 0)
-        for k, text in enumerate(texts):
-            row, col = divmod(k, n_seq)
-            name = self.names[row][col]
-            text.setText(name if len(name) <= 8 else name[:7] + "…")
-            text.setColor("#fff" if result.probabilities[row, col, 0] > 0.55 else "#000")
-            text.setPos(col, row)
-            text.setVisible(True)
+        self.table.set_cell_labels(self.names, result.probabilities[:, :, 0], MAX_CELL_TEXTS, width=8)
 
     def _describe(self, row: int, col: int) -> str:
         result, model = self.lens, self.session.model

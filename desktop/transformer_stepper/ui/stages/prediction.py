@@ -35,18 +35,8 @@ class PredictionView(StageView):
             "Top predictions at every position", "rank", "position", signed=False,
             value_label="probability", row_names="position", col_names="rank"), 0, 1,
             explain=lambda r, c: ("logits", (r, int(self.top_ids[r, c]))))
-        self.cell_texts: list[pg.TextItem] = []
         self.grid.setColumnStretch(0, 2)
         self.grid.setColumnStretch(1, 3)
-
-    def _texts(self, count: int) -> list[pg.TextItem]:
-        while len(self.cell_texts) < count:
-            text = pg.TextItem(anchor=(0.5, 0.5), color="#000")
-            self.table.plot.addItem(text)
-            self.cell_texts.append(text)
-        for text in self.cell_texts[count:]:
-            text.setVisible(False)
-        return self.cell_texts[:count]
 
     def update_data(self) -> None:
         trace, model = self.trace, self.session.model
@@ -62,15 +52,7 @@ class PredictionView(StageView):
                              else "What the masked-LM head predicts at each position")
         self.table.set_data(self.top_probs, self.labels, [f"#{r + 1}" for r in range(TOP_PER_POSITION)],
                             levels=(0.0, 1.0), describe=self._describe)
-        show_text = n * TOP_PER_POSITION <= MAX_CELL_TEXTS
-        texts = self._texts(n * TOP_PER_POSITION if show_text else 0)
-        for k, text in enumerate(texts):
-            i, r = divmod(k, TOP_PER_POSITION)
-            name = self.top_names[i][r]
-            text.setText(name if len(name) <= 12 else name[:11] + "…")
-            text.setColor("#fff" if self.top_probs[i, r] > 0.55 else "#000")
-            text.setPos(r, i)
-            text.setVisible(True)
+        self.table.set_cell_labels(self.top_names, self.top_probs, MAX_CELL_TEXTS)
 
     def _describe(self, row: int, col: int) -> str:
         return (f"position {row} '{self.labels[row]}', rank {col + 1}: "
