@@ -180,3 +180,24 @@ def run_train(args, on_progress: Optional[Callable[[TrainProgress], None]] = Non
               f"final training loss {result['final_train_loss']:.4f}")
     print(f"wrote {out}")
     return 0
+
+
+def write_model_folder(out: Path, trained: TrainedModel,
+                       history: Optional[TrainingHistory] = None) -> None:
+    """Write a trained model (and its history) to `out` as `train` does: checked first, written
+    into a temporary folder beside it, renamed at the end; nothing is left half-written."""
+    out = Path(out).expanduser().absolute()
+    check_output(out)
+    try:
+        tmp = _temporary_folder(out, ".part")
+    except OSError as exc:
+        raise ModelError(f"{out.parent}: cannot write ({exc.strerror or exc})") from None
+    try:
+        save_model_folder(tmp, trained, history)
+        _install(tmp, out)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ModelError(f"{out}: cannot write ({exc.strerror or exc})") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
