@@ -137,6 +137,10 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--out", required=True, help="output model folder")
     train.add_argument("--steps", type=int, default=None)
     train.add_argument("--seed", type=int, default=None)
+    train.add_argument("--recipe", choices=("builtin", "quick"), default="builtin",
+                       help="builtin: the shipped model's recipe (default); quick: about 45 s")
+    train.add_argument("--snapshots", type=int, default=None,
+                       help="E snapshots kept in history.npz, at most (default 64)")
     compare = sub.add_parser("compare", help="the same word in 2-8 sentences: every Compare "
                                              "figure and compare.csv (no display)")
     compare.add_argument("--model", help="HF folder, .safetensors or .npz (default: built-in model)")

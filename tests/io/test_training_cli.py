@@ -3,6 +3,7 @@ leaves no model folder, a finished run leaves one the loader opens. A small reci
 import json
 import os
 
+import numpy as np
 import pytest
 
 from transformer_stepper import load_model
@@ -114,10 +115,36 @@ def test_a_finished_run_writes_a_model_the_loader_opens(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "step     1/2" in captured.out and "tokens/s" in captured.out
     assert "held-out next-token accuracy" in captured.out and f"wrote {out}" in captured.out
-    assert sorted(p.name for p in out.iterdir()) == sorted(training_cli.MODEL_FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(training_cli.MODEL_FILES
+                                                           + (training_cli.HISTORY_FILE,))
     assert [p.name for p in tmp_path.iterdir()] == ["m"]      # no temporary folder left behind
     recipe = json.loads((out / "recipe.json").read_text())
     assert recipe["recipe"]["steps"] == 2 and recipe["recipe"]["seed"] == 3
     model = load_model(out)
     assert model.config.position == "sinusoidal" and model.config.causal and model.config.lm_head
     assert model.trace("The king sat on the bank.").tokens[0] == "[BOS]"
+
+
+def test_the_quick_recipe_writes_its_history(tmp_path, capsys, monkeypatch):
+    small = training_cli.QUICK.replace(corpus=corpus.CorpusConfig(n_passages=300), n_heldout=20,
+                                       batch_size=8)
+    monkeypatch.setattr(training_cli, "QUICK", small)
+    out = tmp_path / "m"
+    assert main(["train", "--out", str(out), "--recipe", "quick", "--steps", "9",
+                 "--snapshots", "4"]) == 0
+    assert "training the quick recipe" in capsys.readouterr().out
+    with np.load(out / training_cli.HISTORY_FILE, allow_pickle=False) as history:
+        assert history["steps"].tolist() == list(range(1, 10))
+        assert len(history["losses"]) == 9 and np.all(np.isfinite(history["losses"]))
+        assert 2 <= len(history["snapshot_steps"]) <= 4 and history["snapshot_steps"][-1] == 9
+        assert history["snapshots"].shape[1:] == (len(history["vocabulary"]), 48)
+        assert history["separation"].shape == history["snapshot_steps"].shape
+        assert history["heldout_steps"][0] == 0 and history["heldout_steps"][-1] == 9
+        assert float(history["unigram_loss"]) > 0
+        assert history["vocabulary"][2] == "[BOS]" and history["classes"][2] == "special"
+    assert load_model(out).config.d_model == 48
+
+
+def test_too_few_snapshots(tmp_path, capsys):
+    assert main(["train", "--out", str(tmp_path / "m"), "--snapshots", "1"]) == 2
+    assert "--snapshots must be at least 2" in one_error_line(capsys)

@@ -1,5 +1,6 @@
-"""`transformer-stepper train --out DIR [--steps N] [--seed S]`: train the built-in teaching
-model from its recipe and write it as a model folder the loader opens.
+"""`transformer-stepper train --out DIR [--recipe quick|builtin] [--steps N] [--seed S]
+[--snapshots K]`: train the teaching model from a recipe and write it as a model folder the
+loader opens, with its training history (history.npz: losses, E snapshots; see the README).
 
 The folder is written under a temporary name beside DIR and renamed at the very end, so an
 error or Ctrl-C never leaves a half-written model where a complete one was expected."""
@@ -16,14 +17,26 @@ import numpy as np
 
 from ..core.errors import ModelError
 from ..core.training.loop import TrainProgress
-from ..core.training.recipe import Recipe, TrainedModel, train_builtin
+from ..core.training.history import TrainingHistory
+from ..core.training.recipe import (QUICK, Recipe, TrainedModel, build_dataset, new_history,
+                                    train_builtin)
 
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "recipe.json")
+HISTORY_FILE = "history.npz"
+DEFAULT_SNAPSHOTS = 64
 
 
-def save_model_folder(folder: Path, trained: TrainedModel) -> None:
+def save_history(path: Path, history: TrainingHistory, tokenizer) -> None:
+    """history.npz: plain arrays (no pickle), keys as TrainingHistory.to_arrays."""
+    vocabulary = [tokenizer.id_to_token(i) for i in range(len(history.classes))]
+    np.savez(path, **history.to_arrays(vocabulary))
+
+
+def save_model_folder(folder: Path, trained: TrainedModel,
+                      history: Optional[TrainingHistory] = None) -> None:
     """config.json (model_type transformer-stepper), model.safetensors (the core's parameter
-    names), tokenizer.json, and recipe.json (how it was made, and what it measured)."""
+    names), tokenizer.json, recipe.json (how it was made, and what it measured), and with a
+    history, history.npz."""
     from safetensors.numpy import save_file
 
     folder = Path(folder)
@@ -42,18 +55,23 @@ def save_model_folder(folder: Path, trained: TrainedModel) -> None:
     recipe = {
         "recipe": trained.recipe.to_dict(),
         "result": trained.result,
-        "command": f"transformer-stepper train --out DIR --steps {trained.recipe.steps} "
-                   f"--seed {trained.recipe.seed}",
+        "command": f"transformer-stepper train --out DIR --recipe "
+                   f"{'quick' if trained.recipe.name == 'quick' else 'builtin'} "
+                   f"--steps {trained.recipe.steps} --seed {trained.recipe.seed}",
     }
     (folder / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n", encoding="utf-8")
+    files = list(MODEL_FILES)
+    if history is not None:
+        save_history(folder / HISTORY_FILE, history, trained.tokenizer)
+        files.append(HISTORY_FILE)
     umask = os.umask(0)
     os.umask(umask)
-    for name in MODEL_FILES:   # safetensors writes 0600; make the files as readable as the rest
+    for name in files:   # safetensors writes 0600; make the files as readable as the rest
         os.chmod(folder / name, 0o666 & ~umask)
 
 
 def _recipe_from_args(args) -> Recipe:
-    recipe = Recipe()
+    recipe = QUICK if getattr(args, "recipe", None) == "quick" else Recipe()
     if args.steps is not None:
         if args.steps <= 0:
             raise ModelError(f"--steps must be a positive integer, got {args.steps}")
@@ -121,6 +139,9 @@ def run_train(args, on_progress: Optional[Callable[[TrainProgress], None]] = Non
     """args.out, args.steps, args.seed (None: the recipe's); optional args.force.
     `on_progress` also sees every step (the app's live view; tests use it to interrupt)."""
     recipe = _recipe_from_args(args)
+    snapshots = getattr(args, "snapshots", None) or DEFAULT_SNAPSHOTS
+    if snapshots < 2:
+        raise ModelError(f"--snapshots must be at least 2, got {snapshots}")
     out = Path(args.out).expanduser().absolute()
     check_output(out, bool(getattr(args, "force", False)))
     printer = _Printer(recipe.steps)
@@ -130,15 +151,17 @@ def run_train(args, on_progress: Optional[Callable[[TrainProgress], None]] = Non
         if on_progress is not None:
             on_progress(progress)
 
-    print(f"training the built-in model: {recipe.n_layer} layers, {recipe.n_head} heads, "
+    print(f"training the {recipe.name} recipe: {recipe.n_layer} layers, {recipe.n_head} heads, "
           f"d_model {recipe.d_model}, {recipe.steps} steps, seed {recipe.seed}", flush=True)
     try:
         tmp = _temporary_folder(out, ".part")
     except OSError as exc:
         raise ModelError(f"{out.parent}: cannot write ({exc.strerror or exc})") from None
     try:
-        trained = train_builtin(recipe, callback)
-        save_model_folder(tmp, trained)
+        dataset = build_dataset(recipe)
+        history = new_history(recipe, dataset, max_snapshots=snapshots)
+        trained = train_builtin(recipe, callback, dataset=dataset, history=history)
+        save_model_folder(tmp, trained, history)
         _install(tmp, out)
     except KeyboardInterrupt:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -157,3 +180,24 @@ def run_train(args, on_progress: Optional[Callable[[TrainProgress], None]] = Non
               f"final training loss {result['final_train_loss']:.4f}")
     print(f"wrote {out}")
     return 0
+
+
+def write_model_folder(out: Path, trained: TrainedModel,
+                       history: Optional[TrainingHistory] = None) -> None:
+    """Write a trained model (and its history) to `out` as `train` does: checked first, written
+    into a temporary folder beside it, renamed at the end; nothing is left half-written."""
+    out = Path(out).expanduser().absolute()
+    check_output(out)
+    try:
+        tmp = _temporary_folder(out, ".part")
+    except OSError as exc:
+        raise ModelError(f"{out.parent}: cannot write ({exc.strerror or exc})") from None
+    try:
+        save_model_folder(tmp, trained, history)
+        _install(tmp, out)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ModelError(f"{out}: cannot write ({exc.strerror or exc})") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -31,6 +31,16 @@ def _interventions(window) -> QWidget:
     return InterventionsView(window.session, window.settings)
 
 
+def _training(window) -> QWidget:
+    from .training import TrainingView
+
+    def open_in_stepper(path: str) -> None:
+        window.open_model(path)
+        window.tabs.show_tab("stepper")
+
+    return TrainingView(window.settings, open_in_stepper)
+
+
 @dataclass(frozen=True)
 class Tab:
     key: str
@@ -41,6 +51,7 @@ class Tab:
 TABS: tuple[Tab, ...] = (
     Tab("stepper", "Stepper", _stepper),
     Tab("compare", "Compare", _compare),
+    Tab("training", "Training", _training),
     Tab("attribution", "Attribution", _attribution),
     Tab("interventions", "Interventions", _interventions),
 )

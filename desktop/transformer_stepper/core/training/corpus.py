@@ -286,3 +286,45 @@ def encode(tokenizer, passages: list[Passage]) -> list[np.ndarray]:
     """Passages -> int64 id arrays ([BOS] first), through the tokenizer the app will use."""
     encodings = tokenizer.encode_batch([p.text for p in passages])
     return [np.asarray(e.ids, dtype=np.int64) for e in encodings]
+
+
+# ------------------------------------------------------------------------------ word classes
+# What each vocabulary word is in the grammar, for colouring the embedding table: people,
+# pronouns and ambiguous words come from the tables above; the other lists name the words the
+# templates use in those roles. Nouns that are none of these are "things".
+WORD_CLASSES = ("people", "pronouns", "verbs", "places", "ambiguous", "function words",
+                "descriptions", "things", "special")
+_VERBS = frozenset("""met saw helped visited thanked followed was were ruled wore rode drew kicked
+    climbed built fixed signed greeted played brushed sang read baked planted sat rested fished
+    waited rowed put kept saved borrowed asked went flew crawled swung held gripped hit carried
+    turned switched touched had gave heard came left stayed fell lift carry pay flying hanging
+    flapping covered ran""".split())
+_PLACES = frozenset("""garden market castle mill village hill town river water reeds cave attic
+    barn field room window door home land""".split())
+_FUNCTION = frozenset("""the a of in at on by near to and or nor either neither both who with from
+    into through out off as so very quite for down upside away later outside it its , .""".split())
+_DESCRIPTIONS = frozenset("""cold warm quiet bright happy tired hungry proud sad angry red blue golden
+    old rough thick dry loud sharp short soft softly wooden great easy strong""".split())
+
+
+def word_class(word: str) -> str:
+    """The class of a vocabulary word (one of WORD_CLASSES)."""
+    if word in SPECIAL_TOKENS:
+        return "special"
+    if word in AMBIGUOUS:
+        return "ambiguous"
+    if any(word in (singular, plural) for singular, plural, _, _ in PEOPLE):
+        return "people"
+    if any(word in pair for pair in PRONOUNS.values()):
+        return "pronouns"
+    for name, words in (("verbs", _VERBS), ("places", _PLACES), ("function words", _FUNCTION),
+                        ("descriptions", _DESCRIPTIONS)):
+        if word in words:
+            return name
+    return "things"
+
+
+def vocabulary_classes(tokenizer) -> list[str]:
+    """Per token id, its word class."""
+    return [word_class(tokenizer.id_to_token(i))
+            for i in range(tokenizer.get_vocab_size(with_added_tokens=True))]

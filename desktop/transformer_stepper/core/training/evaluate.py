@@ -164,3 +164,32 @@ def best_heads(attentions: Iterable[np.ndarray], passages: Sequence[Passage]) ->
         found[kind] = {"layer": int(layer), "head": int(head), "score": float(scores[layer, head]),
                        "cases": cases, "job": HEAD_JOBS[kind]}
     return found
+
+
+# ------------------------------------------------------------------------------ losses
+def heldout_loss(params, config: ModelConfig, sequences: Sequence[np.ndarray], batch_size: int = 64,
+                 pad_id: int = 0) -> float:
+    """Mean next-token cross-entropy (nats per token) over `sequences`, by the training
+    forward pass (the loss the training curve shows, on passages it never trained on)."""
+    from .layers import cross_entropy
+
+    loss_sum = total = 0.0
+    for start in range(0, len(sequences), batch_size):
+        inputs, targets, weights = pad_batch(sequences[start:start + batch_size], pad_id)
+        logits, _ = network.forward_batch(params, config, inputs)
+        loss, _ = cross_entropy(logits, targets, weights)
+        loss_sum += loss * float(weights.sum())
+        total += float(weights.sum())
+    return loss_sum / max(total, 1.0)
+
+
+def unigram_loss(train_sequences: Sequence[np.ndarray], heldout_sequences: Sequence[np.ndarray],
+                 n_vocab: int) -> float:
+    """The held-out loss of a model that ignores context and predicts every token by its
+    frequency in training (add-one smoothed): the line a model must get below to use context."""
+    counts = np.ones(n_vocab)
+    for seq in train_sequences:
+        counts += np.bincount(seq[1:], minlength=n_vocab)
+    log_probs = np.log(counts / counts.sum())
+    targets = np.concatenate([seq[1:] for seq in heldout_sequences])
+    return float(-log_probs[targets].mean())

@@ -7,7 +7,7 @@ trained dictionary loads into the app unchanged; a test proves the logits equal
 core.forward.forward's on single sequences."""
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Optional
 
 import numpy as np
 
@@ -109,8 +109,11 @@ def forward_batch(params: Mapping[str, np.ndarray], config: ModelConfig, input_i
     return logits, (input_ids, block_caches, ln_f_cache, h)
 
 
-def backward_batch(params: Mapping[str, np.ndarray], config: ModelConfig, cache, dlogits) -> dict:
-    """Gradients of every parameter given d(loss)/d(logits) [batch, n_seq, n_vocab]."""
+def backward_batch(params: Mapping[str, np.ndarray], config: ModelConfig, cache, dlogits,
+                   wte_parts: Optional[dict] = None) -> dict:
+    """Gradients of every parameter given d(loss)/d(logits) [batch, n_seq, n_vocab].
+    `wte_parts`, when given, receives the two summands of grads["wte"]: "head" (through the
+    tied LM head, every row) and "lookup" (through the row selection, only the batch's ids)."""
     input_ids, block_caches, ln_f_cache, h = cache
     grads: dict[str, np.ndarray] = {}
     d_model = config.d_model
@@ -119,6 +122,11 @@ def backward_batch(params: Mapping[str, np.ndarray], config: ModelConfig, cache,
     dx, grads["ln_f.g"], grads["ln_f.b"] = layers.layer_norm_backward(dh, ln_f_cache)
     for layer in reversed(range(config.n_layer)):
         dx = _block_backward(params, config, dx, block_caches[layer], layer, grads)
+    if wte_parts is not None:
+        wte_parts["head"] = dwte.copy()
+        lookup = np.zeros_like(dwte)
+        np.add.at(lookup, input_ids.reshape(-1), dx.reshape(-1, d_model))
+        wte_parts["lookup"] = lookup
     np.add.at(dwte, input_ids.reshape(-1), dx.reshape(-1, d_model))  # row selection, scattered back
     grads["wte"] = dwte
     if config.position == "learned":
@@ -128,8 +136,10 @@ def backward_batch(params: Mapping[str, np.ndarray], config: ModelConfig, cache,
     return grads
 
 
-def loss_and_grads(params, config: ModelConfig, input_ids, targets, weights):
-    """Mean next-token cross-entropy over weighted positions, and every parameter's gradient."""
+def loss_and_grads(params, config: ModelConfig, input_ids, targets, weights,
+                   wte_parts: Optional[dict] = None):
+    """Mean next-token cross-entropy over weighted positions, and every parameter's gradient
+    (`wte_parts`: see backward_batch)."""
     logits, cache = forward_batch(params, config, input_ids)
     loss, dlogits = layers.cross_entropy(logits, targets, weights)
-    return loss, backward_batch(params, config, cache, dlogits)
+    return loss, backward_batch(params, config, cache, dlogits, wte_parts)
