@@ -137,3 +137,16 @@ def test_truncate_is_the_trace_of_the_first_tokens(make):
     np.testing.assert_allclose(again.logits, longer.logits, atol=1e-4)
     with pytest.raises(ModelError, match="cannot cut"):
         model.truncate(longer, 0)
+
+
+def test_the_lens_in_blocks_equals_the_lens_at_once(monkeypatch):
+    """A long text's lens is computed a block of positions at a time: the same numbers."""
+    from transformer_stepper.core import generate as generate_module
+
+    model = make_model("gpt2")
+    whole = lens(model, model.trace(TEXT), top=4)
+    monkeypatch.setattr(generate_module, "LENS_BLOCK", 3)
+    blocks = lens(model, model.trace(TEXT), top=4)
+    np.testing.assert_array_equal(blocks.ids, whole.ids)
+    np.testing.assert_allclose(blocks.probabilities, whole.probabilities, atol=1e-7)
+    np.testing.assert_allclose(blocks.final_probabilities, whole.final_probabilities, atol=1e-7)

@@ -106,15 +106,18 @@ def generate(model: Model, trace: Trace, n_tokens: int, sampling: Sampling = Sam
     return steps
 
 
-def lens_logits(model: Model, trace: Trace, index: int) -> np.ndarray:
+def lens_logits(model: Model, trace: Trace, index: int, rows: Optional[slice] = None) -> np.ndarray:
     """[n_seq, n_vocab]: the output head applied to hidden_states[index] (0 = the embedding
     output, n_layer = the last layer), through the final norm as the last layer goes — what
-    the model would predict if it stopped there. At index n_layer this is trace.logits."""
+    the model would predict if it stopped there. At index n_layer this is trace.logits.
+    `rows` limits it to some positions (a long text's lens is computed a block at a time)."""
     if not model.config.lm_head:
         raise ModelError(f"{model.name}: the logit lens needs an output head")
     if not 0 <= index <= model.config.n_layer:
         raise ModelError(f"hidden state {index} is out of range (0..{model.config.n_layer})")
     hidden = trace.hidden_states[index]       # the last one already has the final norm
+    if rows is not None:
+        hidden = hidden[rows]
     if model.config.final_norm and index < model.config.n_layer:
         hidden = norm(model.params, model.config, "ln_f", hidden)[1]
     return lm_head(model.params, model.config, hidden, _ignore)
@@ -130,28 +133,34 @@ class Lens:
     final_probabilities: np.ndarray  # [n_layer + 1, n_seq] that token's probability at each state
 
 
+LENS_BLOCK = 256               # positions per block: 256 · n_vocab floats at a time
+
 _lens_cache: "weakref.WeakKeyDictionary[Trace, Lens]" = weakref.WeakKeyDictionary()
 _lens_lock = threading.Lock()
 
 
 def lens(model: Model, trace: Trace, top: int = 5) -> Lens:
-    """The logit lens, one hidden state at a time (n_seq · n_vocab floats at once); kept with
-    the trace (computed once, freed with it)."""
+    """The logit lens, a block of positions of one hidden state at a time (LENS_BLOCK · n_vocab
+    floats at once); kept with the trace (computed once, freed with it)."""
     with _lens_lock:
         known = _lens_cache.get(trace)
     if known is not None and known.ids.shape[-1] >= top:
         return known
-    n_states = model.config.n_layer + 1
-    ids = np.empty((n_states, trace.n_seq, top), dtype=np.int64)
-    probabilities = np.empty((n_states, trace.n_seq, top), dtype=np.float32)
-    every = []
-    for index in reversed(range(n_states)):              # the last first: it names final_ids
-        p = ops.softmax(lens_logits(model, trace, index))
-        best = np.argsort(-p, axis=-1, kind="stable")[:, :top]
-        ids[index] = best
-        probabilities[index] = np.take_along_axis(p, best, axis=-1)
-        every.append(p[np.arange(trace.n_seq), ids[-1, :, 0]])
-    final_probabilities = np.stack(every[::-1]).astype(np.float32)
+    n_states, n_seq = model.config.n_layer + 1, trace.n_seq
+    ids = np.empty((n_states, n_seq, top), dtype=np.int64)
+    probabilities = np.empty((n_states, n_seq, top), dtype=np.float32)
+    final_probabilities = np.empty((n_states, n_seq), dtype=np.float32)
+    for index in reversed(range(n_states)):              # the last first: it names the final ids
+        for first in range(0, n_seq, LENS_BLOCK):        # a block of positions at a time
+            rows = slice(first, min(first + LENS_BLOCK, n_seq))
+            p = ops.softmax(lens_logits(model, trace, index, rows))
+            best = np.argpartition(-p, top - 1, axis=-1)[:, :top] if top < p.shape[1] \
+                else np.broadcast_to(np.arange(p.shape[1]), p.shape)
+            chosen = np.take_along_axis(p, best, axis=-1)
+            order = np.argsort(-chosen, axis=-1, kind="stable")
+            ids[index, rows] = np.take_along_axis(best, order, axis=-1)
+            probabilities[index, rows] = np.take_along_axis(chosen, order, axis=-1)
+            final_probabilities[index, rows] = p[np.arange(p.shape[0]), ids[-1, rows, 0]]
     result = Lens(ids, probabilities, ids[-1, :, 0].copy(), final_probabilities)
     for value in (result.ids, result.probabilities, result.final_ids, result.final_probabilities):
         value.flags.writeable = False

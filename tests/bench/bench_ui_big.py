@@ -1,0 +1,84 @@
+"""The window on a big model (e.g. the GPT-2-small-shaped one from make_big_models.py) and a
+long text: keystroke -> plots updated on a few stages, then every stage visited, with the
+process's anonymous resident memory (RssAnon: weights that stay memory-mapped do not count)
+after opening, after one trace and at its peak over the visits.
+
+    python tests/bench/bench_ui_big.py MODEL_DIR [--tokens 1000]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from PySide6.QtCore import QSettings  # noqa: E402
+from PySide6.QtTest import QTest  # noqa: E402
+
+from bench_big import cpu_name  # noqa: E402
+from bench_ui import text_of, wait_for  # noqa: E402
+from memory import peak_rss_anon, rss_anon  # noqa: E402
+
+from transformer_stepper.ui.app import application, create_main_window  # noqa: E402
+
+STAGES = ("softmax", "layer_output", "qkv")
+MiB = 2**20
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model")
+    parser.add_argument("--tokens", type=int, default=1000)
+    args = parser.parse_args()
+    app = application()
+    print(f"CPU: {cpu_name()}; platform {os.environ['QT_QPA_PLATFORM']}; {args.model}")
+    with tempfile.TemporaryDirectory() as tmp:
+        start = rss_anon()
+        window = create_main_window(args.model, "the",
+                                    QSettings(f"{tmp}/s.ini", QSettings.Format.IniFormat))
+        window.resize(1500, 900)
+        window.show()
+        session = window.session
+        wait_for(app, lambda: session.trace is not None and not session.busy, 600)
+        opened = rss_anon()
+        session.set_text(text_of(session.model, args.tokens), immediate=True)
+        wait_for(app, lambda: session.trace.text == session.text and not session.busy, 600)
+        traced = rss_anon()
+        print(f"{session.trace.n_seq} tokens; RssAnon: {(opened - start) / MiB:,.0f} MiB after "
+              f"opening, {(traced - start) / MiB:,.0f} MiB with one trace")
+        for key in STAGES:
+            session.set_stage(key)
+            view = window.current_view()
+            wait_for(app, view.is_current, 600)
+            totals = []
+            for i in range(2):
+                updated = []
+                view.updated.connect(lambda: updated.append(time.perf_counter()))
+                window.text_box.setFocus()
+                begin = time.perf_counter()
+                QTest.keyClick(window.text_box, "s" if i % 2 == 0 else "\b")
+                wait_for(app, lambda: bool(updated) and session.trace.text == window.text_box.text(), 600)
+                window.repaint()
+                totals.append(time.perf_counter() - begin)
+                view.updated.disconnect()
+            print(f"keystroke -> plots updated, {key:<14} {1000 * statistics.median(totals):8.0f} ms "
+                  f"(forward pass {1000 * session.compute_seconds:.0f} ms)")
+        with peak_rss_anon() as peak:
+            for stage in session.available_stages():
+                session.set_stage(stage.key)
+                wait_for(app, window.current_view().is_current, 600)
+        print(f"every stage visited: peak RssAnon {(peak() - start) / MiB:,.0f} MiB "
+              f"({(peak() - start) / max(traced - start, 1):.2f}x one trace); the trace holds "
+              f"{session.trace_memory() / MiB:,.0f} MiB")
+        window.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
