@@ -1,0 +1,83 @@
+"""How long explaining one clicked value takes (core.provenance.explain, slowest and median
+over random cells of every explainable array), and a traced pass with interventions against
+the clean pass. The traces are made first, with the detail of every layer: what the app has
+when a view is on screen.
+
+    python tests/bench/bench_provenance.py [MODEL] [--tokens 64] [--cells 5]
+
+MODEL: a folder or file, or builtin (the default)."""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_big import cpu_name, token_ids, traced  # noqa: E402
+
+from transformer_stepper import AblateHead, NoPositions, load_model  # noqa: E402
+from transformer_stepper.core.provenance import explain, explainable  # noqa: E402
+from transformer_stepper.runtime import tune_process  # noqa: E402
+
+
+def median_ms(function, repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", nargs="?", default="builtin")
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--cells", type=int, default=5)
+    args = parser.parse_args()
+    tune_process()
+    model = load_model(None if args.model == "builtin" else args.model)
+    ids = token_ids(model, min(args.tokens, model.config.n_ctx))
+    trace = traced(model, ids, tuple(range(model.config.n_layer)))
+    rng = np.random.default_rng(0)
+    times = {}
+    for name in explainable(trace):
+        shape = trace[name].shape
+        for _ in range(args.cells):
+            index = tuple(int(rng.integers(n)) for n in shape)
+            start = time.perf_counter()
+            explain(model, trace, name, index)
+            times.setdefault(name, []).append(1000 * (time.perf_counter() - start))
+    every = [t for values in times.values() for t in values]
+    slowest = max(times, key=lambda name: max(times[name]))
+    print(f"CPU: {cpu_name()}; {model.name}, {trace.n_seq} tokens")
+    print(f"explain one value: median {statistics.median(every):.2f} ms, slowest "
+          f"{max(every):.2f} ms ({slowest}) over {len(every)} cells of {len(times)} arrays")
+    # interleaved, so both sides see the same machine load
+    clean, ablated = [], []
+    for _ in range(15):
+        clean.append(median_ms(lambda: model.trace_encoded(trace_input(model, ids)), 1))
+        ablated.append(median_ms(lambda: model.trace_encoded(
+            trace_input(model, ids), interventions=[AblateHead(0, 0), NoPositions()]), 1))
+    clean_ms, ablated_ms = statistics.median(clean), statistics.median(ablated)
+    print(f"traced pass (median of 15, interleaved): clean {clean_ms:.1f} ms, with "
+          f"AblateHead(0, 0) and NoPositions() {ablated_ms:.1f} ms ({ablated_ms / clean_ms:.2f}x)")
+    return 0
+
+
+def trace_input(model, ids):
+    from transformer_stepper.core.tokenize import Encoded
+
+    n = len(ids)
+    return Encoded(tokens=tuple(str(i) for i in ids), input_ids=ids,
+                   token_type_ids=np.zeros(n, np.int64), offsets=np.zeros((n, 2), np.int64),
+                   special_tokens_mask=np.zeros(n, bool), truncated=False)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
