@@ -4,7 +4,7 @@ trace alone, names the active interventions and clears them."""
 import numpy as np
 import pytest
 
-from transformer_stepper import AblateHead, NoPositions
+from transformer_stepper import AblateHead, HeadTemperature, NoPositions
 from transformer_stepper.core import ops
 
 
@@ -28,3 +28,23 @@ def test_ablating_a_head_shows_what_the_prediction_gains_and_loses(qtbot, loaded
     view.clear_all()
     assert view.interventions() == () and view.chips.text() == "No intervention."
     qtbot.waitUntil(lambda: view.intervened is None, timeout=10_000)
+
+
+def test_a_head_temperature_is_an_intervention_like_the_others(qtbot, loaded_window):
+    window = loaded_window("gpt2")
+    session = window.session
+    view = window.tabs.show_tab("interventions")
+    assert view.temper_layer.maximum() == session.model.config.n_layer - 1
+    assert view.temper_head.maximum() == session.model.config.n_head - 1
+    with qtbot.waitSignal(view.resultReady, timeout=10_000):
+        view.temper_layer.setValue(1)
+        view.temper_head.setValue(3)
+        view.temper_value.setValue(0.25)
+        view.temper.setChecked(True)
+    assert view.interventions() == (HeadTemperature(1, 3, 0.25),)
+    i = session.selected_token
+    expected = session.model.trace(session.text, interventions=[HeadTemperature(1, 3, 0.25)])
+    delta = ops.softmax(expected.logits[i].copy()) - ops.softmax(session.trace.logits[i].copy())
+    np.testing.assert_allclose(view.changes.values, delta[view.delta_ids], atol=1e-6)
+    view.clear_all()
+    assert not view.temper.isChecked() and view.interventions() == ()

@@ -9,8 +9,9 @@ from typing import Optional
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton,
-                               QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout, QHBoxLayout,
+                               QLabel, QPushButton, QSpinBox, QTableWidget, QTableWidgetItem,
+                               QVBoxLayout, QWidget)
 
 from ..core import interventions as lib
 from ..core import ops
@@ -65,12 +66,26 @@ class InterventionsView(QWidget):
         swap_row = QHBoxLayout()
         for widget in (self.swap, self.swap_position, QLabel("as token id"), self.swap_token):
             swap_row.addWidget(widget)
+        # one head's softmax sharpened or flattened: softmax(scores / T) in that head only
+        self.temper = QCheckBox("Temperature of layer")
+        self.temper_layer, self.temper_head = QSpinBox(), QSpinBox()
+        self.temper_value = QDoubleSpinBox()
+        self.temper_value.setRange(0.05, 20.0)
+        self.temper_value.setSingleStep(0.25)
+        self.temper_value.setValue(2.0)
+        self.temper_value.setToolTip("softmax(scores / T) in that head: T < 1 sharpens, T > 1 flattens")
+        temper_row = QHBoxLayout()
+        for widget in (self.temper, self.temper_layer, QLabel("head"), self.temper_head,
+                       QLabel("T"), self.temper_value):
+            temper_row.addWidget(widget)
         controls.addWidget(self.no_positions)
         controls.addLayout(shuffle_row)
         controls.addLayout(swap_row)
-        for box in (self.no_positions, self.shuffle, self.swap):
+        controls.addLayout(temper_row)
+        for box in (self.no_positions, self.shuffle, self.swap, self.temper):
             box.toggled.connect(lambda _: self._changed())
-        for spin in (self.seed, self.swap_position, self.swap_token):
+        for spin in (self.seed, self.swap_position, self.swap_token, self.temper_layer,
+                     self.temper_head, self.temper_value):
             spin.valueChanged.connect(lambda _: self._changed())
         chips = QHBoxLayout()
         self.chips = QLabel("No intervention.")
@@ -120,6 +135,9 @@ class InterventionsView(QWidget):
             chosen.append(lib.ShufflePositions(self.seed.value()))
         if self.swap.isChecked():
             chosen.append(lib.SwapEmbedding(self.swap_position.value(), self.swap_token.value()))
+        if self.temper.isChecked():
+            chosen.append(lib.HeadTemperature(self.temper_layer.value(), self.temper_head.value(),
+                                              float(self.temper_value.value())))
         return tuple(chosen)
 
     def set_head_ablated(self, layer: int, head: int, ablated: bool = True) -> None:
@@ -131,7 +149,7 @@ class InterventionsView(QWidget):
             for head in range(self.heads.columnCount()):
                 self.heads.item(layer, head).setCheckState(Qt.CheckState.Unchecked)
         self.heads.blockSignals(False)
-        for box in (self.no_positions, self.shuffle, self.swap):
+        for box in (self.no_positions, self.shuffle, self.swap, self.temper):
             box.blockSignals(True)
             box.setChecked(False)
             box.blockSignals(False)
@@ -155,6 +173,8 @@ class InterventionsView(QWidget):
         self.heads.blockSignals(False)
         if model is not None:
             self.swap_token.setRange(0, model.config.n_vocab - 1)
+            self.temper_layer.setRange(0, n_layer - 1)
+            self.temper_head.setRange(0, n_head - 1)
         self._changed()
 
     # -- running -----------------------------------------------------------------------------
