@@ -5,7 +5,7 @@ import pytest
 
 from transformer_stepper.core import ops
 from transformer_stepper.core.config import ModelConfig
-from transformer_stepper.core.forward import forward
+from transformer_stepper.core.forward import context, forward
 from transformer_stepper.core.training import layers, network
 
 STEP = 1e-6
@@ -125,7 +125,12 @@ def perturbed_params(config, rng, dtype):
     return params
 
 
-@pytest.mark.parametrize("changes", [{}, {"activation": "gelu_tanh"}, {"position": "learned"}])
+SCHEMES = [{}, {"position": "learned"}, {"position": "rotary"}, {"position": "none"},
+           {"position": "concat", "d_position": 4},
+           {"position": "concat", "d_position": 2, "tied_head": False}]
+
+
+@pytest.mark.parametrize("changes", [{"activation": "gelu_tanh"}] + SCHEMES)
 def test_whole_model_gradient(rng, changes):
     """Embedding + positions, every block, ln_f and the tied head, end to end."""
     config = tiny_config(**changes)
@@ -151,11 +156,13 @@ def test_unsupported_configs_are_refused():
         network.check_trainable(tiny_config(activation="gelu_erf"))
 
 
-@pytest.mark.parametrize("activation", ["relu", "gelu_tanh"])
-def test_training_forward_equals_the_app_forward(rng, activation):
+@pytest.mark.parametrize("changes", [{"activation": "gelu_tanh"}] + SCHEMES)
+def test_training_forward_equals_the_app_forward(rng, changes):
     """What the app shows is what was trained: same params, same logits, per sequence,
-    even when the sequence sits in a padded batch."""
-    config = tiny_config(activation=activation, n_vocab=23, d_model=16, n_head=4, n_layer=3, n_ctx=32)
+    even when the sequence sits in a padded batch, for every position scheme."""
+    if changes.get("position") == "concat":
+        changes = dict(changes, d_position=6)
+    config = tiny_config(n_vocab=23, d_model=16, n_head=4, n_layer=3, n_ctx=32, **changes)
     params = perturbed_params(config, rng, np.float32)
     lengths = [9, 4, 13]
     batch = np.zeros((3, 13), dtype=np.int64)
@@ -167,3 +174,47 @@ def test_training_forward_equals_the_app_forward(rng, activation):
     for row, seq in enumerate(sequences):
         app = forward(params, config, seq)["logits"]
         np.testing.assert_allclose(logits[row, :len(seq)], app, atol=1e-5, rtol=0)
+
+
+def test_rotary_attention_backward(rng):
+    """q and k turned per head before the scores; backward turns their gradients back."""
+    batch, n_seq, d_model, n_head = 2, 5, 8, 2
+    x = rng.normal(size=(batch, n_seq, d_model))
+    w = {f"{p}.w": rng.normal(size=(d_model, d_model)) * 0.5 for p in "qkvo"}
+    w.update({f"{p}.b": rng.normal(size=d_model) * 0.1 for p in "qkvo"})
+    ctx = context(tiny_config(position="rotary", d_model=d_model, n_head=n_head), n_seq)
+    assert ctx.cos is not None
+    probe = rng.normal(size=(batch, n_seq, d_model))
+    run = lambda: layers.attention_forward(x, w, n_head, ctx.mask, ctx.cos, ctx.sin)
+    loss = lambda: float(np.sum(run()[0] * probe))
+    dx, grads = layers.attention_backward(probe, w, run()[1])
+    assert_grad_close(dx, loss, x, name="x")
+    for name, array in w.items():
+        assert_grad_close(grads[name], loss, array, name=name)
+
+
+def test_concat_positions_occupy_exactly_their_dimensions(rng):
+    """x0 = [e | p]: the token row in the first d_token dimensions, the sinusoids of width
+    d_position in the last ones, nothing summed."""
+    config = tiny_config(position="concat", d_position=4, n_vocab=13)
+    params = network.init_params(config, rng)
+    assert params["wte"].shape == (13, 4)
+    ids = np.array([[3, 1, 4, 1, 5]])
+    x0 = network.embed_batch(params, config, ids)
+    assert x0.shape == (1, 5, 8)
+    np.testing.assert_array_equal(x0[0, :, :4], params["wte"][ids[0]])
+    np.testing.assert_array_equal(x0[0, :, 4:], ops.sinusoid_table(5, 4))
+    recorded = {}
+    forward(params, config, ids[0], record=lambda name, value, layer=None: recorded.setdefault(name, value))
+    np.testing.assert_array_equal(recorded["embedding_concat"], x0[0])
+    np.testing.assert_array_equal(recorded["position_embeddings"], ops.sinusoid_table(5, 4))
+    assert "embedding_sum" not in recorded
+
+
+def test_training_refuses_what_it_does_not_compute():
+    from transformer_stepper.core.errors import ModelError
+
+    for changes, words in (({"norm_kind": "rms"}, "RMSNorm"), ({"qkv_bias": False}, "biases"),
+                           ({"n_kv_head": 1}, "grouped-query")):
+        with pytest.raises(ModelError, match=words):
+            network.check_trainable(tiny_config(**changes))

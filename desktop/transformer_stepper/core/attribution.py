@@ -24,7 +24,7 @@ from typing import Optional
 import numpy as np
 
 from .errors import ModelError
-from .forward import rows
+from .forward import output_direction
 
 
 @dataclass(frozen=True)
@@ -85,8 +85,7 @@ def decompose(model, trace, position: int, layer: Optional[int] = None,
         return Decomposition(**result)
     if token_id is None:
         token_id = int(np.argmax(trace.logits[i]))
-    direction = rows(model.params, "wte" if config.tied_head else "lm_head.w",
-                     np.array([token_id]))[0].astype(np.float64)
+    direction = output_direction(model.params, config, token_id).astype(np.float64)
     stream, scale, constant = result["stream"], 1.0, 0.0
     center = False
     if config.final_norm:

@@ -7,13 +7,13 @@ from typing import Literal
 
 from .errors import ModelError
 
-Position = Literal["learned", "sinusoidal", "rotary", "none"]
+Position = Literal["learned", "sinusoidal", "rotary", "none", "concat"]
 NormPlacement = Literal["pre", "post"]
 NormKind = Literal["layer", "rms"]
 Activation = Literal["gelu_erf", "gelu_tanh", "relu", "silu"]
 RopeScaling = Literal["", "linear", "llama3"]
 
-POSITIONS = ("learned", "sinusoidal", "rotary", "none")
+POSITIONS = ("learned", "sinusoidal", "rotary", "none", "concat")
 NORM_KINDS = ("layer", "rms")
 ACTIVATION_NAMES = ("gelu_erf", "gelu_tanh", "relu", "silu")
 ROPE_SCALINGS = ("", "linear", "llama3")
@@ -28,7 +28,9 @@ class ModelConfig:
     n_head: int
     n_layer: int
     d_ff: int
-    position: Position = "learned"   # added vector (learned, sinusoidal), q/k rotation, or none
+    position: Position = "learned"   # added vector (learned, sinusoidal), q/k rotation, none, or
+                                     # concat: x0 = [e | p], p the sinusoids of width d_position
+    d_position: int = 0              # concat: width of the position part (token part: d_model - it)
     norm: NormPlacement = "pre"      # pre-LN (GPT-2, Llama) or post-LN (BERT, the 2017 paper)
     norm_kind: NormKind = "layer"    # LayerNorm (mean, variance, γ, β) or RMSNorm (RMS, γ)
     embed_norm: bool = False         # a LayerNorm right after the embedding sum (BERT)
@@ -63,7 +65,7 @@ class ModelConfig:
             value = getattr(self, field)
             if not isinstance(value, int) or value <= 0:
                 raise ModelError(f"config: {field} must be a positive integer, got {value!r}")
-        for field in ("n_kv_head", "head_dim", "position_offset", "sliding_window"):
+        for field in ("n_kv_head", "head_dim", "position_offset", "sliding_window", "d_position"):
             value = getattr(self, field)
             if type(value) is not int or value < 0:
                 raise ModelError(f"config: {field} must be a non-negative integer, got {value!r}")
@@ -84,6 +86,24 @@ class ModelConfig:
             raise ModelError(f"config: sinusoidal positions need an even d_model, got {self.d_model}")
         if self.position == "rotary" and self.d_head % 2:
             raise ModelError(f"config: rotary positions need an even head width, got {self.d_head}")
+        self._check_concat()
+
+    def _check_concat(self) -> None:
+        if self.position != "concat":
+            if self.d_position:
+                raise ModelError(f"config: d_position={self.d_position} is only for concat positions, "
+                                 f"not {self.position!r}")
+            return
+        if not 0 < self.d_position < self.d_model or self.d_position % 2:
+            raise ModelError(f"config: concat positions need an even d_position between 0 and "
+                             f"d_model={self.d_model} (exclusive), got {self.d_position}")
+        if self.n_token_types:
+            raise ModelError("config: concat positions do not combine with token type embeddings")
+
+    @property
+    def d_token(self) -> int:
+        """Width of a token embedding (a row of wte): d_model, or its token part under concat."""
+        return self.d_model - self.d_position
 
     @property
     def d_head(self) -> int:

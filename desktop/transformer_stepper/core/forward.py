@@ -2,7 +2,8 @@
 trace the stepper shows is produced by the very code that computes the output.
 
 Parameters use one naming scheme for every family (the loaders map checkpoints onto it):
-  wte [n_vocab, d_model]   wpe [position_offset + n_ctx, d_model] (learned only)
+  wte [n_vocab, d_token]   wpe [position_offset + n_ctx, d_model] (learned only)
+                           d_token = d_model, or d_model - d_position for concat positions
   wtt [n_types, d_model]   ln_emb.{g,b}   ln_f.{g[,b]}   lm_head.w [n_vocab, d_model] (untied)
   h.{i}.ln_1.{g[,b]}  h.{i}.ln_2.{g[,b]}           .b only for LayerNorm, not RMSNorm
   h.{i}.attn.{q,k,v,o}.{w[,b]}   w stored [d_in, d_out]; k, v have n_kv_head heads
@@ -10,6 +11,15 @@ Parameters use one naming scheme for every family (the loaders map checkpoints o
   h.{i}.mlp.fc.{w[,b]} [d_model, d_ff]  h.{i}.mlp.proj.{w[,b]} [d_ff, d_model]
   h.{i}.mlp.gate.{w[,b]}, h.{i}.mlp.up.{w[,b]} [d_model, d_ff] (gated_mlp: instead of fc)
   head.transform.{w,b}  head.ln.{g,b}  head.bias   (BERT's masked-LM head)
+
+Concat positions (the project's own scheme, for the positions laboratory): the layers see
+x0 = [e | p], e a row of wte (width d_token = d_model - d_position) and p the sinusoid table of
+width d_position. Sinusoids rather than learned rows, so that concat differs from the shipped
+sum-sinusoidal model only in how e and p are combined (no extra parameters to learn, and the
+same table a reader already knows). A tied head reads the token part of the last hidden state
+only (logits = h[:, :d_token] @ wte.T): the same table in and out, as in the sum models, and no
+extra n_vocab x d_model parameters; the position part of h is the blocks' to use. An untied
+head (tied_head=False) reads all of h.
 """
 from __future__ import annotations
 
@@ -136,11 +146,25 @@ class KVCache:
 def position_table(config: ModelConfig, params: Mapping[str, np.ndarray], n_seq: int,
                    start: int = 0) -> np.ndarray:
     # -> [n_seq, d_model] for positions start..: learned rows (from position_offset on), or
-    # the fixed sinusoids
+    # the fixed sinusoids; concat: [n_seq, d_position], sinusoids as wide as the position part
     if config.position == "sinusoidal":
         return ops.sinusoid_table(start + n_seq, config.d_model)[start:]
+    if config.position == "concat":
+        return ops.sinusoid_table(start + n_seq, config.d_position)[start:]
     first = config.position_offset + start
     return rows(params, "wpe", np.arange(first, first + n_seq))
+
+
+def _position_embeddings(config: ModelConfig, params, n_seq: int, start: int,
+                         interventions: tuple) -> np.ndarray:
+    # the position table of this text, as the interventions leave it (zeroed or permuted)
+    position_embeddings = position_table(config, params, n_seq, start)
+    if interventions_lib.no_positions(interventions):
+        position_embeddings = np.zeros_like(position_embeddings)
+    order = interventions_lib.position_order(interventions, n_seq)
+    if order is not None:
+        position_embeddings = position_embeddings[order]
+    return position_embeddings
 
 
 def embed(params, config: ModelConfig, input_ids, token_type_ids, record, start: int = 0,
@@ -155,13 +179,13 @@ def embed(params, config: ModelConfig, input_ids, token_type_ids, record, start:
     if config.embed_scale != 1.0:
         x = x * F32(config.embed_scale)
         record("token_embeddings_scaled", x, None)
+    if config.position == "concat":                       # [e | p]: side by side, not summed
+        position_embeddings = _position_embeddings(config, params, n_seq, start, interventions)
+        record("position_embeddings", position_embeddings, None)
+        x = np.concatenate([x, position_embeddings.astype(x.dtype, copy=False)], axis=-1)
+        record("embedding_concat", x, None)
     if config.position in ("learned", "sinusoidal"):
-        position_embeddings = position_table(config, params, n_seq, start)
-        if interventions_lib.no_positions(interventions):
-            position_embeddings = np.zeros_like(position_embeddings)
-        order = interventions_lib.position_order(interventions, n_seq)
-        if order is not None:
-            position_embeddings = position_embeddings[order]
+        position_embeddings = _position_embeddings(config, params, n_seq, start, interventions)
         record("position_embeddings", position_embeddings, None)
         x = x + position_embeddings
         if config.n_token_types:
@@ -293,14 +317,31 @@ def block(params, config: ModelConfig, x, ctx: Context, layer: int, record,
     return x
 
 
+def head_input(config: ModelConfig, h: np.ndarray) -> np.ndarray:
+    # [..., d_model] -> what the output head multiplies: all of h, or, when the head is tied to
+    # a concat model's wte [n_vocab, d_token], its token part h[..., :d_token]
+    return h[..., :config.d_token] if config.tied_head and config.d_token != config.d_model else h
+
+
+def output_direction(params, config: ModelConfig, token_id: int) -> np.ndarray:
+    """[d_model]: the vector whose dot product with the head's input is token_id's logit (a
+    row of wte or lm_head.w; zero over a tied concat model's position part, which the head
+    does not read)."""
+    row = rows(params, "wte" if config.tied_head else "lm_head.w", np.array([token_id]))[0]
+    if row.shape[-1] == config.d_model:
+        return row
+    return np.concatenate([row, np.zeros(config.d_model - row.shape[-1], dtype=row.dtype)])
+
+
 def lm_head(params, config: ModelConfig, h, record) -> np.ndarray:
-    # [n_seq, d_model] -> [n_seq, n_vocab]: the decoder tied to wte, or the model's own head
+    # [n_seq, d_model] -> [n_seq, n_vocab]: the decoder tied to wte, or the model's own head.
+    # Concat models with a tied head read only the token part (see head_input)
     if config.lm_head_transform:
         t = ops.linear(h, params["head.transform.w"], params["head.transform.b"])
         t = ops.ACTIVATIONS[config.activation](t)
         _, h = ops.layer_norm(t, params["head.ln.g"], params["head.ln.b"], config.ln_eps)
         record("head_transform", h, None)
-    logits = times_rows_transposed(h, params, "wte" if config.tied_head else "lm_head.w")
+    logits = times_rows_transposed(head_input(config, h), params, "wte" if config.tied_head else "lm_head.w")
     if config.lm_head_transform and "head.bias" in params:
         logits += params["head.bias"]
     record("logits", logits, None)
@@ -336,7 +377,7 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     """Every parameter the forward pass reads, with its shape (loaders check against it)."""
     d, f, dh = config.d_model, config.d_ff, config.d_head
     d_q, d_kv = config.n_head * dh, config.n_kv_heads * dh
-    shapes: dict[str, tuple[int, ...]] = {"wte": (config.n_vocab, d)}
+    shapes: dict[str, tuple[int, ...]] = {"wte": (config.n_vocab, config.d_token)}
     if config.position == "learned":
         shapes["wpe"] = (config.position_offset + config.n_ctx, d)
     if config.n_token_types:

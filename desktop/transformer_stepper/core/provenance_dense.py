@@ -7,7 +7,7 @@ import numpy as np
 
 from . import interventions as interventions_lib
 from . import ops
-from .forward import rows
+from .forward import output_direction, rows
 from .labels import ACTIVATION_SHORT, NORM_LABELS
 from .provenance_terms import Explanation, Names, Step, Term, _layer, _num, _terms, linear
 
@@ -263,7 +263,7 @@ def explain_logit(model, trace, name: str, index: tuple) -> Explanation:
         last = config.n_layer - 1
         source, expr = trace.residual["layer_out"][last][i], f"trace.layer('layer_out', {last})[{i}]"
     table = "wte" if config.tied_head else "lm_head.w"
-    row = rows(model.params, table, np.array([t]))[0]
+    row = output_direction(model.params, config, t)   # zero over a tied concat model's position part
     bias = float(model.params["head.bias"][t]) if config.lm_head_transform and "head.bias" in model.params else None
     python = (f"h = {expr}      # the final hidden state\n"
               f"value = h @ model.params['{table}'][{t}]" + (f" + model.params['head.bias'][{t}]" if bias is not None else "") + "\n")

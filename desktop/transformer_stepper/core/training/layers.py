@@ -76,13 +76,16 @@ def merge_heads(x):
     return x.transpose(0, 2, 1, 3).reshape(batch, n_seq, n_head * d_head)
 
 
-def attention_forward(x, w: dict, n_head: int, mask):
+def attention_forward(x, w: dict, n_head: int, mask, cos=None, sin=None):
     """[batch, n_seq, d_model], {q,k,v,o}.{w,b}, [n_seq, n_seq] additive mask (0 / -inf,
-    ops.additive_mask) or None -> out, cache.
+    ops.additive_mask) or None, and for rotary positions cos, sin [n_seq, d_head // 2]
+    (core.forward.context's) -> out, cache.
 
     Same operations in the same order as core.forward.attention, with a batch axis."""
     q = split_heads(ops.linear(x, w["q.w"], w["q.b"]), n_head)
     k = split_heads(ops.linear(x, w["k.w"], w["k.b"]), n_head)
+    if cos is not None:                                # rotary: turn q and k per head
+        q, k = ops.rotate(q, cos, sin), ops.rotate(k, cos, sin)
     v = split_heads(ops.linear(x, w["v.w"], w["v.b"]), n_head)
     scale = x.dtype.type(1.0 / np.sqrt(q.shape[-1]))
     scores = (q @ k.transpose(0, 1, 3, 2)) * scale     # [batch, n_head, n_seq, n_seq]
@@ -91,12 +94,12 @@ def attention_forward(x, w: dict, n_head: int, mask):
     weights = ops.softmax(scores)
     heads_concat = merge_heads(weights @ v)            # [batch, n_seq, d_model]
     out = ops.linear(heads_concat, w["o.w"], w["o.b"])
-    return out, (x, q, k, v, weights, heads_concat, scale)
+    return out, (x, q, k, v, weights, heads_concat, scale, cos, sin)
 
 
 def attention_backward(dout, w: dict, cache):
     # [batch, n_seq, d_model] -> dx, {q,k,v,o}.{w,b} gradients
-    x, q, k, v, weights, heads_concat, scale = cache
+    x, q, k, v, weights, heads_concat, scale, cos, sin = cache
     grads = {}
     dconcat, grads["o.w"], grads["o.b"] = linear_backward(heads_concat, w["o.w"], dout)
     dheads = split_heads(dconcat, q.shape[1])          # [batch, n_head, n_seq, d_head]
@@ -107,6 +110,10 @@ def attention_backward(dout, w: dict, cache):
     dscores *= scale
     dq = dscores @ k
     dk = dscores.transpose(0, 1, 3, 2) @ q
+    if cos is not None:
+        # the rotation is orthogonal: its transpose, a turn by minus the angle, carries the
+        # gradients of the rotated q and k back to the projections
+        dq, dk = ops.rotate(dq, cos, -sin), ops.rotate(dk, cos, -sin)
     dx = None
     for name, dproj in (("q", dq), ("k", dk), ("v", dv)):
         dxi, grads[f"{name}.w"], grads[f"{name}.b"] = linear_backward(x, w[f"{name}.w"], merge_heads(dproj))

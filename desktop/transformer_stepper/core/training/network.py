@@ -1,10 +1,11 @@
 """The training forward pass (batched, keeping what backward needs) and its backward pass.
 
-Covers the architecture the built-in model uses: token embedding + sinusoidal (or learned)
-positions, pre-LN blocks of causal multi-head attention and a feed-forward, the final
-LayerNorm, and the LM head tied to wte. Parameter names are core/forward.py's, so the
-trained dictionary loads into the app unchanged; a test proves the logits equal
-core.forward.forward's on single sequences."""
+Covers the architecture the built-in model uses and its position variants: token embedding
+with sinusoidal or learned positions added, sinusoids concatenated ([e | p]), q and k rotated
+(rotary), or no positions at all; pre-LN blocks of causal multi-head attention and a
+feed-forward, the final LayerNorm, and the LM head tied to wte (or untied). Parameter names
+are core/forward.py's, so the trained dictionary loads into the app unchanged; a test proves
+the logits equal core.forward.forward's on single sequences, for every position scheme."""
 from __future__ import annotations
 
 from typing import Mapping, Optional
@@ -14,7 +15,7 @@ import numpy as np
 from .. import ops
 from ..config import ModelConfig
 from ..errors import ModelError
-from ..forward import expected_shapes
+from ..forward import context, expected_shapes, head_input
 from . import layers
 
 _ATTN = ("q.w", "q.b", "k.w", "k.b", "v.w", "v.b", "o.w", "o.b")
@@ -31,6 +32,15 @@ def check_trainable(config: ModelConfig) -> None:
         unsupported.append("a model without ln_f and the tied LM head")
     if config.activation not in ("relu", "gelu_tanh"):
         unsupported.append(f"activation {config.activation}")
+    if config.norm_kind != "layer":
+        unsupported.append("RMSNorm")
+    if (config.gated_mlp or config.qk_norm or config.n_kv_heads != config.n_head
+            or config.d_head * config.n_head != config.d_model):
+        unsupported.append("gated feed-forwards, q/k norms, grouped-query attention or a custom head width")
+    if not (config.qkv_bias and config.o_bias and config.mlp_bias):
+        unsupported.append("projections without biases")
+    if config.sliding_window or config.embed_scale != 1.0 or config.position_offset:
+        unsupported.append("sliding windows, embedding scales or position offsets")
     if unsupported:
         raise ModelError(f"config: training does not support {', '.join(unsupported)}")
 
@@ -58,11 +68,12 @@ def init_params(config: ModelConfig, rng: np.random.Generator) -> dict[str, np.n
     return params
 
 
-def _block_forward(params, config: ModelConfig, x, mask, layer: int):
+def _block_forward(params, config: ModelConfig, x, ctx, layer: int):
     p = f"h.{layer}."
     ln_1, ln_1_cache = layers.layer_norm_forward(x, params[p + "ln_1.g"], params[p + "ln_1.b"], config.ln_eps)
     attn_params = {name: params[p + "attn." + name] for name in _ATTN}
-    attn_out, attn_cache = layers.attention_forward(ln_1, attn_params, config.n_head, mask)
+    attn_out, attn_cache = layers.attention_forward(ln_1, attn_params, config.n_head, ctx.mask,
+                                                    ctx.cos, ctx.sin)
     x = x + attn_out
     ln_2, ln_2_cache = layers.layer_norm_forward(x, params[p + "ln_2.g"], params[p + "ln_2.b"], config.ln_eps)
     pre_act = ops.linear(ln_2, params[p + "mlp.fc.w"], params[p + "mlp.fc.b"])
@@ -90,44 +101,72 @@ def _block_backward(params, config: ModelConfig, dx, cache, layer: int, grads: d
     return dx + din
 
 
+def embed_batch(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np.ndarray):
+    """[batch, n_seq] ids -> x0 [batch, n_seq, d_model], as core.forward.embed computes it."""
+    n_seq = input_ids.shape[1]
+    e = params["wte"][input_ids]                            # one-hot x E
+    if config.position in ("rotary", "none"):               # nothing added at the input
+        return e
+    if config.position == "learned":
+        return e + params["wpe"][:n_seq]
+    width = config.d_position if config.position == "concat" else config.d_model
+    positions = ops.sinusoid_table(n_seq, width).astype(e.dtype)
+    if config.position == "sinusoidal":
+        return e + positions
+    return np.concatenate([e, np.broadcast_to(positions, (len(input_ids), n_seq, width))], axis=-1)
+
+
 def forward_batch(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np.ndarray):
     """[batch, n_seq] ids -> (logits [batch, n_seq, n_vocab], cache for backward_batch)."""
     input_ids = np.asarray(input_ids, dtype=np.int64)
-    n_seq = input_ids.shape[1]
-    if config.position == "sinusoidal":
-        positions = ops.sinusoid_table(n_seq, config.d_model).astype(params["wte"].dtype)
-    else:
-        positions = params["wpe"][:n_seq]
-    x = params["wte"][input_ids] + positions               # one-hot x E, plus p
-    mask = ops.additive_mask(ops.causal_mask(n_seq)) if config.causal else None
+    x = embed_batch(params, config, input_ids)
+    ctx = context(config, input_ids.shape[1])               # the app's mask and rotary angles
     block_caches = []
     for layer in range(config.n_layer):
-        x, cache = _block_forward(params, config, x, mask, layer)
+        x, cache = _block_forward(params, config, x, ctx, layer)
         block_caches.append(cache)
     h, ln_f_cache = layers.layer_norm_forward(x, params["ln_f.g"], params["ln_f.b"], config.ln_eps)
-    logits = h @ params["wte"].T                            # tied LM head
+    logits = head_input(config, h) @ _head_table(params, config).T
     return logits, (input_ids, block_caches, ln_f_cache, h)
+
+
+def _head_table(params, config: ModelConfig) -> np.ndarray:
+    return params["wte"] if config.tied_head else params["lm_head.w"]
 
 
 def backward_batch(params: Mapping[str, np.ndarray], config: ModelConfig, cache, dlogits,
                    wte_parts: Optional[dict] = None) -> dict:
     """Gradients of every parameter given d(loss)/d(logits) [batch, n_seq, n_vocab].
     `wte_parts`, when given, receives the two summands of grads["wte"]: "head" (through the
-    tied LM head, every row) and "lookup" (through the row selection, only the batch's ids)."""
+    tied LM head, every row; zero when the head is untied) and "lookup" (through the row
+    selection, only the batch's ids)."""
     input_ids, block_caches, ln_f_cache, h = cache
     grads: dict[str, np.ndarray] = {}
-    d_model = config.d_model
-    dwte = dlogits.reshape(-1, dlogits.shape[-1]).T @ h.reshape(-1, d_model)
-    dh = dlogits @ params["wte"]
+    d_model, d_token = config.d_model, config.d_token
+    head_in = head_input(config, h)
+    dhead = dlogits.reshape(-1, dlogits.shape[-1]).T @ head_in.reshape(-1, head_in.shape[-1])
+    dh_read = dlogits @ _head_table(params, config)
+    if dh_read.shape[-1] == d_model:
+        dh = dh_read
+    else:                                                   # a tied concat head reads the token part
+        dh = np.zeros(h.shape, dtype=h.dtype)
+        dh[..., :d_token] = dh_read
     dx, grads["ln_f.g"], grads["ln_f.b"] = layers.layer_norm_backward(dh, ln_f_cache)
     for layer in reversed(range(config.n_layer)):
         dx = _block_backward(params, config, dx, block_caches[layer], layer, grads)
+    if config.tied_head:
+        dwte = dhead
+    else:
+        grads["lm_head.w"] = dhead
+        dwte = np.zeros_like(params["wte"])
+    # row selection, scattered back; under concat only the token part came from wte
+    token_part = dx[..., :d_token].reshape(-1, d_token)
     if wte_parts is not None:
         wte_parts["head"] = dwte.copy()
         lookup = np.zeros_like(dwte)
-        np.add.at(lookup, input_ids.reshape(-1), dx.reshape(-1, d_model))
+        np.add.at(lookup, input_ids.reshape(-1), token_part)
         wte_parts["lookup"] = lookup
-    np.add.at(dwte, input_ids.reshape(-1), dx.reshape(-1, d_model))  # row selection, scattered back
+    np.add.at(dwte, input_ids.reshape(-1), token_part)
     grads["wte"] = dwte
     if config.position == "learned":
         dwpe = np.zeros_like(params["wpe"])
