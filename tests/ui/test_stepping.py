@@ -116,3 +116,24 @@ def test_layer_and_head_selectors_redraw_per_layer_views(qtbot, loaded_window):
     np.testing.assert_array_equal(after_head, session.trace["q"][session.layer, 2])
     window.layer_box.setCurrentIndex(1)
     np.testing.assert_array_equal(view.q.values, session.trace["q"][1, 2])
+
+
+@pytest.mark.parametrize("variant", ["concat", "none", "rotary", "sum_learned"])
+def test_the_positions_lab_models_step_through_every_stage_they_have(qtbot, window, variant):
+    """The shipped positions-lab models open in the stepper; stages that do not apply (added
+    positions for concat and none) are disabled with the reason; rotary shows its rotation."""
+    from transformer_stepper.io.resources import resources_dir
+
+    with qtbot.waitSignal(window.session.traceChanged, timeout=30_000):
+        window.open_model(str(resources_dir() / "positions" / variant))
+    config = window.session.model.config
+    for key in {key for key, _ in walk(window.session)}:
+        window.session.set_stage(key)
+        qtbot.waitUntil(window.current_view().is_current, timeout=10_000)
+        check_view(window.current_view())
+    row = [s.key for s in stages.STAGES].index("position_addition")
+    item = window.stage_list.item(row)
+    added = config.position not in ("none", "concat")     # rotary shows its rotation there
+    assert bool(item.flags() & Qt.ItemFlag.ItemIsEnabled) == added
+    assert (item.toolTip() == "") == added
+    assert window.errors == []

@@ -345,10 +345,10 @@ class MainWindow(QMainWindow):
             self.head_box.setCurrentIndex(self.session.head)
         for row, stage in enumerate(stages.STAGES):
             item = self.stage_list.item(row)
-            available = stage.available(model.config if model else None)
+            reason = stage.unavailable_because(model.config if model else None)
             flags = item.flags()
-            item.setFlags(flags | Qt.ItemFlag.ItemIsEnabled if available else flags & ~Qt.ItemFlag.ItemIsEnabled)
-            item.setToolTip("" if available else "this model has no language-model head")
+            item.setFlags(flags & ~Qt.ItemFlag.ItemIsEnabled if reason else flags | Qt.ItemFlag.ItemIsEnabled)
+            item.setToolTip(f"this model {reason}" if reason else "")
         self._update_stepping()
 
     def _on_trace(self) -> None:

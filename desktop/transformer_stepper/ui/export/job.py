@@ -53,9 +53,9 @@ def plan(session: SnapshotSession, stage_keys: Sequence[str],
     for stage in stages.STAGES:
         if stage.key not in wanted:
             continue
-        if not stage.available(config):
-            notes.append(f"skipped {stage.number:02d}-{stage.key}: {config.name or 'this model'} "
-                         f"has no language-model head")
+        reason = stage.unavailable_because(config)
+        if reason:
+            notes.append(f"skipped {stage.number:02d}-{stage.key}: {config.name or 'this model'} {reason}")
             continue
         if stage.per_head:
             combos = list(itertools.product(layers, heads))
