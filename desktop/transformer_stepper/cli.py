@@ -1,4 +1,5 @@
-"""Command line: the app launcher and the headless subcommands (trace, export, train, generate, compare)."""
+"""Command line: the app launcher and the headless subcommands (trace, export, train, generate,
+compare, positions-lab)."""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +11,7 @@ import numpy as np
 
 from .core.errors import ModelError
 
-SUBCOMMANDS = ("trace", "export", "train", "generate", "compare")
+SUBCOMMANDS = ("trace", "export", "train", "generate", "compare", "positions-lab")
 
 
 def _say(text: str, stream=None) -> None:
@@ -92,6 +93,12 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positions_lab(args: argparse.Namespace) -> int:
+    from .io.positions_lab_cli import run_positions_lab
+
+    return run_positions_lab(args, _say)
+
+
 def _compare(args: argparse.Namespace) -> int:
     from .ui.compare.headless import run_compare
 
@@ -151,6 +158,13 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--layer", type=int, default=None, help="attention plot's layer (default: last)")
     compare.add_argument("--head", type=int, default=0)
     compare.add_argument("--scale", type=float, default=1.0)
+    lab = sub.add_parser("positions-lab", help="retrain the positions laboratory's variants (sum, "
+                                               "learned, concat, rotary, none) and measure them")
+    lab.add_argument("--out", required=True, help="a new folder: the models, results.csv, results.json")
+    lab.add_argument("--steps", type=int, default=3000, help="training steps per model (default 3000)")
+    lab.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 (default 1)")
+    lab.add_argument("--variant", action="append",
+                     help="only this variant (repeatable; default all five)")
     return parser
 
 
@@ -195,7 +209,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if argv and argv[0] in SUBCOMMANDS:
             args = _parser().parse_args(argv)
             return {"trace": _trace, "export": _export, "train": _train,
-                    "generate": _generate, "compare": _compare}[args.command](args)
+                    "generate": _generate, "compare": _compare,
+                    "positions-lab": _positions_lab}[args.command](args)
         args = _gui_parser().parse_args(argv)
         if args.install_desktop_entry or args.uninstall_desktop_entry:
             return _desktop_entry(install=args.install_desktop_entry)

@@ -1,0 +1,62 @@
+"""`transformer-stepper positions-lab`: retrain the positions laboratory's variants and write
+each model folder, results.csv (one row per variant and seed) and results.json (with the
+training curves). The output folder is checked before anything is trained, written beside its
+final place and renamed at the end: an interruption leaves nothing half-written."""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import time
+from pathlib import Path
+
+from ..core.errors import ModelError
+from ..core.training import positions_lab as lab
+from ..core.training.recipe import Recipe, build_dataset
+from .positions_lab import result_row, save_variant_folder, write_results_csv
+from .training_cli import _install, _temporary_folder, check_output
+
+
+def run_positions_lab(args: argparse.Namespace, say) -> int:
+    """`say(text)`: the command line's printer, passed in."""
+    out = Path(args.out).expanduser().absolute()
+    variants = args.variant or list(lab.VARIANTS)
+    unknown = [v for v in variants if v not in lab.VARIANTS]
+    if unknown:
+        raise ModelError(f"--variant {unknown[0]}: not one of {', '.join(lab.VARIANTS)}")
+    if args.steps < 1 or args.seeds < 1:
+        raise ModelError("--steps and --seeds must be at least 1")
+    check_output(out)
+    try:
+        tmp = _temporary_folder(out, ".part")
+    except OSError as exc:
+        raise ModelError(f"{out.parent}: cannot write ({exc.strerror or exc})") from None
+    try:
+        rows, curves, started = [], {}, time.perf_counter()
+        for seed in range(args.seeds):
+            base = Recipe(steps=args.steps, seed=seed)
+            dataset = build_dataset(base)                 # one corpus for every variant
+            for variant in variants:
+                begun = time.perf_counter()
+                trained = lab.train_variant(variant, base, dataset)
+                name = variant if args.seeds == 1 else f"{variant}-seed{seed}"
+                folder = tmp / name
+                folder.mkdir()
+                save_variant_folder(folder, trained)
+                row = result_row(trained)
+                rows.append(row)
+                curves[name] = trained.result["curve"]
+                say(f"{name}: held-out loss {row['heldout_loss']:.4f}, accuracy "
+                    f"{row['heldout_accuracy']:.4f} ({time.perf_counter() - begun:.0f} s)")
+        write_results_csv(tmp / "results.csv", rows)
+        (tmp / "results.json").write_text(json.dumps({"rows": rows, "curves": curves}, indent=1))
+        _install(tmp, out)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ModelError(f"{out}: cannot write ({exc.strerror or exc})") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    say(f"wrote {out}: {len(rows)} models, results.csv, results.json "
+        f"({time.perf_counter() - started:.0f} s)")
+    return 0
