@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from ..core.errors import ModelError
 from ..core.training import positions_lab as lab
 from ..core.training.recipe import Recipe, build_dataset
 from .positions_lab import result_row, save_variant_folder, write_results_csv
-from .training_cli import _install, _temporary_folder, check_output
+from .training_cli import check_output, staged_folder
 
 
 def run_positions_lab(args: argparse.Namespace, say) -> int:
@@ -27,12 +26,8 @@ def run_positions_lab(args: argparse.Namespace, say) -> int:
     if args.steps < 1 or args.seeds < 1:
         raise ModelError("--steps and --seeds must be at least 1")
     check_output(out)
-    try:
-        tmp = _temporary_folder(out, ".part")
-    except OSError as exc:
-        raise ModelError(f"{out.parent}: cannot write ({exc.strerror or exc})") from None
-    try:
-        rows, curves, started = [], {}, time.perf_counter()
+    rows, curves, started = [], {}, time.perf_counter()
+    with staged_folder(out) as tmp:
         for seed in range(args.seeds):
             base = Recipe(steps=args.steps, seed=seed)
             dataset = build_dataset(base)                 # one corpus for every variant
@@ -50,13 +45,6 @@ def run_positions_lab(args: argparse.Namespace, say) -> int:
                     f"{row['heldout_accuracy']:.4f} ({time.perf_counter() - begun:.0f} s)")
         write_results_csv(tmp / "results.csv", rows)
         (tmp / "results.json").write_text(json.dumps({"rows": rows, "curves": curves}, indent=1))
-        _install(tmp, out)
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise ModelError(f"{out}: cannot write ({exc.strerror or exc})") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     say(f"wrote {out}: {len(rows)} models, results.csv, results.json "
         f"({time.perf_counter() - started:.0f} s)")
     return 0

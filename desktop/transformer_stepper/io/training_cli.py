@@ -11,7 +11,8 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Callable, Optional
+from contextlib import contextmanager
+from typing import Callable, Iterator, Optional
 
 import numpy as np
 
@@ -123,6 +124,26 @@ def _install(tmp: Path, out: Path) -> None:
         os.replace(tmp, out)
 
 
+@contextmanager
+def staged_folder(out: Path) -> Iterator[Path]:
+    """A new folder beside `out` to write into: moved into place when the block ends, removed
+    when it raises (an interruption included), so nothing is left half-written. An OSError
+    becomes a ModelError naming the folder."""
+    try:
+        tmp = _temporary_folder(out, ".part")
+    except OSError as exc:
+        raise ModelError(f"{out.parent}: cannot write ({exc.strerror or exc})") from None
+    try:
+        yield tmp
+        _install(tmp, out)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ModelError(f"{out}: cannot write ({exc.strerror or exc})") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 class _Printer:
     """Progress lines on stdout: about 20 over the run, and the last step."""
 
@@ -154,24 +175,13 @@ def run_train(args, on_progress: Optional[Callable[[TrainProgress], None]] = Non
     print(f"training the {recipe.name} recipe: {recipe.n_layer} layers, {recipe.n_head} heads, "
           f"d_model {recipe.d_model}, {recipe.steps} steps, seed {recipe.seed}", flush=True)
     try:
-        tmp = _temporary_folder(out, ".part")
-    except OSError as exc:
-        raise ModelError(f"{out.parent}: cannot write ({exc.strerror or exc})") from None
-    try:
-        dataset = build_dataset(recipe)
-        history = new_history(recipe, dataset, max_snapshots=snapshots)
-        trained = train_builtin(recipe, callback, dataset=dataset, history=history)
-        save_model_folder(tmp, trained, history)
-        _install(tmp, out)
+        with staged_folder(out) as tmp:
+            dataset = build_dataset(recipe)
+            history = new_history(recipe, dataset, max_snapshots=snapshots)
+            trained = train_builtin(recipe, callback, dataset=dataset, history=history)
+            save_model_folder(tmp, trained, history)
     except KeyboardInterrupt:
-        shutil.rmtree(tmp, ignore_errors=True)
         print(f"training stopped; nothing was written to {out}", flush=True)
-        raise
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise ModelError(f"{out}: cannot write ({exc.strerror or exc})") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
         raise
     result = trained.result
     if "heldout_accuracy" in result:
@@ -188,16 +198,5 @@ def write_model_folder(out: Path, trained: TrainedModel,
     into a temporary folder beside it, renamed at the end; nothing is left half-written."""
     out = Path(out).expanduser().absolute()
     check_output(out)
-    try:
-        tmp = _temporary_folder(out, ".part")
-    except OSError as exc:
-        raise ModelError(f"{out.parent}: cannot write ({exc.strerror or exc})") from None
-    try:
+    with staged_folder(out) as tmp:
         save_model_folder(tmp, trained, history)
-        _install(tmp, out)
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise ModelError(f"{out}: cannot write ({exc.strerror or exc})") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise

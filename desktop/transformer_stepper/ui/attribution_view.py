@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QVBox
 
 from ..core.attribution import Decomposition, decompose
 from ..core.errors import ModelError
+from .connections import Connections
 from .plots import Bars, Heatmap
 from .plots.common import format_value
 from .session import Session
@@ -51,10 +52,9 @@ class AttributionView(QWidget):
         grid.addWidget(self.sizes, 1, 0, 1, 2)
         for figure in (self.parts, self.heads, self.sizes):
             figure.hovered.connect(self.summary.setToolTip)
-        self._connections = [(session.traceChanged, self._on_trace), (session.modelChanged, self._on_model),
-                             (session.selectionChanged, self.refresh), (session.layerReady, self.refresh)]
-        for signal, slot in self._connections:
-            signal.connect(slot)
+        self._connections = Connections([
+            (session.traceChanged, self._on_trace), (session.modelChanged, self._on_model),
+            (session.selectionChanged, self.refresh), (session.layerReady, self.refresh)])
         self._on_model()
 
     def _on_model(self) -> None:
@@ -138,10 +138,5 @@ class AttributionView(QWidget):
             f"{float(d.contributions.sum()):.4f} + constant {d.constant:.4f}. {scale}")
 
     def close(self) -> bool:
-        for signal, slot in self._connections:
-            try:
-                signal.disconnect(slot)
-            except (RuntimeError, TypeError):
-                pass
-        self._connections = []
+        self._connections.disconnect_all()
         return super().close()

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout
 
 from ..core import interventions as lib
 from ..core import ops
+from .connections import Connections
 from .plots import Bars
 from .session import Session
 from .workers import Task
@@ -114,10 +115,9 @@ class InterventionsView(QWidget):
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(60)
         self._debounce.timeout.connect(self.run)
-        self._connections = [(session.modelChanged, self._on_model), (session.traceChanged, self._changed),
-                             (session.selectionChanged, self._draw)]
-        for signal, slot in self._connections:
-            signal.connect(slot)
+        self._connections = Connections([(session.modelChanged, self._on_model),
+                                         (session.traceChanged, self._changed),
+                                         (session.selectionChanged, self._draw)])
         self._on_model()
 
     # -- the interventions the controls describe ---------------------------------------------
@@ -257,10 +257,5 @@ class InterventionsView(QWidget):
         self._latest = -1
 
     def close(self) -> bool:
-        for signal, slot in self._connections:
-            try:
-                signal.disconnect(slot)
-            except (RuntimeError, TypeError):
-                pass
-        self._connections = []
+        self._connections.disconnect_all()
         return super().close()

@@ -9,7 +9,7 @@ from PySide6.QtCore import QEvent, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QLabel, QLineEdit, QListWidget,
                                QListWidgetItem, QMainWindow, QMenu, QMessageBox, QProgressBar, QSplitter,
-                               QStackedWidget, QTextBrowser, QVBoxLayout, QWidget)
+                               QStackedWidget, QVBoxLayout, QWidget)
 
 from ..core import stages
 from . import explanations
@@ -19,6 +19,7 @@ from .model_menu import HFCacheMenu, RecentMenu, RecentModels
 from .provenance_panel import install_provenance_dock
 from .session import Session
 from .stages import StageView, create_view
+from .explanation_panel import ExplanationPanel
 from .generate_bar import GenerateBar
 from .tabs import TabHost
 from .token_strip import TokenStripArea
@@ -120,7 +121,7 @@ class MainWindow(QMainWindow):
         self.stage_list.currentItemChanged.connect(self._stage_clicked)
         self.stack = QStackedWidget()
         self.stack.setFocusPolicy(Qt.FocusPolicy.StrongFocus)   # holds the focus for ← / →
-        self.explanation = QTextBrowser()
+        self.explanation = ExplanationPanel()
         self.explanation.setOpenExternalLinks(False)
         self.explanation.setMinimumWidth(260)
         self.splitter.addWidget(self.stage_list)
@@ -464,22 +465,15 @@ class MainWindow(QMainWindow):
         view = self.views.get(key)
         stage = stages.stage(key)
         if view is None or self.session.trace is None:
-            self._set_explanation(f"## {stage.number}. {stage.title}\n\n*No trace yet.*")
+            self.explanation.show_markdown(f"## {stage.number}. {stage.title}\n\n*No trace yet.*")
             return
         view.ensure_current()
         values, flags = view.explanation_values()
         where = (f" · layer {self.session.layer}, head {self.session.head}" if stage.per_head else
                  f" · layer {self.session.layer}" if stage.per_layer else "")
         body = explanations.render_stage(key, values, flags)
-        self._set_explanation(f"## {stage.number}. {stage.title}{where}\n\n{body}")
+        self.explanation.show_markdown(f"## {stage.number}. {stage.title}{where}\n\n{body}")
 
-    def _set_explanation(self, markdown: str) -> None:
-        if markdown == getattr(self, "_explanation_shown", None):
-            return                     # unchanged: keep the reader's scroll position, skip the layout
-        self._explanation_shown = markdown
-        scroll = self.explanation.verticalScrollBar().value()
-        self.explanation.setMarkdown(markdown)
-        self.explanation.verticalScrollBar().setValue(scroll)
 
     # -- settings ----------------------------------------------------------------------------
     def _restore_settings(self) -> None:

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QDockWidget, QHBoxLayout, QLabel, QMainWindow, QP
                                QPushButton, QTextBrowser, QVBoxLayout, QWidget)
 
 from ..core.provenance import Explanation, explain
+from .connections import Connections
 from .session import Session
 
 PANEL_WIDTH = 440
@@ -92,10 +93,8 @@ class ProvenancePanel(QWidget):
             buttons.addWidget(button)
         buttons.addStretch(1)
         layout.addLayout(buttons)
-        self._connections = [(session.provenanceRequested, self.explain),
-                             (session.traceChanged, self._on_trace)]
-        for signal, slot in self._connections:
-            signal.connect(slot)
+        self._connections = Connections([(session.provenanceRequested, self.explain),
+                                         (session.traceChanged, self._on_trace)])
 
     def explain(self, name: str, index) -> None:
         """Show where the current trace's value name[index] comes from."""
@@ -140,12 +139,7 @@ class ProvenancePanel(QWidget):
         QGuiApplication.clipboard().setText(text)
 
     def close(self) -> bool:
-        for signal, slot in self._connections:
-            try:
-                signal.disconnect(slot)
-            except (RuntimeError, TypeError):
-                pass
-        self._connections = []
+        self._connections.disconnect_all()
         return super().close()
 
 

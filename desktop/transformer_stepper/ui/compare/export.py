@@ -8,7 +8,7 @@ from typing import Callable, Optional
 from PySide6.QtGui import QAction
 
 from ...io.array_export import write_bytes
-from ..export import menu, preferences
+from ..export import menu
 from ..export.render import ExportOptions, encode, render
 from .bundle import CompareFigures, file_name
 
@@ -28,19 +28,9 @@ def install_menu(view, number: int, name: str, figure, where: Callable[[], tuple
 def export_dialog(view, number: int, name: str, figure, file_format: str, layer: int,
                   head: int) -> Optional[Path]:
     """Ask where, then export the figure as shown. -> the file written, or None."""
-    folder = preferences.folder(view)
-    default = folder / file_name(number, name, layer, head, file_format)
-    chosen = menu.ask_save_path(view, f"Export “{name}” as {file_format.upper()}", str(default),
-                                menu.FILTERS[file_format])
-    if not chosen:
-        return None
-    path = Path(chosen)
-    if path.suffix.lower() != f".{file_format}":
-        path = path.with_name(path.name + f".{file_format}")
-    preferences.set_folder(view, path.parent)
-    options = ExportOptions(format=file_format, scale=preferences.scale(view),
-                            dark=preferences.dark(view), size=None)
-    return menu.export_plot(view, figure.figure, path, options, title=f"Compare {number}: {figure.title}")
+    return menu.ask_and_export(view, name, figure.figure, file_format,
+                               file_name(number, name, layer, head, file_format),
+                               title=f"Compare {number}: {figure.title}")
 
 
 def write_figures(figures: CompareFigures, folder: Path, options: ExportOptions, layer: int,

@@ -23,6 +23,7 @@ from ...core.compare import MAX_SENTENCES, Comparison, attention_rows, combine, 
 from ...core.model import Model
 from ...core.trace import Trace
 from .. import analysis
+from ..connections import Connections
 from ..session import Session
 from ..workers import Task, WorkerPool
 
@@ -100,10 +101,8 @@ class CompareState(QObject):
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(debounce_ms)
         self._debounce.timeout.connect(self.compute_now)
-        self._connections = [(session.modelChanged, self._on_model),
-                             (session.layerChanged, self._on_layer)]
-        for signal, slot in self._connections:
-            signal.connect(slot)
+        self._connections = Connections([(session.modelChanged, self._on_model),
+                                         (session.layerChanged, self._on_layer)])
 
     # -- what is compared ------------------------------------------------------------------
     @property
@@ -255,10 +254,5 @@ class CompareState(QObject):
         self._debounce.stop()
         self._latest = -1
         self._again = False
-        for signal, slot in self._connections:
-            try:
-                signal.disconnect(slot)
-            except (RuntimeError, TypeError):
-                pass
-        self._connections = []
+        self._connections.disconnect_all()
         return self.workers.wait(msecs)

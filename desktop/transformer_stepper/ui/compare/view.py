@@ -9,10 +9,11 @@ from typing import Optional
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QInputDialog, QLabel,
-                               QLineEdit, QPlainTextEdit, QPushButton, QSplitter, QTextBrowser,
+                               QLineEdit, QPlainTextEdit, QPushButton, QSplitter,
                                QVBoxLayout, QWidget)
 
 from ...core.errors import ModelError
+from ..explanation_panel import ExplanationPanel
 from ..session import Session
 from . import explain, presets
 from .bundle import CompareFigures
@@ -118,7 +119,7 @@ class CompareView(QWidget):
         self.placeholder = QLabel("Open a model, then type two or more sentences and a word.")
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.grid.addWidget(self.placeholder, 0, 0, 2, 3)
-        self.explanation = QTextBrowser()
+        self.explanation = ExplanationPanel()
         self.explanation.setMinimumWidth(260)
         self.horizontal.addWidget(plots)
         self.horizontal.addWidget(self.explanation)
@@ -322,11 +323,7 @@ class CompareView(QWidget):
         markdown = explain.render(result.comparison if result else None,
                                   result.attention if result else None, layer, head,
                                   result.labels if result else [])
-        if markdown != getattr(self, "_shown", None):
-            self._shown = markdown
-            scroll = self.explanation.verticalScrollBar().value()
-            self.explanation.setMarkdown(markdown)
-            self.explanation.verticalScrollBar().setValue(scroll)
+        self.explanation.show_markdown(markdown)
 
     def _show_message(self, message: str) -> None:
         self.message.setText(f"⚠ {message}" if message else "")

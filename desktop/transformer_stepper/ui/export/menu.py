@@ -64,8 +64,16 @@ def export_plot_dialog(view, name: str, figure, file_format: str) -> Optional[Pa
     """Ask where, then export the figure as shown. -> the file written, or None."""
     session, stage = view.session, view.stage
     default = plot_file_name(stage, name, session.layer, session.head, file_format)
+    return ask_and_export(view, name, figure.figure, file_format, default,
+                          title=f"{stage.number}. {stage.title}: {name}")
+
+
+def ask_and_export(view, name: str, item, file_format: str, default_name: str,
+                   title: str) -> Optional[Path]:
+    """Ask where (starting at the last export folder, with `default_name`), then export `item`
+    with the user's scale and background. -> the file written, or None."""
     folder = preferences.folder(view)
-    chosen = ask_save_path(view, f"Export “{name}” as {file_format.upper()}", str(folder / default),
+    chosen = ask_save_path(view, f"Export “{name}” as {file_format.upper()}", str(folder / default_name),
                            FILTERS[file_format])
     if not chosen:
         return None
@@ -75,7 +83,7 @@ def export_plot_dialog(view, name: str, figure, file_format: str) -> Optional[Pa
     preferences.set_folder(view, path.parent)
     options = ExportOptions(format=file_format, scale=preferences.scale(view),
                             dark=preferences.dark(view), size=None)
-    return export_plot(view, figure.figure, path, options, title=f"{stage.number}. {stage.title}: {name}")
+    return export_plot(view, item, path, options, title=title)
 
 
 def export_plot(parent: QWidget, item, path: Path, options: ExportOptions, title: str = "") -> Optional[Path]:

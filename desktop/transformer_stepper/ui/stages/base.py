@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 from ...core import stages
 from ...core.labels import ACTIVATION_LABELS, NORM_LABELS
 from ...core.trace import Trace
+from ..connections import Connections
 from ..plots.common import Figure
 from ..session import Session
 
@@ -58,7 +59,7 @@ class StageView(QWidget):
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.readout.setStyleSheet("color: #444;")
         outer.addWidget(self.readout)
-        self._connections: list = []
+        self._connections = Connections()
         self.build()
         self.listen(session.traceChanged, self._on_data)
         self.listen(session.selectionChanged, self._on_selection)
@@ -98,8 +99,7 @@ class StageView(QWidget):
 
     def listen(self, signal, slot) -> None:
         """Connect to a session signal; close() disconnects (the session outlives views)."""
-        signal.connect(slot)
-        self._connections.append((signal, slot))
+        self._connections.connect(signal, slot)
 
     def add_figure(self, name: str, figure: Figure, row: int, col: int,
                    row_span: int = 1, col_span: int = 1, on_click=None, explain=None) -> Figure:
@@ -277,10 +277,5 @@ class StageView(QWidget):
         return values, flags
 
     def close(self) -> bool:
-        for signal, slot in self._connections:
-            try:
-                signal.disconnect(slot)
-            except (RuntimeError, TypeError):
-                pass
-        self._connections = []
+        self._connections.disconnect_all()
         return super().close()

@@ -39,7 +39,7 @@ class LogitLensView(StageView):
         trace, model = self.trace, self.session.model
         if lens_ready(trace):
             return None
-        if getattr(self.session, "inline_work", False):  # an export's snapshot: compute here
+        if self.session.inline_work:                     # an export's snapshot: compute here
             lens(model, trace, TOP)
             return None
         if self._pending is None or self._pending() is not trace:

@@ -13,7 +13,7 @@ import numpy as np
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QHeaderView,
                                QLabel, QLineEdit, QProgressBar, QPushButton, QSlider, QSpinBox,
-                               QSplitter, QTableWidget, QTableWidgetItem, QTextBrowser,
+                               QSplitter, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
 from ...core.errors import ModelError
@@ -23,6 +23,7 @@ from ...core.training.watch import StableMap, nearest_words
 from ...io.training_cli import save_model_folder, write_model_folder
 from .. import explanations
 from ..export.menu import install_plot_menu, warn
+from ..explanation_panel import ExplanationPanel
 from .figures import EmbeddingMap, GradientStrip, LossFigure, SeparationFigure
 from .worker import Frame, Outcome, TrainingWorker
 
@@ -145,7 +146,7 @@ class TrainingView(QWidget):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         table_layout.addWidget(self.table)
-        self.explanation = QTextBrowser()
+        self.explanation = ExplanationPanel()
         side.addWidget(table_box)
         side.addWidget(self.explanation)
         side.setSizes([200, 500])
@@ -429,11 +430,7 @@ class TrainingView(QWidget):
                 sep_step=int(steps[sep_index]) if len(steps) else 0, nn_word=nn_word,
                 nn_now=", ".join(getattr(self, "nearest_now", {}).get(nn_word, [])) or "—")
         markdown = explanations.render(explanations.template("training"), values, flags)
-        if markdown != getattr(self, "_shown", None):
-            self._shown = markdown
-            scroll = self.explanation.verticalScrollBar().value()
-            self.explanation.setMarkdown(markdown)
-            self.explanation.verticalScrollBar().setValue(scroll)
+        self.explanation.show_markdown(markdown)
 
     def _show_message(self, message: str) -> None:
         self.message.setText(f"⚠ {message}" if message else "")
