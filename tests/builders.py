@@ -433,6 +433,16 @@ def assert_same_trace(a, b) -> None:
         assert a[name].tobytes() == b[name].tobytes(), name
 
 
+def assert_close_trace(a, b, atol: float = 1e-5) -> None:
+    """Two traces with the same tokens and arrays equal to float32 rounding: for the same
+    weights held in different memory (a memory map, a fresh array), where BLAS and numpy's
+    SIMD loops may sum in another order on some CPUs."""
+    assert a.tokens == b.tokens
+    assert a.names() == b.names()
+    for name in a.names():
+        np.testing.assert_allclose(a[name], b[name], atol=atol, rtol=1e-5, err_msg=name)
+
+
 def assert_npz_holds_trace(path: Path, trace, text: str) -> None:
     """The .npz at `path` holds exactly trace.to_dict(): same names, dtypes, shapes, values."""
     expected = trace.to_dict()

@@ -148,5 +148,7 @@ def test_the_lens_in_blocks_equals_the_lens_at_once(monkeypatch):
     monkeypatch.setattr(generate_module, "LENS_BLOCK", 3)
     blocks = lens(model, model.trace(TEXT), top=4)
     np.testing.assert_array_equal(blocks.ids, whole.ids)
-    np.testing.assert_allclose(blocks.probabilities, whole.probabilities, atol=1e-7)
-    np.testing.assert_allclose(blocks.final_probabilities, whole.final_probabilities, atol=1e-7)
+    # BLAS may sum a 3-row product in another order than a whole one (it does on some CPUs):
+    # a few float32 roundings, not a different computation
+    np.testing.assert_allclose(blocks.probabilities, whole.probabilities, atol=2e-6)
+    np.testing.assert_allclose(blocks.final_probabilities, whole.final_probabilities, atol=2e-6)

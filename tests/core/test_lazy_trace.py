@@ -100,3 +100,40 @@ def test_layer_recorded_by_the_pass_equals_the_layer_computed_later(kind):
     assert seeded.cache.computed == 0, "layer 1 came from the pass, not a second computation"
     with pytest.raises(ValueError):
         seeded.layer("attn_weights", 1)[0, 0, 0] = 0.5
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if make_model(k).config.lm_head])
+def test_logits_are_computed_when_asked_and_only_the_rows_asked(kind):
+    """The vocabulary product is left out of the pass: a trace holds no [n_seq, n_vocab]
+    array until `logits` is read; `logits_at` gives some rows without making it."""
+    from transformer_stepper.core.generate import predictions
+
+    model = make_model(kind)
+    trace = model.trace(TEXT[kind])
+    n, n_vocab = trace.n_seq, model.config.n_vocab
+    before = trace.nbytes()
+    eager = model(TEXT[kind])["logits"]
+    np.testing.assert_allclose(trace.logits_at(-1), eager[-1], atol=1e-5)
+    np.testing.assert_allclose(trace.logits_at(slice(1, 3)), eager[1:3], atol=1e-5)
+    top = predictions(trace, 3)
+    assert trace.nbytes() == before, "rows and top tokens keep no logits array"
+    expected = np.argsort(-eager, axis=-1, kind="stable")[:, :3]
+    np.testing.assert_array_equal(top.ids, expected)
+    p = np.exp(eager - eager.max(-1, keepdims=True))
+    np.testing.assert_allclose(top.probabilities, np.take_along_axis(p / p.sum(-1, keepdims=True), expected, -1),
+                               atol=1e-6)
+    np.testing.assert_array_equal(trace.logits, eager)    # the whole product: the same bits
+    assert trace.nbytes() == before + n * n_vocab * 4
+    assert "logits" in trace and "logits" in trace.names()
+    with pytest.raises(IndexError, match="outside"):
+        trace.logits_at(n)
+
+
+def test_an_encoder_without_head_has_no_logits():
+    model = make_model("bert")
+    trace = model.trace(TEXT["bert"])
+    if model.config.lm_head:
+        pytest.skip("the fixture has a head")
+    assert trace.logits is None and "logits" not in trace
+    with pytest.raises(KeyError, match="no output head"):
+        trace.logits_at(0)

@@ -88,7 +88,10 @@ def test_only_used_tensors_are_read(tmp_path, spy):
 
     model = load_model(tmp_path)
     assert not spy and not spy.rows, "opening reads no tensor data"
-    assert model.trace("the bank of the river").n_seq == 7
+    trace = model.trace("the bank of the river")
+    assert trace.n_seq == 7
+    assert "cls.predictions.bias" not in spy, "no logits asked for, so the vocabulary bias is unread"
+    assert trace.logits_at(2).shape == (n_vocab,)      # the head reads it when asked
     expected = {("" if ckpt.startswith("cls.") else "bert.") + ckpt
                 for _, ckpt, _ in bert_keymap(model.config, ("weight", "bias"))}
     assert len(spy) == len(set(spy)), "no tensor is read whole twice"

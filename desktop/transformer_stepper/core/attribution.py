@@ -81,10 +81,10 @@ def decompose(model, trace, position: int, layer: Optional[int] = None,
     result = dict(position=i, layer=layer, names=tuple(names), parts=np.stack(parts),
                   stream=trace.residual["layer_out"][layer][i].astype(np.float64),
                   head_parts=np.stack(head_parts), attn_bias=np.stack(biases))
-    if not config.lm_head or trace.logits is None:
+    if not config.lm_head or not trace.has_logits:
         return Decomposition(**result)
     if token_id is None:
-        token_id = int(np.argmax(trace.logits[i]))
+        token_id = int(np.argmax(trace.logits_at(i)))
     direction = output_direction(model.params, config, token_id).astype(np.float64)
     stream, scale, constant = result["stream"], 1.0, 0.0
     center = False

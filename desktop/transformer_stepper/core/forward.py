@@ -333,28 +333,44 @@ def output_direction(params, config: ModelConfig, token_id: int) -> np.ndarray:
     return np.concatenate([row, np.zeros(config.d_model - row.shape[-1], dtype=row.dtype)])
 
 
-def lm_head(params, config: ModelConfig, h, record) -> np.ndarray:
-    # [n_seq, d_model] -> [n_seq, n_vocab]: the decoder tied to wte, or the model's own head.
-    # Concat models with a tied head read only the token part (see head_input)
-    if config.lm_head_transform:
-        t = ops.linear(h, params["head.transform.w"], params["head.transform.b"])
-        t = ops.ACTIVATIONS[config.activation](t)
-        _, h = ops.layer_norm(t, params["head.ln.g"], params["head.ln.b"], config.ln_eps)
-        record("head_transform", h, None)
+def head_hidden(params, config: ModelConfig, h, record) -> np.ndarray:
+    # [n_seq, d_model] -> [n_seq, d_model]: what the vocabulary product reads (BERT's masked-LM
+    # head first transforms h: dense, activation, LayerNorm; recorded as head_transform)
+    if not config.lm_head_transform:
+        return h
+    t = ops.linear(h, params["head.transform.w"], params["head.transform.b"])
+    t = ops.ACTIVATIONS[config.activation](t)
+    _, h = ops.layer_norm(t, params["head.ln.g"], params["head.ln.b"], config.ln_eps)
+    record("head_transform", h, None)
+    return h
+
+
+def vocabulary_logits(params, config: ModelConfig, h) -> np.ndarray:
+    # [n, d_model] (head_hidden's output) -> [n, n_vocab]: the decoder tied to wte, or the
+    # model's own head. Concat models with a tied head read only the token part (see head_input)
     logits = times_rows_transposed(head_input(config, h), params, "wte" if config.tied_head else "lm_head.w")
     if config.lm_head_transform and "head.bias" in params:
         logits += params["head.bias"]
+    return logits
+
+
+def lm_head(params, config: ModelConfig, h, record) -> np.ndarray:
+    # [n_seq, d_model] -> [n_seq, n_vocab]
+    logits = vocabulary_logits(params, config, head_hidden(params, config, h, record))
     record("logits", logits, None)
     return logits
 
 
 def forward(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np.ndarray,
             token_type_ids: np.ndarray | None = None, record: Recorder = None,
-            ctx: Optional[Context] = None, cache: Optional[KVCache] = None) -> dict:
+            ctx: Optional[Context] = None, cache: Optional[KVCache] = None,
+            logits: bool = True) -> dict:
     """[n_seq] ids -> {"last_hidden_state": [n_seq, d_model], "logits": [n_seq, n_vocab] or None}.
     `ctx` is context(config, n_seq), passed in when the caller keeps it. With a `cache` holding
     the keys and values of earlier positions, input_ids are the tokens that follow them (and
-    ctx is context(config, n_cached + n_new, start=n_cached)); the cache grows by them."""
+    ctx is context(config, n_cached + n_new, start=n_cached)); the cache grows by them. With
+    `logits=False` the head stops before the vocabulary product ([n_seq, n_vocab], often the
+    largest array and a third of the time): a trace computes the rows it is asked for."""
     record = record or _noop
     input_ids = np.asarray(input_ids, dtype=np.int64)
     if token_type_ids is None:
@@ -369,8 +385,12 @@ def forward(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np
         normalized, x = norm(params, config, "ln_f", x)
         record("final_ln_normalized", normalized, None)
         record("final_ln_out", x, None)
-    logits = lm_head(params, config, x, record) if config.lm_head else None
-    return {"last_hidden_state": x, "logits": logits}
+    if not config.lm_head:
+        return {"last_hidden_state": x, "logits": None}
+    if not logits:
+        head_hidden(params, config, x, record)
+        return {"last_hidden_state": x, "logits": None}
+    return {"last_hidden_state": x, "logits": lm_head(params, config, x, record)}
 
 
 def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:

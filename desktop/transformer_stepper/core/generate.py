@@ -87,7 +87,7 @@ def step(model: Model, trace: Trace, sampling: Sampling = Sampling(),
     if trace.n_seq >= model.config.n_ctx:
         raise ModelError(f"the context is full: the model reads at most {model.config.n_ctx} tokens")
     if token is None:
-        token = choose(trace.logits[-1], sampling, trace.n_seq)
+        token = choose(trace.logits_at(-1), sampling, trace.n_seq)
     return model.extend(trace, [token])
 
 
@@ -154,12 +154,7 @@ def lens(model: Model, trace: Trace, top: int = 5) -> Lens:
         for first in range(0, n_seq, LENS_BLOCK):        # a block of positions at a time
             rows = slice(first, min(first + LENS_BLOCK, n_seq))
             p = ops.softmax(lens_logits(model, trace, index, rows))
-            best = np.argpartition(-p, top - 1, axis=-1)[:, :top] if top < p.shape[1] \
-                else np.broadcast_to(np.arange(p.shape[1]), p.shape)
-            chosen = np.take_along_axis(p, best, axis=-1)
-            order = np.argsort(-chosen, axis=-1, kind="stable")
-            ids[index, rows] = np.take_along_axis(best, order, axis=-1)
-            probabilities[index, rows] = np.take_along_axis(chosen, order, axis=-1)
+            ids[index, rows], probabilities[index, rows] = _best(p, top)
             final_probabilities[index, rows] = p[np.arange(p.shape[0]), ids[-1, rows, 0]]
     result = Lens(ids, probabilities, ids[-1, :, 0].copy(), final_probabilities)
     for value in (result.ids, result.probabilities, result.final_ids, result.final_probabilities):
@@ -167,6 +162,57 @@ def lens(model: Model, trace: Trace, top: int = 5) -> Lens:
     with _lens_lock:
         _lens_cache[trace] = result
     return result
+
+
+def _best(p: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
+    # [k, n_vocab] probabilities -> (ids [k, top], probabilities [k, top]), best first
+    best = np.argpartition(p, -top, axis=-1)[:, -top:] if top < p.shape[1] \
+        else np.broadcast_to(np.arange(p.shape[1]), p.shape)
+    chosen = np.take_along_axis(p, best, axis=-1)
+    order = np.argsort(-chosen, axis=-1, kind="stable")
+    return np.take_along_axis(best, order, axis=-1), np.take_along_axis(chosen, order, axis=-1)
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """The most likely next tokens at every position: softmax(logits), best first."""
+    ids: np.ndarray                  # [n_seq, top]
+    probabilities: np.ndarray        # [n_seq, top]
+
+
+_predictions_cache: "weakref.WeakKeyDictionary[Trace, Predictions]" = weakref.WeakKeyDictionary()
+
+
+PREDICTION_BLOCK = 64         # positions at a time: the logits, their softmax and argpartition's
+                              # indices of 64 · n_vocab each (~40 MB for GPT-2) are all it adds
+
+
+def predictions(trace: Trace, top: int = 5) -> Predictions:
+    """Every position's `top` most likely tokens, a block of positions at a time (the whole
+    [n_seq, n_vocab] logits are never made); kept with the trace."""
+    if not trace.has_logits:
+        raise ModelError("the model has no output head: it predicts no tokens")
+    known = cached_predictions(trace)
+    if known is not None and known.ids.shape[-1] >= top:
+        return known
+    top = min(top, trace.config.n_vocab)
+    ids = np.empty((trace.n_seq, top), dtype=np.int64)
+    probabilities = np.empty((trace.n_seq, top), dtype=np.float32)
+    for first in range(0, trace.n_seq, PREDICTION_BLOCK):
+        rows = slice(first, min(first + PREDICTION_BLOCK, trace.n_seq))
+        block = trace.logits_at(rows)
+        ids[rows], probabilities[rows] = _best(ops.softmax(block, out=block if block.flags.writeable else None), top)
+    result = Predictions(ids, probabilities)
+    for value in (result.ids, result.probabilities):
+        value.flags.writeable = False
+    with _lens_lock:
+        _predictions_cache[trace] = result
+    return result
+
+
+def cached_predictions(trace: Trace) -> Optional[Predictions]:
+    with _lens_lock:
+        return _predictions_cache.get(trace)
 
 
 def lens_ready(trace: Trace) -> bool:

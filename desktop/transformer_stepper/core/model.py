@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -10,7 +10,7 @@ from . import interventions as interventions_lib
 from .config import ModelConfig
 from .errors import ModelError
 from .params import ParamStore
-from .forward import KVCache, block, context, expected_shapes, forward
+from .forward import KVCache, block, context, expected_shapes, forward, vocabulary_logits
 from .tokenize import Encoded, Tokenizer
 from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder, Trace
 
@@ -140,7 +140,7 @@ class Model:
         cache = KVCache(self.config.n_layer) if self.can_generate and not interventions else None
         with _quiet_floats():
             ctx = context(self.config, len(ids), recorder, interventions=interventions)
-            forward(self.params, self.config, ids, types, recorder, ctx=ctx, cache=cache)
+            forward(self.params, self.config, ids, types, recorder, ctx=ctx, cache=cache, logits=False)
         arrays, residual = recorder.finish()
         arrays["token_type_ids"] = types.copy()
         arrays["token_type_ids"].flags.writeable = False
@@ -150,7 +150,8 @@ class Model:
                      arrays=arrays, residual=residual,
                      compute_layer=self._layer_computer(residual["layer_in"], ctx),
                      attention_mask=ctx.mask, truncated=encoded.truncated, detail_budget=detail_budget,
-                     recorded_details=recorder.details, kv_cache=cache, interventions=interventions)
+                     recorded_details=recorder.details, kv_cache=cache, interventions=interventions,
+                     logits_of=self._logit_computer(arrays, residual))
 
     def _layer_computer(self, layer_inputs, ctx) -> Callable[[int], LayerDetail]:
         params, config = self.params, self.config
@@ -164,6 +165,21 @@ class Model:
             return {name: values[0] for name, values in layer_recorder.per_layer.items()}
 
         return compute_layer
+
+    def _logit_computer(self, arrays, residual) -> Optional[Callable[[object], np.ndarray]]:
+        # the head's input as the pass left it; the vocabulary product for the rows asked
+        if not self.config.lm_head:
+            return None
+        params, config = self.params, self.config
+        source = arrays.get("head_transform", arrays.get("final_ln_out"))
+        if source is None:
+            source = residual["layer_out"][-1]
+
+        def logits_of(rows) -> np.ndarray:
+            with _quiet_floats():
+                return vocabulary_logits(params, config, source[rows])
+
+        return logits_of
 
     # -- generation ----------------------------------------------------------------------
     @property
@@ -197,7 +213,8 @@ class Model:
         cache = trace.kv_cache.copy()
         with _quiet_floats():
             step_ctx = context(self.config, start + n_new, recorder, start)
-            forward(self.params, self.config, new_ids, types, recorder, ctx=step_ctx, cache=cache)
+            forward(self.params, self.config, new_ids, types, recorder, ctx=step_ctx, cache=cache,
+                    logits=False)
             full_ctx = context(self.config, start + n_new)
         new_arrays, new_residual = recorder.finish()
         new_arrays["token_type_ids"] = types
@@ -219,7 +236,7 @@ class Model:
                      compute_layer=self._layer_computer(residual["layer_in"], full_ctx),
                      attention_mask=full_ctx.mask, detail_budget=trace.cache.budget, kv_cache=cache,
                      generated=np.concatenate([trace.generated, np.ones(n_new, bool)]),
-                     computed_rows=n_new)
+                     computed_rows=n_new, logits_of=self._logit_computer(arrays, residual))
 
 
     def truncate(self, trace: Trace, n_seq: int) -> Trace:
@@ -239,16 +256,16 @@ class Model:
         cache = KVCache(self.config.n_layer, [k[:, :n_seq].copy() for k in trace.kv_cache.keys],
                         [v[:, :n_seq].copy() for v in trace.kv_cache.values])
         residual = {name: tuple(cut(value) for value in values) for name, values in trace.residual.items()}
+        arrays = {name: cut(value) for name, value in trace.arrays.items()}
         ctx = context(self.config, n_seq, interventions=trace.interventions)
         end = int(trace.offsets[n_seq][0]) if trace.offsets[n_seq][1] > 0 else len(trace.text)
         return Trace(config=self.config, text=trace.text[:end], tokens=trace.tokens[:n_seq],
                      input_ids=trace.input_ids[:n_seq].copy(), offsets=trace.offsets[:n_seq].copy(),
                      special_tokens_mask=trace.special_tokens_mask[:n_seq].copy(),
-                     arrays={name: cut(value) for name, value in trace.arrays.items()},
-                     residual=residual, compute_layer=self._layer_computer(residual["layer_in"], ctx),
+                     arrays=arrays, residual=residual, compute_layer=self._layer_computer(residual["layer_in"], ctx),
                      attention_mask=ctx.mask, detail_budget=trace.cache.budget, kv_cache=cache,
                      generated=trace.generated[:n_seq].copy(), computed_rows=0,
-                     interventions=trace.interventions)
+                     interventions=trace.interventions, logits_of=self._logit_computer(arrays, residual))
 
 
 def _frozen_copy(value: np.ndarray) -> np.ndarray:

@@ -97,6 +97,8 @@ def _check(trace, name: str, index: tuple) -> None:
         shape = (trace.config.n_layer + 1, trace.n_seq, trace.config.d_model)
     elif name in trace.arrays:
         shape = trace.arrays[name].shape
+    elif name == "logits" and trace.has_logits:
+        shape = (trace.n_seq, trace.config.n_vocab)
     elif name in trace.residual or name in trace.layer_names():
         if not index or not 0 <= index[0] < trace.config.n_layer:
             raise IndexError(f"{name}: layer {index[0] if index else '?'} is out of range "

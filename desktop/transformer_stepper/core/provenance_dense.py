@@ -270,6 +270,6 @@ def explain_logit(model, trace, name: str, index: tuple) -> Explanation:
     token = model.tokenizer.id_to_token(t) if hasattr(model, "tokenizer") else str(t)
     return linear(name, index, f"logit of token {t} '{token}' at position {Names(trace).token(i)}",
                   f"logit = h · {'E' if config.tied_head else 'W_U'}[{t}]" + (" + b" if bias is not None else ""),
-                  source, row, bias, float(trace.arrays["logits"][i, t]), python, x_name="h",
+                  source, row, bias, float(trace.logits_at(i)[t]), python, x_name="h",
                   w_name="E" if config.tied_head else "W_U", col=t,
                   notes=("the head is tied: the token's row of the embedding table",) if config.tied_head else ())

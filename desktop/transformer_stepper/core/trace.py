@@ -136,7 +136,8 @@ class Trace:
                  detail_budget: int = DEFAULT_DETAIL_BUDGET,
                  recorded_details: Optional[dict[int, LayerDetail]] = None,
                  kv_cache=None, generated: Optional[np.ndarray] = None,
-                 computed_rows: Optional[int] = None, interventions: tuple = ()) -> None:
+                 computed_rows: Optional[int] = None, interventions: tuple = (),
+                 logits_of: Optional[Callable[[object], np.ndarray]] = None) -> None:
         self.config = config
         self.text = text
         self.tokens = tokens                 # the tokenizer's pieces, special tokens included
@@ -154,6 +155,8 @@ class Trace:
         # how many positions the pass that made this trace computed (the rest came from the cache)
         self.computed_rows = len(input_ids) if computed_rows is None else computed_rows
         self.cache = LayerCache(self._frozen(compute_layer), detail_budget)
+        # positions -> their logits [k, n_vocab] (None: the model has no output head)
+        self._logits_of = logits_of
         self._stacked: dict[str, np.ndarray] = {}
         self._layer_names: Optional[tuple[str, ...]] = None
         for value in (self.input_ids, self.offsets, self.special_tokens_mask, self.generated):
@@ -232,8 +235,35 @@ class Trace:
         return self["attn_weights"]
 
     @property
+    def has_logits(self) -> bool:
+        return self._logits_of is not None
+
+    @property
     def logits(self) -> Optional[np.ndarray]:
-        return self.arrays.get("logits")
+        """[n_seq, n_vocab], or None without an output head: computed on first use, then kept
+        (every position × the whole vocabulary, often the largest array of a trace; what
+        reads a few positions asks `logits_at`)."""
+        if self._logits_of is None:
+            return None
+        cached = self._stacked.get("logits")
+        if cached is None:
+            cached = self._logits_of(slice(None))
+            cached.flags.writeable = False
+            self._stacked["logits"] = cached
+        return cached
+
+    def logits_at(self, rows) -> np.ndarray:
+        """Logits at some positions without the whole array: an int -> [n_vocab] (negative
+        counts from the end), a slice or index array -> [k, n_vocab]."""
+        if self._logits_of is None:
+            raise KeyError("the model has no output head, so the trace has no logits")
+        cached = self._stacked.get("logits")
+        if isinstance(rows, (int, np.integer)):
+            i = int(rows) + (self.n_seq if rows < 0 else 0)
+            if not 0 <= i < self.n_seq:
+                raise IndexError(f"position {int(rows)} is outside the text's {self.n_seq} tokens")
+            return cached[i] if cached is not None else self._logits_of(slice(i, i + 1))[0]
+        return cached[rows] if cached is not None else self._logits_of(rows)
 
     @property
     def mask(self) -> Optional[np.ndarray]:
@@ -247,6 +277,8 @@ class Trace:
             return self.arrays[name]
         if name == "hidden_states":
             return self.hidden_states
+        if name == "logits" and self.has_logits:
+            return self.logits
         cached = self._stacked.get(name)
         if cached is None:
             if name not in self.residual and name not in self.layer_names():
@@ -261,11 +293,11 @@ class Trace:
 
     def __contains__(self, name: str) -> bool:
         return (name in self.arrays or name in self.residual or name == "hidden_states"
-                or name in self.layer_names())
+                or (name == "logits" and self.has_logits) or name in self.layer_names())
 
     def names(self) -> list[str]:
         return sorted(set(self.arrays) | set(self.residual) | set(self.layer_names())
-                      | {"hidden_states"})
+                      | {"hidden_states"} | ({"logits"} if self.has_logits else set()))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

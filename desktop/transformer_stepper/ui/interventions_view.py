@@ -230,12 +230,12 @@ class InterventionsView(QWidget):
         self.moved.set_data(moved.astype(np.float32), names)
         self.moved.setVisible(True)
         self.moved_values = moved
-        if clean.logits is None:
+        if not clean.has_logits:
             self.changes.setVisible(False)
             self.summary.setText(f"'{labels[i]}': the last hidden state moved by {moved[-1]:.1%} of its length.")
             return
-        p_clean = ops.softmax(clean.logits[i].astype(np.float32, copy=True))
-        p_after = ops.softmax(intervened.logits[i].astype(np.float32, copy=True))
+        p_clean = ops.softmax(clean.logits_at(i).astype(np.float32, copy=True))
+        p_after = ops.softmax(intervened.logits_at(i).astype(np.float32, copy=True))
         delta = p_after - p_clean
         order = np.argsort(delta)
         chosen = list(order[::-1][:TOP_CHANGES]) + list(order[:TOP_CHANGES][::-1])

@@ -9,6 +9,7 @@ from typing import Optional
 import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
+from shiboken6 import isValid
 
 from ...core import stages
 from ...core.labels import ACTIVATION_LABELS, NORM_LABELS
@@ -16,6 +17,7 @@ from ...core.trace import Trace
 from ..connections import Connections
 from ..plots.common import Figure
 from ..session import Session
+from ..workers import Task
 
 
 class StageView(QWidget):
@@ -34,6 +36,7 @@ class StageView(QWidget):
         # (weak reference to the trace, data key, selection) last drawn: what was drawn, never
         # the trace itself, so an old trace is freed as soon as the session lets it go
         self._drawn: Optional[tuple] = None
+        self._pending: Optional[weakref.ref] = None      # the trace a worker computes for
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 2)
         outer.setSpacing(4)
@@ -96,6 +99,27 @@ class StageView(QWidget):
         for layer in missing:
             self.session.prepare_layer(layer)
         return f"Computing layer {missing[0]}…" if missing else None
+
+    def work_once(self, ready: bool, job, *args, message: str) -> Optional[str]:
+        """For prepare_work: what a view draws from beyond layer detail (e.g. the logit lens),
+        computed once per trace in a worker (here, in an export's snapshot, which draws at
+        once); None when `ready`, else `message` until the worker reports and the view redraws."""
+        if ready:
+            return None
+        if self.session.inline_work:
+            job(*args)
+            return None
+        trace = self.trace
+        if self._pending is None or self._pending() is not trace:
+            self._pending = weakref.ref(trace)
+            self.session.workers.start(Task(0, job, *args), lambda *_: self._work_done(),
+                                       lambda *_: self._work_done())
+        return message
+
+    def _work_done(self) -> None:
+        if isValid(self):                 # the view may have closed while the worker ran
+            self._pending = None
+            self._on_data()
 
     def listen(self, signal, slot) -> None:
         """Connect to a session signal; close() disconnects (the session outlives views)."""

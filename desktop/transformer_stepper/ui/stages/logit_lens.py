@@ -3,17 +3,14 @@ every hidden state, as if the model stopped after that layer. The lens is comput
 (n_layer + 1 passes through the head) and kept with the trace (core.generate.lens)."""
 from __future__ import annotations
 
-import weakref
 from typing import Optional
 
 import numpy as np
-from shiboken6 import isValid
 
 from ...core.generate import lens, lens_ready
 from ..plots import Heatmap, Lines
 from ..plots.common import format_value
 from ..plots.lines import Curve
-from ..workers import Task
 from .base import StageView
 
 TOP = 5
@@ -32,27 +29,13 @@ class LogitLensView(StageView):
             "The final prediction across layers", "hidden state", "probability"), 0, 1)
         self.grid.setColumnStretch(0, 3)
         self.grid.setColumnStretch(1, 2)
-        self._pending: Optional[weakref.ref] = None      # the trace whose lens a worker computes
 
     # -- the lens, off the GUI thread -----------------------------------------------------------
     def prepare_work(self) -> Optional[str]:
         trace, model = self.trace, self.session.model
-        if lens_ready(trace):
-            return None
-        if self.session.inline_work:                     # an export's snapshot: compute here
-            lens(model, trace, TOP)
-            return None
-        if self._pending is None or self._pending() is not trace:
-            self._pending = weakref.ref(trace)
-            self.session.workers.start(Task(0, lens, model, trace, TOP),
-                                       lambda *_: self._lens_done(), lambda *_: self._lens_done())
-        return f"Computing the logit lens ({model.config.n_layer + 1} hidden states × "  \
-               f"{model.config.n_vocab:,} tokens)…"
-
-    def _lens_done(self) -> None:
-        if isValid(self):                 # the view may have closed while the worker ran
-            self._pending = None
-            self._on_data()
+        return self.work_once(lens_ready(trace), lens, model, trace, TOP, message=(
+            f"Computing the logit lens ({model.config.n_layer + 1} hidden states × "
+            f"{model.config.n_vocab:,} tokens)…"))
 
     # -- drawing --------------------------------------------------------------------------------
     def state_names(self) -> list[str]:

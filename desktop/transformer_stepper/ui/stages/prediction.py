@@ -5,7 +5,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from ...core.generate import distribution
+from ...core.generate import cached_predictions, distribution, predictions
 from .. import analysis
 from ..plots import Bars, Heatmap
 from ..plots.common import format_value
@@ -38,14 +38,18 @@ class PredictionView(StageView):
         self.grid.setColumnStretch(0, 2)
         self.grid.setColumnStretch(1, 3)
 
+    def prepare_work(self):
+        # every position's top tokens: n_seq rows of the vocabulary product, in a worker
+        trace = self.trace
+        return self.work_once(cached_predictions(trace) is not None, predictions, trace,
+                              TOP_PER_POSITION, message=(
+                                  f"Computing the predictions ({trace.n_seq} positions × "
+                                  f"{trace.config.n_vocab:,} tokens)…"))
+
     def update_data(self) -> None:
         trace, model = self.trace, self.session.model
-        logits = trace.logits
-        n = trace.n_seq
-        self.top_ids = np.zeros((n, TOP_PER_POSITION), dtype=np.int64)
-        self.top_probs = np.zeros((n, TOP_PER_POSITION), dtype=np.float32)
-        for i in range(n):
-            self.top_ids[i], self.top_probs[i] = analysis.top_k_probabilities(logits[i], TOP_PER_POSITION)
+        top = predictions(trace, TOP_PER_POSITION)       # ready: prepare_work made it
+        self.top_ids, self.top_probs = top.ids[:, :TOP_PER_POSITION], top.probabilities[:, :TOP_PER_POSITION]
         self.top_names = [[model.tokenizer.id_to_token(t) for t in row] for row in self.top_ids]
         causal = trace.config.causal
         self.table.set_title("Top next tokens after each position" if causal
@@ -71,7 +75,7 @@ class PredictionView(StageView):
             # the distribution a generation step draws from: softmax(logits / T), cut by top-k
             # and top-p (greedy: T = 1, nothing cut, the first bar is taken)
             sampling = self.session.generation.sampling
-            dist = distribution(trace.logits[i], sampling)
+            dist = distribution(trace.logits_at(i), sampling)
             ids = np.argsort(-dist.probabilities, kind="stable")[:TOP_K]
             probs, kept = dist.probabilities[ids], dist.kept[ids]
             chosen = int(trace.input_ids[i + 1]) if i + 1 < trace.n_seq else None
@@ -96,7 +100,7 @@ class PredictionView(StageView):
                     if chosen is not None else ": click a bar to append")
             self.top.set_title(f"After {i} '{label}' ({settings}){then}")
         else:
-            ids, probs = analysis.top_k_probabilities(trace.logits[i], TOP_K)
+            ids, probs = analysis.top_k_probabilities(trace.logits_at(i), TOP_K)
             self.top.set_data(probs, [f"{model.tokenizer.id_to_token(t)} ({int(t)})" for t in ids],
                               value_range=(0.0, max(float(probs.max(initial=0)), 1e-3)))
             self.cut_line.setVisible(False)
@@ -110,5 +114,7 @@ class PredictionView(StageView):
             self.session.generation.append(int(self._bar_ids[index]))
 
     def stage_values(self) -> dict:
+        if not hasattr(self, "_best"):     # the predictions are still being computed
+            return {"best_next": "…", "best_probability": "…"}
         best, probability = self._best
         return {"best_next": best, "best_probability": f"{probability:.3f}"}
