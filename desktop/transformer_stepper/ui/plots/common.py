@@ -170,6 +170,25 @@ class TitleLabel(pg.LabelItem):
         self.updateGeometry()
 
 
+class LazyMenuViewBox(pg.ViewBox):
+    """A ViewBox whose right-click menu (two axis panels of Qt widgets, a few ms per plot) is
+    made on the first right-click: a stage shows several plots, and most are never
+    right-clicked, so building every menu up front only delays the first view of a stage."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, enableMenu=False, **kwargs)
+        self.state["enableMenu"] = True      # enabled; it just does not exist yet
+
+    def getMenu(self, ev):
+        if self.menu is None and self.menuEnabled():
+            self._applyMenuEnabled()         # pyqtgraph's own way to make it
+        return self.menu
+
+    def getContextMenus(self, event):
+        menu = self.getMenu(event)
+        return menu.actions() if menu is not None else []
+
+
 class Figure(pg.GraphicsLayoutWidget):
     """One exportable figure: `figure` (the layout) holds a titled PlotItem, and subclasses add
     items once and feed them data. Hover shows `hover_at(x, y)`; a click on a token emits
@@ -188,7 +207,8 @@ class Figure(pg.GraphicsLayoutWidget):
         self.y_axis = LabelAxis("left")
         self.title_label = TitleLabel(title)
         self.ci.addItem(self.title_label, row=0, col=0, colspan=2)
-        self.plot = self.ci.addPlot(row=1, col=0, axisItems={"bottom": self.x_axis, "left": self.y_axis})
+        self.plot = self.ci.addPlot(row=1, col=0, axisItems={"bottom": self.x_axis, "left": self.y_axis},
+                                    viewBox=LazyMenuViewBox())
         self.plot.hideButtons()
         self.set_title(title)
         self.plot.setLabel("bottom", x_label, **LABEL_STYLE)

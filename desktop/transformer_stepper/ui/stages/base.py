@@ -71,7 +71,8 @@ class StageView(QWidget):
         if self.stage.per_head:
             self.listen(session.headChanged, self._on_data)
         self.listen(session.layerReady, self._on_data)
-        self.ensure_current()
+        if session.inline_work:             # an export draws at once; a window when shown
+            self.ensure_current()
 
     # -- for subclasses -------------------------------------------------------------------
     def build(self) -> None:

@@ -1,0 +1,45 @@
+"""A stage's first visit only draws: while the window is idle its views are built one per
+event-loop turn (hidden, not drawn), and the StallMeter that benchmarks the event loop sees the
+gaps it should."""
+import time
+
+from PySide6.QtCore import QTimer
+
+from transformer_stepper.ui.stall_meter import StallMeter
+
+
+def test_views_are_built_while_idle_and_drawn_when_shown(qtbot, loaded_window):
+    window = loaded_window("gpt2")
+    session = window.session
+    keys = [s.key for s in session.available_stages()]
+    qtbot.waitUntil(window.views_built, timeout=20_000)
+    assert set(keys) <= set(window.views)
+    hidden = [key for key in keys if key != session.stage_key and not window.views[key].isVisible()]
+    assert hidden, "some views were built without being shown"
+    # built while idle: not drawn yet (drawing waits until a view is shown)
+    assert not any(window.views[key].is_current() for key in hidden[1:])
+    target = hidden[-1]
+    session.set_stage(target)
+    view = window.current_view()
+    assert view is window.views[target]
+    qtbot.waitUntil(view.is_current, timeout=10_000)
+
+
+def test_stall_meter_sees_a_blocked_event_loop(qtbot):
+    meter = StallMeter()
+    meter.start()
+    meter.label = "quiet"
+    qtbot.wait(60)
+    meter.label = "blocked"
+
+    def block() -> None:
+        end = time.perf_counter() + 0.15     # the GUI thread busy for 150 ms
+        while time.perf_counter() < end:
+            pass
+
+    QTimer.singleShot(0, block)
+    qtbot.wait(60)
+    meter.stop()
+    label, worst = meter.worst()
+    assert label == "blocked" and 0.14 <= worst < 1.0
+    assert meter.longest["quiet"] < 0.1
