@@ -266,25 +266,19 @@ def main() -> int:
     bench_cold_start(model_dir)
     app = application()
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = create_main_window(str(model_dir), None,
-                                   QSettings(f"{tmp}/fresh.ini", QSettings.Format.IniFormat))
-        fresh.resize(1500, 900)
-        fresh.show()
-        wait_for(app, lambda: fresh.session.trace is not None)
-        bench_step_forward(app, fresh)
-        fresh.close()
-        walker = create_main_window(str(model_dir), None,
-                                    QSettings(f"{tmp}/walk.ini", QSettings.Format.IniFormat))
-        walker.resize(1500, 900)
-        walker.show()
-        wait_for(app, lambda: walker.session.trace is not None)
-        bench_walk_stalls(app, walker)
-        walker.close()
-        window = create_main_window(str(model_dir), None,
-                                    QSettings(f"{tmp}/settings.ini", QSettings.Format.IniFormat))
-        window.resize(1500, 900)
-        window.show()
-        wait_for(app, lambda: window.session.trace is not None)
+        def fresh_window(name: str):
+            window = create_main_window(str(model_dir), None,
+                                        QSettings(f"{tmp}/{name}.ini", QSettings.Format.IniFormat))
+            window.resize(1500, 900)
+            window.show()
+            wait_for(app, lambda: window.session.trace is not None)
+            return window
+
+        for bench in (bench_step_forward, bench_walk_stalls):
+            window = fresh_window(bench.__name__)
+            bench(app, window)
+            window.close()
+        window = fresh_window("settings")
         bench_stage_switch(app, window)
         bench_keystroke(app, window)
         bench_long_text_stall(app, window)
