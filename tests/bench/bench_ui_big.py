@@ -69,6 +69,20 @@ def main() -> int:
                 view.updated.disconnect()
             print(f"keystroke -> plots updated, {key:<14} {1000 * statistics.median(totals):8.0f} ms "
                   f"(forward pass {1000 * session.compute_seconds:.0f} ms)")
+        workers = [session.compute_seconds]
+        for _ in range(2):       # the same text again in the worker, the window idle
+            session.set_text(session.text + " x", immediate=True)
+            wait_for(app, lambda: session.trace.text == session.text and not session.busy, 600)
+            workers.append(session.compute_seconds)
+        text = session.text
+        alone = []
+        for _ in range(3):       # the same pass on this thread, no event loop running
+            begin = time.perf_counter()
+            session.model.trace(text)
+            alone.append(time.perf_counter() - begin)
+        print(f"forward pass in the window's worker {1000 * statistics.median(workers):,.0f} ms, "
+              f"alone {1000 * statistics.median(alone):,.0f} ms: "
+              f"{statistics.median(workers) / statistics.median(alone):.2f}x")
         with peak_rss_anon() as peak:
             for stage in session.available_stages():
                 session.set_stage(stage.key)

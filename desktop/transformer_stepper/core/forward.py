@@ -364,13 +364,14 @@ def lm_head(params, config: ModelConfig, h, record) -> np.ndarray:
 def forward(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np.ndarray,
             token_type_ids: np.ndarray | None = None, record: Recorder = None,
             ctx: Optional[Context] = None, cache: Optional[KVCache] = None,
-            logits: bool = True) -> dict:
+            logits: bool = True, after_layer: Optional[Callable[[int], None]] = None) -> dict:
     """[n_seq] ids -> {"last_hidden_state": [n_seq, d_model], "logits": [n_seq, n_vocab] or None}.
     `ctx` is context(config, n_seq), passed in when the caller keeps it. With a `cache` holding
     the keys and values of earlier positions, input_ids are the tokens that follow them (and
     ctx is context(config, n_cached + n_new, start=n_cached)); the cache grows by them. With
     `logits=False` the head stops before the vocabulary product ([n_seq, n_vocab], often the
-    largest array and a third of the time): a trace computes the rows it is asked for."""
+    largest array and a third of the time): a trace computes the rows it is asked for.
+    `after_layer(i)` is called when layer i is done (progress; raising there stops the pass)."""
     record = record or _noop
     input_ids = np.asarray(input_ids, dtype=np.int64)
     if token_type_ids is None:
@@ -381,6 +382,8 @@ def forward(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np
     x = embed(params, config, input_ids, token_type_ids, record, start, ctx.interventions)
     for layer in range(config.n_layer):
         x = block(params, config, x, ctx, layer, record, cache)
+        if after_layer is not None:
+            after_layer(layer)
     if config.final_norm:
         normalized, x = norm(params, config, "ln_f", x)
         record("final_ln_normalized", normalized, None)

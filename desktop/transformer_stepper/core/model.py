@@ -120,18 +120,22 @@ class Model:
             return forward(self.params, self.config, ids, types)
 
     def trace(self, text: str, detail_budget: int = DEFAULT_DETAIL_BUDGET,
-              detail_layers: tuple[int, ...] = (), interventions: Sequence = ()) -> Trace:
+              detail_layers: tuple[int, ...] = (), interventions: Sequence = (),
+              after_layer: Optional[Callable[[int], None]] = None) -> Trace:
         """The forward pass keeping the residual stream; each layer's detail is computed when
         first asked for (`trace.layer(name, i)`), within `detail_budget` bytes. The layers in
         `detail_layers` (the one a view will show first) are recorded by the pass itself.
         `interventions` (core/interventions.py) change the pass: ablate heads, remove or
-        shuffle positions, swap a row of E, set a head's temperature."""
+        shuffle positions, swap a row of E, set a head's temperature. `after_layer(i)` is
+        called as each layer finishes (a worker's progress; an exception raised there stops
+        the pass and propagates)."""
         encoded = self.encode(text)
-        return self.trace_encoded(encoded, text, detail_budget, detail_layers, interventions)
+        return self.trace_encoded(encoded, text, detail_budget, detail_layers, interventions, after_layer)
 
     def trace_encoded(self, encoded: Encoded, text: str = "",
                       detail_budget: int = DEFAULT_DETAIL_BUDGET,
-                      detail_layers: tuple[int, ...] = (), interventions: Sequence = ()) -> Trace:
+                      detail_layers: tuple[int, ...] = (), interventions: Sequence = (),
+                      after_layer: Optional[Callable[[int], None]] = None) -> Trace:
         ids, types = self._checked_ids(encoded)
         interventions = interventions_lib.check(interventions, self.config, len(ids))
         detail_layers = tuple(i for i in detail_layers if 0 <= i < self.config.n_layer)
@@ -140,7 +144,8 @@ class Model:
         cache = KVCache(self.config.n_layer) if self.can_generate and not interventions else None
         with _quiet_floats():
             ctx = context(self.config, len(ids), recorder, interventions=interventions)
-            forward(self.params, self.config, ids, types, recorder, ctx=ctx, cache=cache, logits=False)
+            forward(self.params, self.config, ids, types, recorder, ctx=ctx, cache=cache, logits=False,
+                    after_layer=after_layer)
         arrays, residual = recorder.finish()
         arrays["token_type_ids"] = types.copy()
         arrays["token_type_ids"].flags.writeable = False

@@ -57,6 +57,8 @@ class Session(QObject):
         self._latest_compute = -1
         self._computing = False
         self._compute_again = False
+        self._compute_task: Optional[Task] = None   # the running pass (cancelled when the text moves on)
+        self._compute_text = ""
         self._loading_path: Optional[str] = None
         self._preparing: set[tuple[int, int]] = set()   # (id(trace), layer) being computed
         self._debounce = QTimer(self)
@@ -174,18 +176,28 @@ class Session(QObject):
     def compute_now(self) -> None:
         if self._model is None:
             return
-        if self._computing:            # one forward pass at a time; the latest text runs next
-            self._compute_again = True
+        if self._computing:            # one forward pass at a time: the running one stops at its
+            self._compute_again = True  # next layer, then the latest text runs
+            if self._compute_task is not None and self._compute_text != self._text:
+                self._compute_task.cancel()
             return
         self._requests += 1
         self._latest_compute = self._requests
         self._computing = True
         self._emit_busy()
-        self.workers.start(Task(self._requests, compute_trace, self._model, self._text, self._layer),
-                           self._on_computed, self._on_compute_failed)
+        self._compute_text = self._text
+        self._compute_task = Task(self._requests, compute_trace, self._model, self._text, self._layer,
+                                  reports=True)
+        self.workers.start(self._compute_task, self._on_computed, self._on_compute_failed,
+                           self._on_compute_progress, lambda _: self._compute_done())
+
+    def _on_compute_progress(self, request_id: int, done: int, total: int) -> None:
+        if request_id == self._latest_compute and self._computing:
+            self.busyChanged.emit(True, f"Computing… layer {done} of {total}")
 
     def _compute_done(self) -> None:
         self._computing = False
+        self._compute_task = None
         if self._compute_again:
             self._compute_again = False
             self.compute_now()

@@ -3,7 +3,11 @@
 A Task runs one plain function on a QThreadPool; its result or its one-line error crosses back
 to the GUI thread only through Qt signals (queued, because the signals object lives in the GUI
 thread). Workers never touch a widget. Whoever starts a task decides whether its result is
-still wanted (the session's request counter); a stale result is simply dropped."""
+still wanted (the session's request counter); a stale result is simply dropped.
+
+A function that takes a `progress` keyword reports through it (`progress(done, total)`, e.g.
+layers of a forward pass), and through it a Task is cancelled: once `cancel()` is called, the
+next report raises Cancelled inside the function, which ends with the `cancelled` signal."""
 from __future__ import annotations
 
 import time
@@ -22,16 +26,35 @@ from ..io.loader import load_model
 class TaskSignals(QObject):
     finished = Signal(int, object)      # request id, result
     failed = Signal(int, str, bool)     # request id, one-line message, is_user_error
+    progress = Signal(int, int, int)    # request id, done, total
+    cancelled = Signal(int)             # request id: stopped at a progress report
+
+
+class Cancelled(Exception):
+    """Raised inside a task's function at its next progress report after cancel()."""
 
 
 class Task(QRunnable):
-    def __init__(self, request_id: int, function: Callable[..., Any], *args: Any) -> None:
+    def __init__(self, request_id: int, function: Callable[..., Any], *args: Any,
+                 reports: bool = False) -> None:
+        """`reports`: pass the function a `progress` keyword (and so make it cancellable)."""
         super().__init__()
         self.setAutoDelete(False)       # the Python side keeps it until its signal arrives
         self.request_id = request_id
         self.function = function
         self.args = args
+        self.reports = reports
         self.signals = TaskSignals()
+        self._cancelled = False
+
+    def cancel(self) -> None:
+        """Stop at the function's next progress report (a function that reports none runs on)."""
+        self._cancelled = True
+
+    def report(self, done: int, total: int) -> None:
+        if self._cancelled:
+            raise Cancelled()
+        self.signals.progress.emit(self.request_id, done, total)
 
     def run(self) -> None:
         # Qt may keep the finished runnable (and so this object) alive after its result is
@@ -39,7 +62,9 @@ class Task(QRunnable):
         function, args = self.function, self.args
         self.function, self.args = None, ()
         try:
-            result = function(*args)
+            result = function(*args, progress=self.report) if self.reports else function(*args)
+        except Cancelled:
+            self.signals.cancelled.emit(self.request_id)
         except ModelError as exc:
             self.signals.failed.emit(self.request_id, str(exc), True)
         except MemoryError:
@@ -81,10 +106,14 @@ def load_and_trace(path: Optional[str], text: str, layer: int = 0) -> LoadResult
     return LoadResult(path, text, model, trace, None, time.perf_counter() - start)
 
 
-def compute_trace(model: Model, text: str, layer: int = 0) -> ComputeResult:
-    """The pass records the layer on screen, so the first view needs no second computation."""
+def compute_trace(model: Model, text: str, layer: int = 0,
+                  progress: Optional[Callable[[int, int], None]] = None) -> ComputeResult:
+    """The pass records the layer on screen, so the first view needs no second computation;
+    it reports each layer done (and stops there when the task is cancelled)."""
     start = time.perf_counter()
-    trace = model.trace(text, detail_layers=(min(layer, model.config.n_layer - 1),))
+    n_layer = model.config.n_layer
+    after_layer = None if progress is None else (lambda i: progress(i + 1, n_layer))
+    trace = model.trace(text, detail_layers=(min(layer, n_layer - 1),), after_layer=after_layer)
     return ComputeResult(model, text, trace, time.perf_counter() - start)
 
 
@@ -103,12 +132,18 @@ class WorkerPool:
         self._running: set[Task] = set()
 
     def start(self, task: Task, on_finished: Callable[[int, object], None],
-              on_failed: Callable[[int, str, bool], None]) -> None:
+              on_failed: Callable[[int, str, bool], None],
+              on_progress: Optional[Callable[[int, int, int], None]] = None,
+              on_cancelled: Optional[Callable[[int], None]] = None) -> None:
         self._running.add(task)
         task.signals.finished.connect(on_finished)
         task.signals.failed.connect(on_failed)
-        task.signals.finished.connect(lambda *_: self._running.discard(task))
-        task.signals.failed.connect(lambda *_: self._running.discard(task))
+        if on_progress is not None:
+            task.signals.progress.connect(on_progress)
+        if on_cancelled is not None:
+            task.signals.cancelled.connect(on_cancelled)
+        for ended in (task.signals.finished, task.signals.failed, task.signals.cancelled):
+            ended.connect(lambda *_: self._running.discard(task))
         self.pool.start(task)
 
     def wait(self, msecs: int = -1) -> bool:
