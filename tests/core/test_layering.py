@@ -152,7 +152,7 @@ def graph_of(edges, key, at_import_time_only: bool = False) -> dict[str, set[str
 def test_the_graph_is_read_right():
     edges = set(import_edges(package_modules()))
     assert ("transformer_stepper.ui.main_window", "transformer_stepper.core.stages", True) in edges
-    assert ("transformer_stepper.cli", "transformer_stepper.io.loader", False) in edges
+    assert ("transformer_stepper.cli.trace", "transformer_stepper.io.loader", False) in edges
     assert ("transformer_stepper.io.loader", "transformer_stepper.io.families", True) in edges
 
 
