@@ -78,7 +78,6 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         written = job.run()
     finally:
-        session.shutdown()
         job.deleteLater()
         session.deleteLater()
     say(f"{len(written)} files in {folder} ({time.perf_counter() - start:.1f} s)")
