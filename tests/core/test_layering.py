@@ -1,8 +1,10 @@
 """The arrows run one way: cli → ui, io, core; ui → core, io; io → core; core → nothing in the
 package. core and io never import Qt (nor torch/transformers, which the app must never need):
 checked in a fresh interpreter, importing every module of both. The import graph — read from
-the source, imports inside functions included — has no cycle between packages, between the
-subpackages and modules of one package, or between modules at import time."""
+the AST of every module, relative imports resolved, imports inside functions included, and
+importing `a.b.c` counted as importing the package `a.b` too (its __init__ runs first) — has no
+cycle between packages, between the subpackages and modules of one package, or between modules;
+a cycle found is named as a path."""
 from __future__ import annotations
 
 import ast
@@ -57,11 +59,11 @@ def test_core_and_io_import_no_qt_and_no_torch():
 
 
 # -- the import graph ---------------------------------------------------------------------
-def package_modules() -> dict[str, Path]:
+def package_modules(source: Path = SOURCE) -> dict[str, Path]:
     """Dotted name -> source file, for every module of the package (a package is its __init__)."""
     modules = {}
-    for path in sorted(SOURCE.rglob("*.py")):
-        parts = path.relative_to(SOURCE).with_suffix("").parts
+    for path in sorted(source.rglob("*.py")):
+        parts = path.relative_to(source).with_suffix("").parts
         if parts[-1] == "__init__":
             parts = parts[:-1]
         modules[".".join((PACKAGE, *parts))] = path
@@ -99,6 +101,19 @@ def import_edges(modules: dict[str, Path]) -> list[tuple[str, str, bool]]:
     return edges
 
 
+def with_parent_packages(edges, modules) -> list[tuple[str, str, bool]]:
+    """Importing `a.b.c` runs `a.b`'s __init__ first: an edge to every enclosing package the
+    importer is not itself inside (the top package is left out: everything is inside it)."""
+    implied = []
+    for importer, imported, at_import in edges:
+        parts = imported.split(".")
+        for depth in range(2, len(parts)):
+            package = ".".join(parts[:depth])
+            if package in modules and not (importer == package or importer.startswith(package + ".")):
+                implied.append((importer, package, at_import))
+    return edges + implied
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components with more than one node, or a node importing itself
     (Tarjan's algorithm)."""
@@ -132,6 +147,32 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def cycle_path(graph: dict[str, set[str]], component: list[str]) -> list[str]:
+    """One cycle through the first node of a strongly connected component, as a path that
+    ends where it starts (breadth first, so the shortest)."""
+    start, members = component[0], set(component)
+    came_from = {start: None}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for other in sorted(graph.get(node, ())):
+            if other == start:
+                path = [node]
+                while came_from[path[-1]] is not None:
+                    path.append(came_from[path[-1]])
+                return [start] + path[::-1][1:] + [start] if node != start else [start, start]
+            if other in members and other not in came_from:
+                came_from[other] = node
+                queue.append(other)
+    return component
+
+
+def named_cycles(graph: dict[str, set[str]]) -> list[str]:
+    prefix = PACKAGE + "."
+    return [" -> ".join(node.removeprefix(prefix) for node in cycle_path(graph, component))
+            for component in cycles(graph)]
+
+
 def part(module: str, depth: int) -> str:
     """The package (depth 1: core, io, ui, cli, ...) or the subpackage or module inside one
     (depth 2: ui.stages, ui.session, ...) that `module` belongs to."""
@@ -139,20 +180,19 @@ def part(module: str, depth: int) -> str:
     return ".".join(parts[:depth]) if parts else ROOT
 
 
-def graph_of(edges, key, at_import_time_only: bool = False) -> dict[str, set[str]]:
+def graph_of(edges, key) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = defaultdict(set)
-    for importer, imported, at_import in edges:
-        if at_import or not at_import_time_only:
-            a, b = key(importer), key(imported)
-            if a != b:
-                graph[a].add(b)
+    for importer, imported, _ in edges:
+        a, b = key(importer), key(imported)
+        if a != b:
+            graph[a].add(b)
     return graph
 
 
 def test_the_graph_is_read_right():
     edges = set(import_edges(package_modules()))
     assert ("transformer_stepper.ui.main_window", "transformer_stepper.core.stages", True) in edges
-    assert ("transformer_stepper.cli", "transformer_stepper.io.loader", False) in edges
+    assert ("transformer_stepper.cli.trace", "transformer_stepper.io.loader", False) in edges
     assert ("transformer_stepper.io.loader", "transformer_stepper.io.families", True) in edges
 
 
@@ -163,22 +203,40 @@ def test_packages_import_one_way():
                     and part(imported, 1) not in ALLOWED[part(importer, 1)]})
     assert wrong == [], "imports against the arrows: " + "; ".join(f"{a} -> {b}" for a, b in wrong)
     graph = graph_of(edges, lambda module: part(module, 1))
-    assert cycles(graph) == []
+    assert named_cycles(graph) == []
     assert cycles({name: set(allowed) for name, allowed in ALLOWED.items()}) == []
 
 
 def test_no_cycle_between_the_parts_of_a_package():
     """e.g. ui.stages and ui.export: if each imports the other, neither stands on its own."""
     graph = graph_of(import_edges(package_modules()), lambda module: part(module, 2))
-    assert cycles(graph) == []
+    assert named_cycles(graph) == []
 
 
 def test_no_import_cycle_between_modules():
-    graph = graph_of(import_edges(package_modules()), lambda module: module, at_import_time_only=True)
-    assert cycles(graph) == []
+    """Imports inside functions count: a cycle hidden in a function is still a cycle."""
+    modules = package_modules()
+    graph = graph_of(with_parent_packages(import_edges(modules), modules), lambda module: module)
+    assert named_cycles(graph) == []
 
 
-def test_a_cycle_would_be_found():
+def test_a_cycle_would_be_found_and_named():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"a"}}) == [["a"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+    assert named_cycles({"a": {"b", "x"}, "b": {"c"}, "c": {"a", "b"}, "x": set()}) == ["a -> b -> c -> a"]
+    assert named_cycles({"a": {"a"}}) == ["a -> a"]
+
+
+def test_a_cycle_inside_a_function_or_through_a_package_would_be_found(tmp_path):
+    """The reader on a made-up package: p.a imports p.b inside a function, p.b imports p.sub.c,
+    whose package p.sub imports p.a when it runs."""
+    files = {"__init__.py": "", "a.py": "def f():\n    from . import b\n",
+             "b.py": "from .sub.c import x\n", "sub/__init__.py": "from .. import a\n",
+             "sub/c.py": "x = 1\n"}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    modules = package_modules(tmp_path)
+    graph = graph_of(with_parent_packages(import_edges(modules), modules), lambda module: module)
+    assert named_cycles(graph) == ["a -> b -> sub -> a"]

@@ -16,6 +16,13 @@ def test_softmax_rows_sum_to_one_and_masked_entries_are_zero():
     assert np.all(weights[:, ops.causal_mask(5)] == 0)
 
 
+@pytest.mark.parametrize("blocked", [ops.causal_mask(6), ops.windowed_causal_mask(6, 3)])
+def test_the_additive_mask_and_the_blocked_positions_undo_each_other(blocked):
+    additive = ops.additive_mask(blocked)
+    assert additive.dtype == np.float32
+    np.testing.assert_array_equal(ops.blocked_positions(additive), blocked)
+
+
 def test_erf_matches_math_erf():
     x = np.linspace(-6, 6, 2001, dtype=np.float32)
     expected = np.array([math.erf(float(v)) for v in x])

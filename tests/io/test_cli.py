@@ -196,7 +196,7 @@ def test_corrupt_weights_trace_with_one_warning_line(tmp_path, capsys):
 def test_undecodable_path_does_not_crash_a_strict_stream():
     import io
 
-    from transformer_stepper.cli import _say
+    from transformer_stepper.cli.console import say as _say
 
     stream = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
     _say("wrote /tmp/\udcff.npz: 3 tokens", stream)

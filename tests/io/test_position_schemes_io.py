@@ -11,7 +11,7 @@ from transformer_stepper import load_model
 from transformer_stepper.core.forward import forward
 from transformer_stepper.core.training import corpus
 from transformer_stepper.core.training.recipe import Recipe, TrainedModel
-from transformer_stepper.io.training_cli import save_model_folder
+from transformer_stepper.io.model_folder import save_model_folder
 
 SCHEMES = [dict(position="concat", d_position=8), dict(position="none"), dict(position="rotary"),
            dict(position="concat", d_position=4, tied_head=False)]

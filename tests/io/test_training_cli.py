@@ -10,7 +10,8 @@ from transformer_stepper import load_model
 from transformer_stepper.cli import main
 from transformer_stepper.core.training import corpus
 from transformer_stepper.core.training.recipe import Recipe
-from transformer_stepper.io import training_cli
+from transformer_stepper.cli import train as training_cli
+from transformer_stepper.io import model_folder
 
 
 @pytest.fixture(autouse=True)
@@ -115,8 +116,8 @@ def test_a_finished_run_writes_a_model_the_loader_opens(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "step     1/2" in captured.out and "tokens/s" in captured.out
     assert "held-out next-token accuracy" in captured.out and f"wrote {out}" in captured.out
-    assert sorted(p.name for p in out.iterdir()) == sorted(training_cli.MODEL_FILES
-                                                           + (training_cli.HISTORY_FILE,))
+    assert sorted(p.name for p in out.iterdir()) == sorted(model_folder.MODEL_FILES
+                                                           + (model_folder.HISTORY_FILE,))
     assert [p.name for p in tmp_path.iterdir()] == ["m"]      # no temporary folder left behind
     recipe = json.loads((out / "recipe.json").read_text())
     assert recipe["recipe"]["steps"] == 2 and recipe["recipe"]["seed"] == 3
@@ -133,7 +134,7 @@ def test_the_quick_recipe_writes_its_history(tmp_path, capsys, monkeypatch):
     assert main(["train", "--out", str(out), "--recipe", "quick", "--steps", "9",
                  "--snapshots", "4"]) == 0
     assert "training the quick recipe" in capsys.readouterr().out
-    with np.load(out / training_cli.HISTORY_FILE, allow_pickle=False) as history:
+    with np.load(out / model_folder.HISTORY_FILE, allow_pickle=False) as history:
         assert history["steps"].tolist() == list(range(1, 10))
         assert len(history["losses"]) == 9 and np.all(np.isfinite(history["losses"]))
         assert 2 <= len(history["snapshot_steps"]) <= 4 and history["snapshot_steps"][-1] == 9

@@ -8,7 +8,7 @@ import pytest
 
 from transformer_stepper.core.training import corpus
 from transformer_stepper.core.training.recipe import QUICK
-from transformer_stepper.io.training_cli import HISTORY_FILE, MODEL_FILES
+from transformer_stepper.io.model_folder import HISTORY_FILE, MODEL_FILES
 from transformer_stepper.ui.training import TrainingView
 from transformer_stepper.ui.training import worker as worker_module
 

@@ -106,6 +106,11 @@ def additive_mask(blocked: np.ndarray) -> np.ndarray:
     return np.where(blocked, F32(-np.inf), F32(0))
 
 
+def blocked_positions(additive: np.ndarray) -> np.ndarray:
+    # [n_q, n_k] float32 additive mask -> [n_q, n_k] bool, True where blocked: additive_mask undone
+    return np.isneginf(additive)
+
+
 def windowed_causal_mask(n_seq: int, window: int) -> np.ndarray:
     # [n_seq, n_seq] bool: causal, and also blocked where the key is `window` or more
     # positions back (a query sees `window` keys, itself included)

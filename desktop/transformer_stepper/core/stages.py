@@ -1,5 +1,6 @@
 """The stages the stepper walks, as data. Adding a stage = adding one entry to STAGES (and a
-view registered under its key in ui/stages/, and an explanation in resources/explanations/)."""
+view registered under its key in ui/stages/, and an explanation in resources/explanations/).
+Each entry also names the trace arrays behind it, which the array export writes."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,6 +18,9 @@ class Stage:
     per_head: bool = False     # ... and for the selected head
     needs_lm_head: bool = False
     needs_positions: bool = False      # nothing to show for a model without position information
+    # the trace arrays behind the stage, as (trace name, indexing): "layer" takes [layer], "head"
+    # [layer, head], "" the whole array; "mask" is Trace.mask; names a family lacks are skipped
+    arrays: tuple[tuple[str, str], ...] = ()
 
     def available(self, config: Optional[ModelConfig]) -> bool:
         return not self.unavailable_because(config)
@@ -36,18 +40,36 @@ class Stage:
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("tokenize", 1, "Tokenize", per_layer=False),
-    Stage("embedding", 2, "Embedding lookup", per_layer=False),
-    Stage("position_encoding", 3, "Position encoding", per_layer=False, needs_positions=True),
-    Stage("position_addition", 4, "Position addition", per_layer=False, needs_positions=True),
-    Stage("qkv", 5, "Q/K/V projection", per_layer=True, per_head=True),
-    Stage("scores", 6, "Scores", per_layer=True, per_head=True),
-    Stage("softmax", 7, "Softmax", per_layer=True, per_head=True),
-    Stage("weighted_sum", 8, "Weighted sum", per_layer=True, per_head=True),
-    Stage("output_projection", 9, "Output projection and residual", per_layer=True),
-    Stage("feed_forward", 10, "Feed-forward and residual", per_layer=True),
-    Stage("layer_output", 11, "Layer output", per_layer=True),
-    Stage("prediction", 12, "Prediction", per_layer=False, needs_lm_head=True),
+    Stage("tokenize", 1, "Tokenize", per_layer=False,
+          arrays=(("input_ids", ""), ("offsets", ""), ("special_tokens_mask", ""),
+                  ("token_type_ids", ""))),
+    Stage("embedding", 2, "Embedding lookup", per_layer=False,
+          arrays=(("input_ids", ""), ("token_embeddings", ""))),
+    Stage("position_encoding", 3, "Position encoding", per_layer=False, needs_positions=True,
+          arrays=(("position_embeddings", ""), ("token_type_embeddings", ""))),
+    Stage("position_addition", 4, "Position addition", per_layer=False, needs_positions=True,
+          arrays=(("token_embeddings", ""), ("position_embeddings", ""),
+                  ("token_type_embeddings", ""), ("embedding_sum", ""),
+                  ("embedding_ln_normalized", ""), ("embedding_output", ""))),
+    Stage("qkv", 5, "Q/K/V projection", per_layer=True, per_head=True,
+          arrays=(("attn_in", "layer"), ("q", "head"), ("k", "head"), ("v", "head"))),
+    Stage("scores", 6, "Scores", per_layer=True, per_head=True,
+          arrays=(("scores_raw", "head"), ("scores", "head"), ("mask", ""))),
+    Stage("softmax", 7, "Softmax", per_layer=True, per_head=True,
+          arrays=(("scores", "head"), ("attn_weights", "head"))),
+    Stage("weighted_sum", 8, "Weighted sum", per_layer=True, per_head=True,
+          arrays=(("attn_weights", "head"), ("v", "head"), ("head_outputs", "head"))),
+    Stage("output_projection", 9, "Output projection and residual", per_layer=True,
+          arrays=(("heads_concat", "layer"), ("attn_out", "layer"), ("attn_residual", "layer"),
+                  ("ln_1_out", "layer"))),
+    Stage("feed_forward", 10, "Feed-forward and residual", per_layer=True,
+          arrays=(("mlp_in", "layer"), ("mlp_pre_act", "layer"), ("mlp_act", "layer"),
+                  ("mlp_out", "layer"), ("mlp_residual", "layer"), ("ln_2_out", "layer"))),
+    Stage("layer_output", 11, "Layer output", per_layer=True,
+          arrays=(("layer_in", "layer"), ("layer_out", "layer"))),
+    Stage("prediction", 12, "Prediction", per_layer=False, needs_lm_head=True,
+          arrays=(("final_ln_out", ""), ("head_transform", ""), ("logits", ""))),
+    # the lens is not in the trace (it needs the model's head): io/array_export.py's _lens_arrays
     Stage("logit_lens", 13, "Logit lens", per_layer=False, needs_lm_head=True),
 )
 

@@ -18,6 +18,7 @@ from typing import Callable, Iterator, Mapping, Optional
 
 import numpy as np
 
+from . import ops
 from .config import ModelConfig
 
 # Per-layer names of the residual stream: kept by the pass itself, never recomputed.
@@ -268,7 +269,7 @@ class Trace:
     @property
     def mask(self) -> Optional[np.ndarray]:
         """[n_seq, n_seq] bool, True where attention is blocked (causal models), else None."""
-        return None if self.attention_mask is None else np.isneginf(self.attention_mask)
+        return None if self.attention_mask is None else ops.blocked_positions(self.attention_mask)
 
     def __getitem__(self, name: str) -> np.ndarray:
         """Whole-model arrays as they are; per-layer ones stacked to [n_layer, ...] (computing

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core.errors import ModelError
 from ..core.generate import cached_lens
+from ..core import stages
 from ..core.stages import Stage
 from ..core.trace import Trace
 
@@ -98,28 +99,6 @@ class StageArray:
     columns: Optional[Sequence[str]] = None  # a label per column, None: numbered `name[j]`
 
 
-# stage -> (trace name, indexing) ; "layer": [layer], "head": [layer, head], "": the whole array
-_STAGE_ARRAYS: dict[str, tuple[tuple[str, str], ...]] = {
-    "tokenize": (("input_ids", ""), ("offsets", ""), ("special_tokens_mask", ""),
-                 ("token_type_ids", "")),
-    "embedding": (("input_ids", ""), ("token_embeddings", "")),
-    "position_encoding": (("position_embeddings", ""), ("token_type_embeddings", "")),
-    "position_addition": (("token_embeddings", ""), ("position_embeddings", ""),
-                          ("token_type_embeddings", ""), ("embedding_sum", ""),
-                          ("embedding_ln_normalized", ""), ("embedding_output", "")),
-    "qkv": (("attn_in", "layer"), ("q", "head"), ("k", "head"), ("v", "head")),
-    "scores": (("scores_raw", "head"), ("scores", "head"), ("mask", "")),
-    "softmax": (("scores", "head"), ("attn_weights", "head")),
-    "weighted_sum": (("attn_weights", "head"), ("v", "head"), ("head_outputs", "head")),
-    "output_projection": (("heads_concat", "layer"), ("attn_out", "layer"),
-                          ("attn_residual", "layer"), ("ln_1_out", "layer")),
-    "feed_forward": (("mlp_in", "layer"), ("mlp_pre_act", "layer"), ("mlp_act", "layer"),
-                     ("mlp_out", "layer"), ("mlp_residual", "layer"), ("ln_2_out", "layer")),
-    "layer_output": (("layer_in", "layer"), ("layer_out", "layer")),
-    "prediction": (("final_ln_out", ""), ("head_transform", ""), ("logits", "")),
-    "logit_lens": (),       # the lens, once computed (it needs the model's head): _lens_arrays
-}
-
 # what a column of each array is (token axes get the tokens, the rest numbered)
 _KEY_COLUMNS = {"scores_raw", "scores", "attn_weights", "mask"}
 _COLUMN_NAMES = {"offsets": ["start", "end"], "input_ids": ["id"],
@@ -131,8 +110,7 @@ def stage_arrays(trace: Trace, stage_key: str, layer: int, head: int,
     """The trace arrays behind a stage at `layer`/`head`, as 1-D/2-D arrays whose rows are the
     text's tokens (query tokens for scores and weights, whose columns are the key tokens).
     `vocabulary(id) -> piece` names the columns of logits."""
-    if stage_key not in _STAGE_ARRAYS:
-        raise KeyError(f"unknown stage {stage_key!r}")
+    arrays = stages.stage(stage_key).arrays  # a KeyError names an unknown stage
     config = trace.config
     if not 0 <= layer < config.n_layer:
         raise ModelError(f"layer {layer}: the model has {config.n_layer} layers (0–{config.n_layer - 1})")
@@ -143,7 +121,7 @@ def stage_arrays(trace: Trace, stage_key: str, layer: int, head: int,
     if stage_key == "logit_lens":
         return _lens_arrays(trace, tokens)
     out = []
-    for name, index in _STAGE_ARRAYS[stage_key]:
+    for name, index in arrays:
         if name == "mask":
             values = trace.mask
             if values is None:

@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from ..core.training.recipe import TrainedModel
-from .training_cli import save_model_folder
+from .model_folder import save_model_folder
 
 DESCRIPTIONS = {
     "sum_sinusoidal": "fixed sinusoids added to the token embeddings (the shipped model's scheme)",

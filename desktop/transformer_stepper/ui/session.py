@@ -1,19 +1,18 @@
 """The one state object of the app: model, text, trace and what the user is looking at.
 
-Widgets call its methods and react to its signals; nothing else holds state. Opening a model and
+Widgets call its methods and react to its signals; nothing else holds state. What the views
+read is the ViewState (view_state.py); the Session also hosts the model: opening a model and
 tracing text run in workers; each request gets a number, and a result that is no longer the
 latest request (the user typed on, or opened another model) is dropped."""
 from __future__ import annotations
 
 from typing import Optional
 
-import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from ..core import stages
-from ..core.model import Model
 from ..core.trace import Trace
-from . import analysis
+from .generation import GenerationControl
+from .view_state import ViewState
 from .workers import (ComputeResult, LoadResult, Task, WorkerPool, compute_trace, load_and_trace,
                       prepare_layer)
 
@@ -22,36 +21,19 @@ DEFAULT_TEXT = "The queen rode to the bank of the river and she was tired"
 TEXT_DEBOUNCE_MS = 40
 
 
-class Session(QObject):
-    modelChanged = Signal()              # a new model is in place; traceChanged follows
-    traceChanged = Signal()              # a new trace (new text or new model)
-    layerChanged = Signal(int)
-    layerReady = Signal(int)             # a layer's detail has been computed (in a worker)
-    headChanged = Signal(int)
-    selectionChanged = Signal(int)       # the selected token (query) index
-    stageChanged = Signal(str)
-    temperatureChanged = Signal(float)
+class Session(ViewState):
     busyChanged = Signal(bool, str)      # work under way, what it is
     openFailed = Signal(str)             # a model did not open: one line naming the problem
     computeFailed = Signal(str)          # the text did not trace (e.g. empty): one line
     textChanged = Signal(str)            # the text was set (by the user or programmatically)
-    provenanceRequested = Signal(str, object)   # where does trace value name[index] come from?
     inline_work = False                  # views compute in workers (a snapshot for export: inline)
 
     def __init__(self, parent: Optional[QObject] = None, debounce_ms: int = TEXT_DEBOUNCE_MS) -> None:
-        super().__init__(parent)
+        super().__init__(parent=parent)
         self.workers = WorkerPool()
-        self._model: Optional[Model] = None
         self._model_path: Optional[str] = None
-        self._trace: Optional[Trace] = None
         self._text = DEFAULT_TEXT
-        self._layer = 0
-        self._head = 0
-        self._selected = -1               # none yet: the first ordinary token once traced
-        self._stage = stages.STAGES[0].key
-        self._temperature = 1.0
         self.compute_seconds = 0.0
-        self._labels: list[str] = []
         self._requests = 0                # every load or compute request takes the next number
         self._latest_load = -1
         self._latest_compute = -1
@@ -65,57 +47,22 @@ class Session(QObject):
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(debounce_ms)
         self._debounce.timeout.connect(self.compute_now)
-        from .generation import GenerationControl
 
-        self.generation = GenerationControl(self)   # generate / undo / the user's token (decoders)
+    def _new_generation(self) -> GenerationControl:
+        return GenerationControl(self)   # generate / undo / the user's token (decoders)
 
     # -- read-only state ---------------------------------------------------------------
     @property
-    def model(self) -> Optional[Model]:
-        return self._model
-
-    @property
     def model_path(self) -> Optional[str]:
         return self._model_path
-
-    @property
-    def trace(self) -> Optional[Trace]:
-        return self._trace
 
     @property
     def text(self) -> str:
         return self._text
 
     @property
-    def layer(self) -> int:
-        return self._layer
-
-    @property
-    def head(self) -> int:
-        return self._head
-
-    @property
-    def selected_token(self) -> int:
-        return self._selected
-
-    @property
-    def stage_key(self) -> str:
-        return self._stage
-
-    @property
-    def temperature(self) -> float:
-        return self._temperature
-
-    @property
     def busy(self) -> bool:
         return self._loading_path is not None or self._computing
-
-    def token_labels(self) -> list[str]:
-        """How each token of the current trace reads on an axis (GPT-2's 'Ġ' shown as a space)."""
-        return self._labels
-
-    def available_stages(self) -> list[stages.Stage]:
-        return stages.available_stages(self._model.config if self._model else None)
 
     # -- model -------------------------------------------------------------------------
     def open_model(self, path: Optional[str]) -> None:
@@ -132,22 +79,20 @@ class Session(QObject):
         if request_id != self._latest_load:
             return
         self._loading_path = None
-        self._model, self._model_path = result.model, result.path
-        config = result.model.config
-        self._layer = min(self._layer, config.n_layer - 1)
-        self._head = min(self._head, config.n_head - 1)
-        if not stages.stage(self._stage).available(config):
-            self._stage = stages.available_stages(config)[-1].key
+        self._model_path = result.path
+        traced = result.text == self._text and result.trace is not None
         self._latest_compute = self._requests     # any compute for the old model is stale now
+        # the model and its trace (or none) are in place before anyone hears of either
+        self._take_model(result.model, result.trace if traced else None)
+        self._preparing.clear()
+        if traced:
+            self.compute_seconds = result.seconds
         self.modelChanged.emit()
         self.layerChanged.emit(self._layer)
         self.headChanged.emit(self._head)
         self.stageChanged.emit(self._stage)
-        if result.text == self._text and result.trace is not None:
-            self._accept_trace(result.trace, result.seconds)
-        else:
-            self._trace, self._labels = None, []
-            self.traceChanged.emit()
+        self._announce_trace()
+        if not traced:
             if result.text == self._text:
                 self.computeFailed.emit(result.trace_error or "the text did not trace")
             else:                      # typed on while the model opened
@@ -233,13 +178,12 @@ class Session(QObject):
         self.textChanged.emit(trace.text)
 
     def _accept_trace(self, trace: Trace, seconds: float) -> None:
-        self._trace = trace            # the previous trace is released here (views keep no reference)
+        self._take_trace(trace)
         self._preparing.clear()
         self.compute_seconds = seconds
-        self._labels = analysis.token_labels(trace, self._model.tokenizer)
-        if self._selected >= trace.n_seq or self._selected < 0:
-            self._selected = analysis.default_token(trace)
-        self._layer = min(self._layer, trace.config.n_layer - 1)
+        self._announce_trace()
+
+    def _announce_trace(self) -> None:
         self.prepare_layer(self._layer)
         self.traceChanged.emit()
         self.prepare_layer(self._layer + 1)          # the next layer, while the user reads
@@ -251,17 +195,6 @@ class Session(QObject):
             self.busyChanged.emit(True, "Computing…")
         else:
             self.busyChanged.emit(False, "")
-
-    # -- what the user looks at --------------------------------------------------------
-    def set_layer(self, layer: int) -> None:
-        if self._model is None:
-            return
-        layer = int(np.clip(layer, 0, self._model.config.n_layer - 1))
-        if layer != self._layer:
-            self._layer = layer
-            self.prepare_layer(layer)
-            self.layerChanged.emit(layer)
-            self.prepare_layer(layer + 1)
 
     # -- a layer's detail is computed off the GUI thread -------------------------------------
     def layer_ready(self, layer: Optional[int] = None) -> bool:
@@ -297,54 +230,6 @@ class Session(QObject):
     def trace_memory(self) -> int:
         """Bytes the current trace holds (residual stream, cached layer detail)."""
         return 0 if self._trace is None else self._trace.nbytes()
-
-    def set_head(self, head: int) -> None:
-        if self._model is None:
-            return
-        head = int(np.clip(head, 0, self._model.config.n_head - 1))
-        if head != self._head:
-            self._head = head
-            self.headChanged.emit(head)
-
-    def select_token(self, index: int) -> None:
-        if self._trace is None or not 0 <= index < self._trace.n_seq:
-            return
-        if index != self._selected:
-            self._selected = int(index)
-            self.selectionChanged.emit(self._selected)
-
-    def set_stage(self, key: str) -> None:
-        stage = stages.stage(key)
-        if not stage.available(self._model.config if self._model else None):
-            return
-        if key != self._stage:
-            self._stage = key
-            self.stageChanged.emit(key)
-
-    def step(self, direction: int) -> bool:
-        """One stage forward (+1) or back (-1); past a layer's last stage into the next layer."""
-        if self._model is None:
-            return False
-        target = stages.step(self._stage, self._layer, direction, self._model.config)
-        if target is None:
-            return False
-        key, layer = target
-        self.set_layer(layer)
-        self.set_stage(key)
-        return True
-
-    def set_temperature(self, temperature: float) -> None:
-        temperature = float(max(temperature, 1e-3))
-        if temperature != self._temperature:
-            self._temperature = temperature
-            self.temperatureChanged.emit(temperature)
-
-    # -- provenance ----------------------------------------------------------------------
-    def request_provenance(self, name: str, index) -> None:
-        """Ask for the arithmetic behind the current trace's value name[index] (an Alt-click
-        on a plot); the provenance panel answers (ui/provenance_panel.py)."""
-        if self._trace is not None:
-            self.provenanceRequested.emit(name, tuple(int(k) for k in index))
 
     # -- shutdown ----------------------------------------------------------------------
     def shutdown(self, msecs: int = -1) -> bool:

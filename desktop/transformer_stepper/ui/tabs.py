@@ -95,7 +95,11 @@ class TabHost(QTabWidget):
         return view
 
     def shutdown(self) -> None:
-        """Views that run work of their own stop it (window close)."""
+        """Window close: views that run work of their own stop it, and every view is closed,
+        which undoes its connections and frees what it holds (the Training tab's folder of
+        snapshots: a tab inside the window gets no close event of its own)."""
         for key, view in self.views.items():
-            if key != "stepper" and hasattr(view, "shutdown"):
-                view.shutdown()
+            if key != "stepper":
+                if hasattr(view, "shutdown"):
+                    view.shutdown()
+                view.close()

@@ -2,12 +2,12 @@
 
     view.py       the tab: sentences, word, presets, token strips, figures, explanation
     state.py      what is compared; tracing and combining in a worker (only changed sentences)
-    bundle.py     the six figures as one set (the view shows them, the headless command renders)
+    bundle.py     the six figures as one set (the view shows them, `transformer-stepper compare`
+                  renders them: cli/compare.py)
     figures.py, map_figure.py, nearest_figure.py   the figures
     explain.py    the numbers the explanation quotes (text in resources/explanations/compare.md)
     presets.py    ready comparisons and the user's own
     export.py     right-click export and writing every figure into a folder
-    headless.py   `transformer-stepper compare`
 
 The numbers themselves come from core/compare.py (no Qt)."""
 from .view import CompareView

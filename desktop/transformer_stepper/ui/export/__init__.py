@@ -3,7 +3,7 @@ headless (`transformer-stepper export`), and the trace's arrays.
 
     render.py   one figure -> PNG image / SVG text; file names; options (size, scale, theme)
     svg.py      makes Qt's SVG portable (flattened cosmetic strokes, crisp heatmap cells)
-    snapshot.py a session frozen at one model, trace and selection, whose layer/head export walks
+    snapshot.py a view state frozen at one model, trace and selection, whose layer/head export walks
     job.py      exporting many figures in small steps on the GUI thread, files written in a worker
     menu.py     the right-click entries on every plot
     dialogs.py  File → Export … (options, progress, overwrite questions)

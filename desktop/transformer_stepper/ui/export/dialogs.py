@@ -213,7 +213,6 @@ def start_figures_export(window, dialog: ExportFiguresDialog) -> Optional[Export
         progress.canceled.disconnect(job.cancel)
         progress.close()
         progress.deleteLater()
-        snapshot.shutdown()
         snapshot.deleteLater()
         job.deleteLater()
         written = f"{len(job.written)} file(s) in {folder}"

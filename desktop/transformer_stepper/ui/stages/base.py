@@ -16,7 +16,7 @@ from ...core.labels import ACTIVATION_LABELS, NORM_LABELS
 from ...core.trace import Trace
 from ..connections import Connections
 from ..plots.common import Figure
-from ..session import Session
+from ..view_state import ViewState
 from ..workers import Task
 
 
@@ -27,7 +27,7 @@ class StageView(QWidget):
     stage_key = ""
     updated = Signal()               # redrawn: the explanation may have new numbers
 
-    def __init__(self, session: Session, parent: Optional[QWidget] = None) -> None:
+    def __init__(self, session: ViewState, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
         self.session = session
         self.stage = stages.stage(self.stage_key)

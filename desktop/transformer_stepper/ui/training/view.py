@@ -20,7 +20,7 @@ from ...core.errors import ModelError
 from ...core.training import corpus
 from ...core.training.recipe import RECIPES, TrainedModel
 from ...core.training.watch import StableMap, nearest_words
-from ...io.training_cli import save_model_folder, write_model_folder
+from ...io.model_folder import save_model_folder, write_model_folder
 from .. import explanations
 from ..export.menu import install_plot_menu, warn
 from ..explanation_panel import ExplanationPanel

@@ -5,24 +5,35 @@ export names them), and compare.csv (see io/compare_csv.py).
 
 A sentence without the word is left out with a warning naming it; fewer than two sentences
 left, more than eight given, a layer or head out of range: one `error:` line (ModelError),
-checked before anything is written."""
+checked before anything is written. Qt is imported only when the figures are drawn."""
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
 
-from ...core.compare import MIN_SENTENCES, checked_texts
-from ...core.errors import ModelError
-from ...io.array_export import prepare_folder
-from ..export_cli import MAX_SCALE, MIN_SCALE, ensure_application
+from ..core.compare import MIN_SENTENCES, checked_texts
+from ..core.errors import ModelError
+from .console import check_scale, say
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser("compare", help="the same word in 2-8 sentences: every Compare "
+                                            "figure and compare.csv (no display)")
+    parser.add_argument("--model", help="HF folder, .safetensors or .npz (default: built-in model)")
+    parser.add_argument("--word", default="", help="the word compared (its first occurrence in each)")
+    parser.add_argument("--text", action="append", required=True, help="a sentence; repeat, 2 to 8")
+    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--format", choices=("png", "svg"), default="png")
+    parser.add_argument("--layer", type=int, default=None, help="attention plot's layer (default: last)")
+    parser.add_argument("--head", type=int, default=0)
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.set_defaults(run=run_compare)
 
 
 def _check(args: argparse.Namespace) -> list[str]:
-    if not math.isfinite(args.scale) or not MIN_SCALE <= args.scale <= MAX_SCALE:
-        raise ModelError(f"--scale {args.scale:g}: must be between {MIN_SCALE:g} and {MAX_SCALE:g}")
+    check_scale(args.scale)
     if not args.word.strip():
         raise ModelError("--word: give the word to compare")
     texts = checked_texts(args.text)
@@ -31,13 +42,14 @@ def _check(args: argparse.Namespace) -> list[str]:
     return texts
 
 
-def run_compare(args: argparse.Namespace, say) -> int:
-    """`say(text, stream)`: the command line's printer, passed in (ui does not import cli)."""
+def run_compare(args: argparse.Namespace) -> int:
+    from ..io.array_export import prepare_folder
+
     texts = _check(args)                      # everything cheap before the slow part
     folder = prepare_folder(Path(args.out))
-    from ...core.compare import attention_rows, compare
-    from ...io.compare_csv import write_compare_csv
-    from ...io.loader import load_model
+    from ..core.compare import attention_rows, compare
+    from ..io.compare_csv import write_compare_csv
+    from ..io.loader import load_model
 
     model = load_model(args.model)
     for warning in model.warnings:
@@ -60,11 +72,13 @@ def run_compare(args: argparse.Namespace, say) -> int:
                  f"(id {int(sentence.trace.input_ids[sentence.position])}) of {sentence.text!r}")
 
     start = time.perf_counter()
+    from ..ui.offscreen import ensure_application
+
     ensure_application()
-    from .. import analysis
-    from ..export.render import ExportOptions
-    from .bundle import CompareFigures
-    from .export import write_figures
+    from ..ui import analysis
+    from ..ui.compare.bundle import CompareFigures
+    from ..ui.compare.export import write_figures
+    from ..ui.export.render import ExportOptions
 
     def report(path, replaced) -> None:
         say(f"wrote {path}" + (" (replaced the existing file)" if replaced else ""))

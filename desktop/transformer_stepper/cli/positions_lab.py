@@ -12,12 +12,23 @@ from pathlib import Path
 from ..core.errors import ModelError
 from ..core.training import positions_lab as lab
 from ..core.training.recipe import Recipe, build_dataset
-from .positions_lab import result_row, save_variant_folder, write_results_csv
-from .training_cli import check_output, staged_folder
+from ..io.model_folder import check_output, staged_folder
+from ..io.positions_lab import result_row, save_variant_folder, write_results_csv
+from .console import say
 
 
-def run_positions_lab(args: argparse.Namespace, say) -> int:
-    """`say(text)`: the command line's printer, passed in."""
+def add_parser(sub) -> None:
+    parser = sub.add_parser("positions-lab", help="retrain the positions laboratory's variants (sum, "
+                                                  "learned, concat, rotary, none) and measure them")
+    parser.add_argument("--out", required=True, help="a new folder: the models, results.csv, results.json")
+    parser.add_argument("--steps", type=int, default=3000, help="training steps per model (default 3000)")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 (default 1)")
+    parser.add_argument("--variant", action="append",
+                        help="only this variant (repeatable; default all five)")
+    parser.set_defaults(run=run_positions_lab)
+
+
+def run_positions_lab(args: argparse.Namespace) -> int:
     out = Path(args.out).expanduser().absolute()
     variants = args.variant or list(lab.VARIANTS)
     unknown = [v for v in variants if v not in lab.VARIANTS]

@@ -1,30 +1,30 @@
-"""`transformer-stepper train --out DIR [--recipe quick|builtin] [--steps N] [--seed S]
-[--snapshots K]`: train the teaching model from a recipe and write it as a model folder the
-loader opens, with its training history (history.npz: losses, E snapshots; see the README).
+"""A model folder the loader opens, written so that nothing is ever left half-written: checked
+first, filled under a temporary name beside its place (`staged_folder`) and renamed at the very
+end, so an error or Ctrl-C never leaves a half-written model where a complete one was expected.
+Used by `transformer-stepper train` and `positions-lab`, and by the Training view's Save Model.
 
-The folder is written under a temporary name beside DIR and renamed at the very end, so an
-error or Ctrl-C never leaves a half-written model where a complete one was expected."""
+    config.json        model_type transformer-stepper, the core's ModelConfig
+    model.safetensors  the core's parameter names
+    tokenizer.json, recipe.json (how it was made, and what it measured)
+    history.npz        with a training history: losses, E snapshots (see the README)"""
 from __future__ import annotations
 
 import json
 import os
 import shutil
 import uuid
-from pathlib import Path
 from contextlib import contextmanager
-from typing import Callable, Iterator, Optional
+from pathlib import Path
+from typing import Iterator, Optional
 
 import numpy as np
 
 from ..core.errors import ModelError
-from ..core.training.loop import TrainProgress
 from ..core.training.history import TrainingHistory
-from ..core.training.recipe import (QUICK, Recipe, TrainedModel, build_dataset, new_history,
-                                    train_builtin)
+from ..core.training.recipe import TrainedModel
 
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "recipe.json")
 HISTORY_FILE = "history.npz"
-DEFAULT_SNAPSHOTS = 64
 
 
 def save_history(path: Path, history: TrainingHistory, tokenizer) -> None:
@@ -69,19 +69,6 @@ def save_model_folder(folder: Path, trained: TrainedModel,
     os.umask(umask)
     for name in files:   # safetensors writes 0600; make the files as readable as the rest
         os.chmod(folder / name, 0o666 & ~umask)
-
-
-def _recipe_from_args(args) -> Recipe:
-    recipe = QUICK if getattr(args, "recipe", None) == "quick" else Recipe()
-    if args.steps is not None:
-        if args.steps <= 0:
-            raise ModelError(f"--steps must be a positive integer, got {args.steps}")
-        recipe = recipe.replace(steps=int(args.steps))
-    if args.seed is not None:
-        if args.seed < 0:
-            raise ModelError(f"--seed must be a non-negative integer, got {args.seed}")
-        recipe = recipe.replace(seed=int(args.seed))
-    return recipe
 
 
 def check_output(out: Path, force: bool = False) -> None:
@@ -142,54 +129,6 @@ def staged_folder(out: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-
-class _Printer:
-    """Progress lines on stdout: about 20 over the run, and the last step."""
-
-    def __init__(self, steps: int) -> None:
-        self.every = max(1, steps // 20)
-
-    def __call__(self, p: TrainProgress) -> None:
-        if p.step == 1 or p.step % self.every == 0 or p.step == p.steps:
-            print(f"step {p.step:>5}/{p.steps}  loss {p.loss:.4f}  lr {p.lr:.2e}  "
-                  f"{p.tokens_per_second:,.0f} tokens/s  {p.seconds:,.0f} s", flush=True)
-
-
-def run_train(args, on_progress: Optional[Callable[[TrainProgress], None]] = None) -> int:
-    """args.out, args.steps, args.seed (None: the recipe's); optional args.force.
-    `on_progress` also sees every step (the app's live view; tests use it to interrupt)."""
-    recipe = _recipe_from_args(args)
-    snapshots = getattr(args, "snapshots", None) or DEFAULT_SNAPSHOTS
-    if snapshots < 2:
-        raise ModelError(f"--snapshots must be at least 2, got {snapshots}")
-    out = Path(args.out).expanduser().absolute()
-    check_output(out, bool(getattr(args, "force", False)))
-    printer = _Printer(recipe.steps)
-
-    def callback(progress: TrainProgress) -> None:
-        printer(progress)
-        if on_progress is not None:
-            on_progress(progress)
-
-    print(f"training the {recipe.name} recipe: {recipe.n_layer} layers, {recipe.n_head} heads, "
-          f"d_model {recipe.d_model}, {recipe.steps} steps, seed {recipe.seed}", flush=True)
-    try:
-        with staged_folder(out) as tmp:
-            dataset = build_dataset(recipe)
-            history = new_history(recipe, dataset, max_snapshots=snapshots)
-            trained = train_builtin(recipe, callback, dataset=dataset, history=history)
-            save_model_folder(tmp, trained, history)
-    except KeyboardInterrupt:
-        print(f"training stopped; nothing was written to {out}", flush=True)
-        raise
-    result = trained.result
-    if "heldout_accuracy" in result:
-        print(f"held-out next-token accuracy {result['heldout_accuracy']:.3f} "
-              f"(unigram baseline {result['unigram_accuracy']:.3f}); "
-              f"final training loss {result['final_train_loss']:.4f}")
-    print(f"wrote {out}")
-    return 0
 
 
 def write_model_folder(out: Path, trained: TrainedModel,

@@ -1,0 +1,44 @@
+"""`transformer-stepper trace --model PATH --text TEXT --out FILE.npz`: every intermediate of
+one forward pass, written as .npz (no pickle)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..core.errors import ModelError
+from .console import say
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser("trace", help="write every intermediate of one forward pass to .npz")
+    parser.add_argument("--model", help="HF folder, .safetensors or .npz (default: built-in model)")
+    parser.add_argument("--text", required=True)
+    parser.add_argument("--out", required=True, help="output .npz")
+    parser.set_defaults(run=run_trace)
+
+
+def run_trace(args: argparse.Namespace) -> int:
+    from ..io.array_export import save_npz
+    from ..io.loader import load_model
+
+    out = Path(args.out)
+    if out.suffix.lower() != ".npz":  # checked before the slow part
+        raise ModelError(f"{out}: the output file must end in .npz")
+    if not out.parent.is_dir():
+        raise ModelError(f"{out.parent}: folder does not exist")
+    model = load_model(args.model)
+    for warning in model.warnings:
+        say(f"warning: {warning}", sys.stderr)
+    trace = model.trace(args.text)
+    if trace.truncated:
+        say(f"warning: the text is longer than the model's context; truncated to "
+            f"{model.config.n_ctx} tokens", sys.stderr)
+    if not np.isfinite(trace.hidden_states).all():
+        say(f"warning: {model.source or model.name}: the forward pass produced inf or NaN "
+            f"(are the weights corrupt?)", sys.stderr)
+    save_npz(out, trace)  # atomic; an OSError becomes one ModelError line naming the file
+    say(f"wrote {out}: {trace.n_seq} tokens, {len(trace.names())} arrays")
+    return 0
