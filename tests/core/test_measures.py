@@ -122,3 +122,72 @@ def test_pairs_and_wavelengths():
     np.testing.assert_array_equal(b, [1, 5]) and np.testing.assert_array_equal(a, [2, 6])
     np.testing.assert_allclose(measures.wavelengths(np.array([1.0, 0.1])), [2 * np.pi, 20 * np.pi], rtol=1e-6)
     np.testing.assert_allclose(measures.wrapped(np.array([3 * np.pi / 2])), [-np.pi / 2], atol=1e-6)
+
+
+# -- what the stage views plot (moved from the UI, where they had no tests) ----------------------
+def test_robust_limit_ignores_a_handful_of_outliers_and_non_finite_values():
+    values = np.concatenate([np.linspace(-1, 1, 2001), [500.0, -800.0, np.inf, np.nan]]).astype(np.float32)
+    limit = measures.robust_limit(values)
+    assert 0.98 <= limit <= 1.0
+    assert measures.robust_limit(np.array([np.nan, np.inf])) == 1.0
+    assert measures.robust_limit(np.zeros(10)) == 1.0
+    assert measures.robust_limit(np.array([0.0] * 999 + [3.0])) == 3.0   # all-zero percentile
+
+
+def test_softmax_with_temperature_sharpens_and_flattens_and_keeps_masked_zero():
+    scores = np.array([[1.0, 2.0, -np.inf]], np.float32)
+    for t in (0.5, 1.0, 4.0):
+        w = measures.softmax_with_temperature(scores, t)
+        expected = np.exp(scores[0, :2] / t) / np.exp(scores[0, :2] / t).sum()
+        np.testing.assert_allclose(w[0, :2], expected, rtol=1e-6)
+        assert w[0, 2] == 0.0 and w.dtype == np.float32
+    assert measures.softmax_with_temperature(scores, 0.5)[0, 1] > measures.softmax_with_temperature(scores, 4.0)[0, 1]
+
+
+def test_contributions_sum_to_the_weighted_sum():
+    rng = np.random.default_rng(0)
+    w, v = rng.random(5).astype(np.float32), rng.standard_normal((5, 3)).astype(np.float32)
+    parts = measures.contributions(w, v)
+    assert parts.shape == (5, 3)
+    np.testing.assert_allclose(parts.sum(0), w @ v, rtol=1e-5)
+
+
+def test_histogram_counts_every_finite_value_in_its_range():
+    values = np.array([-2.0, -0.5, 0.0, 0.5, 2.0, np.nan])
+    edges, counts = measures.histogram(values, bins=4, limit=1.0)
+    np.testing.assert_allclose(edges, [-1, -0.5, 0, 0.5, 1])
+    assert counts.tolist() == [0, 1, 1, 1]       # ±2 lie outside ±1; NaN is dropped
+    edges, counts = measures.histogram(values, bins=4)
+    assert edges[0] == -2 and edges[-1] == 2 and counts.sum() == 5
+    edges, counts = measures.histogram(np.array([np.nan]), bins=3)
+    assert counts.sum() == 0 and len(edges) == 4
+
+
+def test_top_k_probabilities_are_the_largest_softmax_values_best_first():
+    logits = np.array([0.0, 3.0, 1.0, 2.0], np.float32)
+    ids, p = measures.top_k_probabilities(logits, 2)
+    assert ids.tolist() == [1, 3]
+    full = np.exp(logits) / np.exp(logits).sum()
+    np.testing.assert_allclose(p, full[[1, 3]], rtol=1e-6)
+    assert len(measures.top_k_probabilities(logits, 10)[0]) == 4
+
+
+def test_rms_per_dim_is_the_root_mean_square_over_tokens():
+    x = np.array([[3.0, 0.0], [4.0, 0.0]], np.float32)
+    np.testing.assert_allclose(measures.rms_per_dim(x), [np.sqrt(12.5), 0.0])
+
+
+def test_token_labels_show_byte_level_spaces_and_the_default_token_is_an_ordinary_one():
+    from tests.core.test_forward import make_model
+    from transformer_stepper.core.labels import default_token, token_labels
+
+    gpt2 = make_model("gpt2")
+    trace = gpt2.trace("the bank of\nthe river")
+    labels = token_labels(trace, gpt2.tokenizer)
+    assert len(labels) == trace.n_seq
+    assert all("Ġ" not in label and "Ċ" not in label for label in labels)
+    assert any(label.startswith("␣") for label in labels)
+    assert default_token(trace) == trace.n_seq - 1           # causal: the last sees everything
+    bert = make_model("bert")
+    trace = bert.trace("the bank")
+    assert trace.special_tokens_mask[0] and default_token(trace) == 1   # after [CLS]

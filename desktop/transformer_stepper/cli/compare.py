@@ -75,7 +75,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from ..ui.offscreen import ensure_application
 
     ensure_application()
-    from ..ui import analysis
+    from ..core.labels import token_labels
     from ..ui.compare.bundle import CompareFigures
     from ..ui.compare.export import write_figures
     from ..ui.export.render import ExportOptions
@@ -85,7 +85,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
     figures = CompareFigures()
     try:
-        labels = [analysis.token_labels(s.trace, model.tokenizer) if s.trace is not None else []
+        labels = [token_labels(s.trace, model.tokenizer) if s.trace is not None else []
                   for s in comparison.sentences]
         figures.draw(comparison, attention_rows(comparison, layer), layer, args.head, labels)
         figures.set_layer(layer)

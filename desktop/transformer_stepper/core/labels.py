@@ -1,9 +1,33 @@
 """How architecture fields read on screen: one table, so views and explanations agree."""
 from __future__ import annotations
 
+import numpy as np
+
+from .tokenize import Tokenizer
+from .trace import Trace
+
 ACTIVATION_LABELS = {"gelu_erf": "GELU (exact, with erf)", "gelu_tanh": "GELU (tanh approximation)",
                      "relu": "ReLU", "silu": "SiLU (x·sigmoid(x))"}
 ACTIVATION_SHORT = {"gelu_erf": "GELU", "gelu_tanh": "GELU (tanh)", "relu": "ReLU", "silu": "SiLU"}
 NORM_LABELS = {"layer": "LayerNorm", "rms": "RMSNorm"}
 POSITION_LABELS = {"learned": "learned position rows, added", "sinusoidal": "fixed sinusoids, added",
                    "rotary": "rotary: q and k turned by position", "none": "no position information"}
+
+
+def token_labels(trace: Trace, tokenizer: Tokenizer) -> list[str]:
+    """How each token reads on a plot axis: the tokenizer's piece, with byte-level markers
+    (GPT-2's 'Ġ' for a leading space, 'Ċ' for a newline) made readable."""
+    labels = []
+    for piece in trace.tokens:
+        label = piece.replace("Ġ", "␣").replace("Ċ", "↵").replace("▁", "␣")
+        labels.append(label if label.strip() else repr(piece))
+    return labels
+
+
+def default_token(trace: Trace) -> int:
+    """Not a special token ([CLS] is rarely the interesting one): in a causal model the last
+    one, which sees the whole text; otherwise the first."""
+    ordinary = np.flatnonzero(~trace.special_tokens_mask)
+    if not len(ordinary):
+        return 0
+    return int(ordinary[-1] if trace.config.causal else ordinary[0])

@@ -20,7 +20,7 @@ from ..core import stages
 from ..core.generate import Sampling
 from ..core.model import Model
 from ..core.trace import Trace
-from . import analysis
+from ..core.labels import default_token, token_labels
 
 
 class FixedSampling(QObject):
@@ -65,8 +65,8 @@ class ViewState(QObject):
             self._labels: list[str] = []
             self._selected = -1           # none yet: the first ordinary token once traced
         else:
-            self._labels = list(labels) if labels is not None else analysis.token_labels(trace, model.tokenizer)
-            self._selected = analysis.default_token(trace) if selected is None else selected
+            self._labels = list(labels) if labels is not None else token_labels(trace, model.tokenizer)
+            self._selected = default_token(trace) if selected is None else selected
         self.generation = self._new_generation()
 
     def _new_generation(self) -> QObject:
@@ -140,9 +140,9 @@ class ViewState(QObject):
         if trace is None:
             self._labels = []
             return
-        self._labels = analysis.token_labels(trace, self._model.tokenizer)
+        self._labels = token_labels(trace, self._model.tokenizer)
         if self._selected >= trace.n_seq or self._selected < 0:
-            self._selected = analysis.default_token(trace)
+            self._selected = default_token(trace)
         self._layer = min(self._layer, trace.config.n_layer - 1)
 
     # -- what the user (or an export) changes ------------------------------------------------

@@ -13,7 +13,7 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QSizePolicy
 
 from ...core.compare import Comparison
-from .. import analysis
+from ...core import measures
 from ..plots import Curve, Heatmap, Lines
 from ..plots.common import LABEL_STYLE, PALETTE, Figure, format_value, nearest_index
 
@@ -77,7 +77,7 @@ class LookupFigure(VectorRows):
             rows.append(comparison.lookup_difference(i, 0))
             labels.append(f"S{occ.number} − S{first.number}")
         values = np.stack(rows).astype(np.float32)
-        limit = analysis.robust_limit(comparison.lookup_rows)
+        limit = measures.robust_limit(comparison.lookup_rows)
         ids = {o.token_id for o in occurrences}
         if len(ids) == 1:
             self.set_title(f"Rows of E: id {first.token_id} in every sentence, difference 0")

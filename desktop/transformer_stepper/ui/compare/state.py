@@ -22,7 +22,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from ...core.compare import MAX_SENTENCES, Comparison, attention_rows, combine, sentences_of
 from ...core.model import Model
 from ...core.trace import Trace
-from .. import analysis
+from ...core.labels import token_labels
 from ..connections import Connections
 from ..session import Session
 from ..workers import Task, WorkerPool
@@ -68,7 +68,7 @@ def run_request(request: Request) -> Result:
                                  dict(request.positions), request.traces)
         comparison = combine(sentences, request.word)
     attention = attention_rows(comparison, request.layer) if comparison.occurrences else []
-    labels = [analysis.token_labels(s.trace, request.model.tokenizer) if s.trace is not None else []
+    labels = [token_labels(s.trace, request.model.tokenizer) if s.trace is not None else []
               for s in comparison.sentences]
     return Result(request, comparison, attention, labels, time.perf_counter() - start, traced)
 

@@ -10,7 +10,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QWidget
 
-from .. import analysis
+from ...core import measures
 from .common import HIGHLIGHT_PEN, LABEL_STYLE, Figure, cache_on_screen, format_value, nearest_index
 
 DIVERGING = "CET-D1A"        # blue - white - red: signed values, zero is white
@@ -79,7 +79,7 @@ class Heatmap(Figure):
         self.row_labels = list(row_labels) if row_labels is not None else None
         self.col_labels = list(col_labels) if col_labels is not None else None
         if levels is None:
-            limit = analysis.robust_limit(values)
+            limit = measures.robust_limit(values)
             if self.signed:
                 levels = (-limit, limit)
             else:

@@ -7,7 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 
 from ...core.model import Model
-from .. import analysis
+from ...core import measures
 from ..plots import Bars, Heatmap
 from ..plots.common import HIGHLIGHT_PEN, format_value
 from .base import StageView
@@ -86,7 +86,7 @@ class EmbeddingView(StageView):
         self.vector.set_title(f"Row {token_id} of E: the vector of '{self.labels[i]}'")
         self.vector.set_data(vector, [f"dim {d}" for d in range(width)], label_axis=False)
         _, norms = _table_summary(model)
-        ids, cosines = analysis.nearest_rows(model.params["wte"], norms, vector, N_NEAREST + 1)
+        ids, cosines = measures.nearest_rows(model.params["wte"], norms, vector, N_NEAREST + 1)
         keep = ids != token_id
         ids, cosines = ids[keep][:N_NEAREST], cosines[keep][:N_NEAREST]
         self.nearest.set_title(f"Nearest rows of E to '{self.labels[i]}' (cosine)")

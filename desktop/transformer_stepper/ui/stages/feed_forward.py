@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.labels import ACTIVATION_SHORT
-from .. import analysis
+from ...core import measures
 from ..plots import Curve, Heatmap, Lines, Scatter
 from ..plots.common import PALETTE
 from .base import StageView
@@ -43,11 +43,11 @@ class FeedForwardView(StageView):
             self.hidden.set_title(f"Hidden activations {act}(x·W1 + b1): {trace.n_seq} × {config.d_ff}, layer {layer}")
             self.hidden.set_data(self.layer_array("mlp_act"), self.labels)
         pre, post = self.layer_array("mlp_pre_act"), self.layer_array("mlp_act")
-        limit = max(analysis.robust_limit(pre, 99.9), 1e-6)
+        limit = max(measures.robust_limit(pre, 99.9), 1e-6)
         curves = []
         before = "gate x·W_gate" if config.gated_mlp else "before"
         for name, values, color in ((before, pre, PALETTE[0]), (f"after {act}", post, PALETTE[1])):
-            edges, counts = analysis.histogram(np.clip(values, -limit, limit), bins=80, limit=limit)
+            edges, counts = measures.histogram(np.clip(values, -limit, limit), bins=80, limit=limit)
             curves.append(Curve(name, np.log10(counts + 1.0).astype(np.float32), x=edges, color=color,
                                 step=True))
         self.distribution.set_curves(curves)

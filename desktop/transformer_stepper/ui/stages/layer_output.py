@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
-from .. import analysis
+from ...core import measures
 from ..plots import Curve, Heatmap, Lines
 from ..plots.common import SELECTED
 from .base import StageView
@@ -39,9 +39,9 @@ class LayerOutputView(StageView):
                               " — the contextual embeddings")
         self.hidden.set_data(self.layer_array("layer_out"), self.labels)
         base = states[0]
-        self.cosines = np.stack([analysis.cosine_rows(s, base) for s in states])   # [L+1, n]
+        self.cosines = np.stack([measures.cosine_rows(s, base) for s in states])   # [L+1, n]
         self.similarity.set_title(f"Cosine between tokens after layer {layer}")
-        self.similarity.set_data(analysis.cosine_matrix(self.layer_array("layer_out")), self.labels,
+        self.similarity.set_data(measures.cosine_matrix(self.layer_array("layer_out")), self.labels,
                                  self.labels, levels=(-1.0, 1.0))
         # (for GPT-2 the last entry has ln_f applied, as Hugging Face's hidden_states: the
         # explanation says so; the axis stays short)
@@ -69,7 +69,7 @@ class LayerOutputView(StageView):
         if same:
             j = same[0]
             out = self.layer_array("layer_out")
-            values.update(twin=j, twin_cos=f"{float(analysis.cosine_rows(out[i:i+1], out[j:j+1])[0]):.3f}")
+            values.update(twin=j, twin_cos=f"{float(measures.cosine_rows(out[i:i+1], out[j:j+1])[0]):.3f}")
         else:
             values.update(twin="—", twin_cos="— (type a sentence with the same word twice)")
         return values

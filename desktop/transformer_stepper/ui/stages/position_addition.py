@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import measures
-from .. import analysis
 from ..plots import Bars, Curve, Heatmap, Lines
 from ..plots.common import PALETTE
 from .base import StageView
@@ -94,7 +93,7 @@ class PositionAdditionView(StageView):
         self._place(has_types, config.embed_norm)
         # one colour scale for e, p, t and the sum, so sizes compare at a glance
         parts = [e, p] + ([trace["token_type_embeddings"]] if has_types else [])
-        limit = max(analysis.robust_limit(a) for a in parts + [trace["embedding_sum"]])
+        limit = max(measures.robust_limit(a) for a in parts + [trace["embedding_sum"]])
         levels = (-limit, limit)
         self.e.set_data(e, self.labels, levels=levels)
         self.p.set_data(p, self.labels, levels=levels)
@@ -108,13 +107,13 @@ class PositionAdditionView(StageView):
         if config.embed_norm:
             self.ln.set_title(f"LayerNorm({plus}): the embedding output")
             self.ln.set_data(trace["embedding_output"], self.labels)
-        curves = [Curve("e (token)", analysis.rms_per_dim(e), color=PALETTE[0]),
-                  Curve("p (position)", analysis.rms_per_dim(p), color=PALETTE[1])]
+        curves = [Curve("e (token)", measures.rms_per_dim(e), color=PALETTE[0]),
+                  Curve("p (position)", measures.rms_per_dim(p), color=PALETTE[1])]
         if has_types:
-            curves.append(Curve("t (token type)", analysis.rms_per_dim(trace["token_type_embeddings"]),
+            curves.append(Curve("t (token type)", measures.rms_per_dim(trace["token_type_embeddings"]),
                                 color=PALETTE[2]))
         self.magnitude.set_curves(curves)
-        self.cosines = analysis.cosine_rows(e, trace["embedding_sum"])
+        self.cosines = measures.cosine_rows(e, trace["embedding_sum"])
         self.cosine.set_title(f"cos(e, {plus}): how much of e survives")
         self.cosine.set_data(self.cosines, self.labels, self.selected, value_range=(min(0.0, float(self.cosines.min())), 1.0))
         self.concat.set_data(np.concatenate([e, p], axis=1), self.labels, levels=levels)
@@ -168,7 +167,7 @@ class PositionAdditionView(StageView):
                     "q_norm_after": f"{float(np.linalg.norm(q1)):.3f}", "pos": i,
                     "embed_scale": f"{trace.config.embed_scale:.3g}"}
         e, p = trace["token_embeddings"], trace["position_embeddings"]
-        e_rms, p_rms = analysis.rms_per_dim(e), analysis.rms_per_dim(p)
+        e_rms, p_rms = measures.rms_per_dim(e), measures.rms_per_dim(p)
         mean = float(np.mean(self.cosines))
         verdict = ("most of e survives in the sum" if mean > 0.7 else
                    "e is still clearly there" if mean > 0.45 else
@@ -176,7 +175,7 @@ class PositionAdditionView(StageView):
                    "lost, though: it lies in directions p hardly uses, and the first layer's "
                    "weights can read it back out")
         return {"cos_selected": f"{float(self.cosines[i]):.3f}", "survival": verdict,
-                "cos_ep": f"{float(np.mean(np.abs(analysis.cosine_rows(e, p)))):.2f}",
+                "cos_ep": f"{float(np.mean(np.abs(measures.cosine_rows(e, p)))):.2f}",
                 "cos_mean": f"{float(np.mean(self.cosines)):.3f}",
                 "e_norm": f"{float(np.linalg.norm(e[i])):.2f}",
                 "p_norm": f"{float(np.linalg.norm(p[i])):.2f}",

@@ -7,7 +7,6 @@ import pyqtgraph as pg
 
 from ...core import measures, ops
 from ...core.forward import rope_frequencies
-from .. import analysis
 from ..plots import Curve, Heatmap, Lines
 from ..plots.common import HIGHLIGHT_PEN
 from .base import StageView
@@ -76,7 +75,7 @@ class PositionEncodingView(StageView):
         self.table.set_data(trace["position_embeddings"], positions)
         self.curves.set_curves([Curve(f"dim {d}", table[:, d]) for d in shown_dimensions(config.d_model)])
         self.similarity.set_title(f"Cosine similarity between position vectors 0–{n_positions - 1}")
-        self.similarity.set_data(analysis.cosine_matrix(table), [str(i) for i in range(n_positions)],
+        self.similarity.set_data(measures.cosine_matrix(table), [str(i) for i in range(n_positions)],
                                  [str(i) for i in range(n_positions)], levels=(-1.0, 1.0))
         sinusoidal = config.position == "sinusoidal"
         self.wavelengths.unused = not sinusoidal

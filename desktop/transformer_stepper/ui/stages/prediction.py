@@ -6,7 +6,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from ...core.generate import cached_predictions, distribution, predictions
-from .. import analysis
+from ...core import measures
 from ..plots import Bars, Heatmap
 from ..plots.common import format_value
 from .base import StageView
@@ -100,7 +100,7 @@ class PredictionView(StageView):
                     if chosen is not None else ": click a bar to append")
             self.top.set_title(f"After {i} '{label}' ({settings}){then}")
         else:
-            ids, probs = analysis.top_k_probabilities(trace.logits_at(i), TOP_K)
+            ids, probs = measures.top_k_probabilities(trace.logits_at(i), TOP_K)
             self.top.set_data(probs, [f"{model.tokenizer.id_to_token(t)} ({int(t)})" for t in ids],
                               value_range=(0.0, max(float(probs.max(initial=0)), 1e-3)))
             self.cut_line.setVisible(False)

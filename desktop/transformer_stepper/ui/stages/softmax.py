@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
 
-from .. import analysis
+from ...core import measures
 from ..plots import Bars, Heatmap
 from ..plots.common import format_value
 from .base import StageView
@@ -80,7 +80,7 @@ class SoftmaxView(StageView):
             self.shown_weights = self.head_array("attn_weights")
             what = "the model's own weights"
         else:
-            self.shown_weights = analysis.softmax_with_temperature(self.head_array("scores"), temperature)
+            self.shown_weights = measures.softmax_with_temperature(self.head_array("scores"), temperature)
             what = f"what-if at T = {temperature:.2f}"
         self.temperature_label.setText(f"T = {temperature:.2f} ({what})")
         if trace.mask is not None:         # masked weights are exactly 0: hatch them as "masked"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
-from .. import analysis
+from ...core import measures
 from ..plots import Bars, Heatmap
 from ..plots.common import format_value
 from .base import StageView
@@ -44,7 +44,7 @@ class WeightedSumView(StageView):
         trace, layer, head, i = self.trace, self.session.layer, self.session.head, self.selected
         weights = self.head_array("attn_weights")[i]           # [n_k]
         v = self.head_array("v")                               # [n_k, d_head]
-        parts = analysis.contributions(weights, v)             # [n_k, d_head]
+        parts = measures.contributions(weights, v)             # [n_k, d_head]
         output = self.head_array("head_outputs")[i]            # [d_head] = parts.sum(0)
         rows = np.vstack([parts, output[None, :]])
         names = self.labels + ["Σ (output)"]
