@@ -1,6 +1,6 @@
 """The positions laboratory's files: each variant as a model folder the loader opens (like the
 built-in model's: config.json, model.safetensors, tokenizer.json, recipe.json with what it
-measured), and the results table as CSV."""
+measured, curve.csv with its training and held-out loss), and the results table as CSV."""
 from __future__ import annotations
 
 import csv
@@ -10,6 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core.errors import ModelError
 from ..core.training.recipe import TrainedModel
 from .training_cli import save_model_folder
 
@@ -20,6 +21,8 @@ DESCRIPTIONS = {
     "rotary": "no position vector; q and k rotated per head (Llama)",
     "none": "no position information; only the causal mask leaks order",
 }
+CURVE_FILE = "curve.csv"
+CURVE_COLUMNS = ("step", "train_loss", "heldout_loss")
 COLUMNS = ("variant", "seed", "steps", "heldout_loss", "heldout_accuracy", "agreement", "ambiguous",
            "closing", "pronoun", "final_train_loss", "e_variance_in_p_subspace", "random_share",
            "mean_abs_cos", "probe_r2_last_layer", "train_seconds")
@@ -38,6 +41,34 @@ def save_variant_folder(folder: Path, trained: TrainedModel) -> None:
     recipe["command"] = ("transformer_stepper.core.training.positions_lab.train_variant("
                          f"{variant!r}, Recipe(steps={trained.recipe.steps}, seed={trained.recipe.seed}))")
     (folder / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n", encoding="utf-8")
+    write_curve_csv(folder / CURVE_FILE, trained.result["curve"])
+
+
+def write_curve_csv(path: Path, curve: dict) -> None:
+    """One row per step that has a training-loss window mean or a held-out loss (the other
+    cell empty): step, train_loss, heldout_loss."""
+    train = dict(zip(curve["step"], curve["loss"]))
+    heldout = dict(zip(curve.get("heldout_step", []), curve.get("heldout_loss", [])))
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(CURVE_COLUMNS)
+        for step in sorted(set(train) | set(heldout)):
+            writer.writerow([step, train.get(step, ""), heldout.get(step, "")])
+
+
+def read_curve_csv(path: Path) -> dict[str, np.ndarray]:
+    """curve.csv -> {"step", "train_loss", "heldout_loss"}: float arrays, NaN where empty."""
+    path = Path(path)
+    with open(path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    if not rows or tuple(rows[0]) != CURVE_COLUMNS:
+        raise ModelError(f"{path}: expected the columns {', '.join(CURVE_COLUMNS)}")
+    try:
+        values = np.array([[float(cell) if cell else np.nan for cell in row] for row in rows[1:]],
+                          dtype=np.float64).reshape(-1, len(CURVE_COLUMNS))
+    except ValueError as error:
+        raise ModelError(f"{path}: {error}") from None
+    return {name: values[:, i] for i, name in enumerate(CURVE_COLUMNS)}
 
 
 def result_row(trained: TrainedModel) -> dict:
@@ -62,3 +93,28 @@ def write_results_csv(path: Path, rows: Sequence[dict]) -> None:
         for row in rows:
             writer.writerow({k: (round(v, 5) if isinstance(v, (float, np.floating)) else v)
                              for k, v in row.items()})
+
+
+def read_results_csv(path: Path) -> list[dict]:
+    """results.csv -> one dict per row: "variant" a string, "seed" and "steps" ints, every other
+    column a float or None (empty cell). ModelError names the file and the bad cell."""
+    path = Path(path)
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in ("variant", "seed") if c not in (reader.fieldnames or ())]
+            if missing:
+                raise ModelError(f"{path}: no column {missing[0]!r}")
+            rows = []
+            for number, raw in enumerate(reader, start=2):
+                row: dict = {}
+                for key, cell in raw.items():
+                    try:
+                        row[key] = (cell if key == "variant" else int(cell) if key in ("seed", "steps")
+                                    else float(cell) if cell not in ("", None) else None)
+                    except ValueError:
+                        raise ModelError(f"{path}, line {number}: {key} = {cell!r} is not a number") from None
+                rows.append(row)
+    except OSError as error:
+        raise ModelError(f"{path}: {error.strerror or error}") from None
+    return rows

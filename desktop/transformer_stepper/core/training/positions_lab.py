@@ -29,7 +29,7 @@ from ..config import ModelConfig
 from ..errors import ModelError
 from ..forward import forward
 from .loop import ProgressCallback
-from .recipe import Dataset, Recipe, TrainedModel, build_dataset, train_builtin
+from .recipe import Dataset, Recipe, TrainedModel, build_dataset, new_history, train_builtin
 
 VARIANTS = ("sum_sinusoidal", "sum_learned", "concat", "rotary", "none")
 _POSITION = {"sum_sinusoidal": "sinusoidal", "sum_learned": "learned", "concat": "concat",
@@ -37,6 +37,7 @@ _POSITION = {"sum_sinusoidal": "sinusoidal", "sum_learned": "learned", "concat":
 SUBSPACE_ENERGY = 0.9           # P's subspace: the fewest principal directions holding 90% of it
 N_PROBE_SEQUENCES = 300         # held-out passages the position probe reads
 CURVE_POINTS = 100              # training-loss curve: at most this many window means
+HELDOUT_POINTS = 20             # held-out loss (on recipe.WATCHED_HELDOUT passages) this many times
 
 
 @dataclass(frozen=True)
@@ -61,32 +62,36 @@ def variant_recipe(variant: str, base: Recipe = Recipe()) -> VariantRecipe:
 
 def train_variant(variant: str, base: Recipe = Recipe(), dataset: Optional[Dataset] = None,
                   callback: ProgressCallback = None) -> TrainedModel:
-    """Train one variant with train_builtin; result gains the loss curve and `measure`'s figures.
-    Pass the same `dataset` to every variant to build the corpus once."""
+    """Train one variant with train_builtin; result gains the loss curve (training and held-out)
+    and `measure`'s figures. Pass the same `dataset` to every variant to build the corpus once.
+    The history that records the held-out loss only reads: the weights are those of a run
+    without it."""
     recipe = variant_recipe(variant, base)
     dataset = dataset or build_dataset(recipe)
-    losses: list[float] = []
-
-    def on_step(progress) -> None:
-        losses.append(progress.loss)
-        if callback is not None:
-            callback(progress)
-
-    trained = train_builtin(recipe, on_step, dataset)
-    trained.result["curve"] = loss_curve(losses)
+    history = new_history(recipe, dataset, max_snapshots=2,
+                          heldout_every=max(1, recipe.steps // HELDOUT_POINTS))
+    trained = train_builtin(recipe, callback, dataset, history=history)
+    trained.result["curve"] = loss_curve(history.losses, history=history)
     trained.result.update(measure(trained.params, trained.config, dataset))
     return trained
 
 
-def loss_curve(losses: Sequence[float], points: int = CURVE_POINTS) -> dict:
-    """Training losses as window means: {"step": last step of each window, "loss": its mean}."""
+def loss_curve(losses: Sequence[float], points: int = CURVE_POINTS, history=None) -> dict:
+    """Training losses as window means: {"step": last step of each window, "loss": its mean};
+    with a TrainingHistory also its held-out losses ("heldout_step", "heldout_loss") and the
+    unigram baseline's held-out loss ("unigram_loss")."""
     window = max(1, -(-len(losses) // points))
     steps, means = [], []
     for start in range(0, len(losses), window):
         chunk = losses[start:start + window]
         steps.append(start + len(chunk))
         means.append(round(float(np.mean(chunk)), 5))
-    return {"step": steps, "loss": means}
+    curve = {"step": steps, "loss": means}
+    if history is not None and history.heldout_steps:
+        curve["heldout_step"] = [int(s) for s in history.heldout_steps]
+        curve["heldout_loss"] = [round(float(v), 5) for v in history.heldout_losses]
+        curve["unigram_loss"] = round(float(history.unigram_loss), 5)
+    return curve
 
 
 # ------------------------------------------------------------------------------ measures
@@ -139,13 +144,43 @@ def interference(params, config: ModelConfig, token_ids: np.ndarray, n_positions
     e_basis = _top_directions(centred, SUBSPACE_ENERGY)           # [d, k_e]
     share = float(np.sum((centred @ p_basis) ** 2) / np.sum(centred ** 2))
     cosines = np.linalg.svd(e_basis.T @ p_basis, compute_uv=False)
-    unit_e = e / np.linalg.norm(e, axis=1, keepdims=True)
-    unit_p = p / np.linalg.norm(p, axis=1, keepdims=True)
     return {**common, "e_variance_in_p_subspace": round(share, 5),
             "random_share": round(p_basis.shape[1] / e.shape[1], 5), "p_rank": int(p_basis.shape[1]),
             "e_rank": int(e_basis.shape[1]),
             "principal_angle_cosines": [round(float(c), 5) for c in cosines],
-            "mean_abs_cos": round(float(np.mean(np.abs(unit_e @ unit_p.T))), 5)}
+            "mean_abs_cos": round(_mean_abs_cos(e, p), 5)}
+
+
+COS_BLOCK_ROWS = 4096           # rows of E per block of cosines (GPT-2: 4096 x 1024, not 50257 x 1024)
+
+
+def _mean_abs_cos(e: np.ndarray, p: np.ndarray) -> float:
+    # mean |cos(e_i, p_j)| over every pair, a block of rows of E at a time
+    unit_e = e / np.linalg.norm(e, axis=1, keepdims=True)
+    unit_p = p / np.linalg.norm(p, axis=1, keepdims=True)
+    total = 0.0
+    for start in range(0, len(unit_e), COS_BLOCK_ROWS):
+        total += float(np.abs(unit_e[start:start + COS_BLOCK_ROWS] @ unit_p.T).sum())
+    return total / (len(unit_e) * len(unit_p))
+
+
+def table_positions(config: ModelConfig, params) -> int:
+    """How many positions the model's own position table covers (learned: its rows past the
+    offset; sinusoids: n_ctx); 0 when it has none (rotary, none)."""
+    if config.position == "learned":
+        return int(np.asarray(params["wpe"]).shape[0]) - config.position_offset
+    if config.position in ("sinusoidal", "concat"):
+        return int(config.n_ctx)
+    return 0
+
+
+def model_interference(params, config: ModelConfig) -> Optional[dict]:
+    """`interference` of any opened model over every row of its token table and every position
+    of its position table (GPT-2: 50,257 x 1,024); None when it adds no position vector."""
+    n_positions = table_positions(config, params)
+    if not n_positions:
+        return None
+    return interference(params, config, np.arange(np.asarray(params["wte"]).shape[0]), n_positions)
 
 
 def _top_directions(rows: np.ndarray, energy: float) -> np.ndarray:
