@@ -135,13 +135,27 @@ def test_every_variant_saves_and_loads_as_a_model_folder(trained, tmp_path):
     assert back[0]["heldout_loss"] == round(rows[0]["heldout_loss"], 5) and back[3]["mean_abs_cos"] is None
 
 
-def test_mean_abs_cos_in_blocks_is_the_mean_over_every_pair(monkeypatch):
+def test_e_read_in_blocks_measures_what_the_whole_table_does(monkeypatch):
+    """Blocks of 7 rows (the last one short) give the numbers of one block; mean |cos| is the
+    mean over every pair, the share is that of the centred rows, as written out directly."""
+    from transformer_stepper.core.config import ModelConfig
+
+    config = ModelConfig(family="gpt2", n_vocab=50, n_ctx=12, d_model=8, n_head=1, n_layer=1, d_ff=4,
+                         position="learned")
     rng = np.random.default_rng(3)
-    e, p = rng.normal(size=(50, 8)), rng.normal(size=(12, 8))
+    params = {"wte": rng.normal(size=(50, 8)) + 0.3, "wpe": rng.normal(size=(12, 8))}
+    whole = lab.interference(params, config, None, 12)
+    monkeypatch.setattr(lab, "ROW_BLOCK", 7)
+    assert lab.interference(params, config, None, 12) == whole
+    e, p = params["wte"], params["wpe"]
     direct = np.mean(np.abs((e / np.linalg.norm(e, axis=1, keepdims=True))
                             @ (p / np.linalg.norm(p, axis=1, keepdims=True)).T))
-    monkeypatch.setattr(lab, "COS_BLOCK_ROWS", 7)          # 8 blocks, the last one short
-    assert lab._mean_abs_cos(e, p) == pytest.approx(direct, rel=1e-12)
+    assert whole["mean_abs_cos"] == round(float(direct), 5)
+    _, singular, vt = np.linalg.svd(p, full_matrices=False)      # P's span, from the rows themselves
+    k = int(np.searchsorted(np.cumsum(singular ** 2) / np.sum(singular ** 2), lab.SUBSPACE_ENERGY) + 1)
+    centred = e - e.mean(axis=0)
+    share = np.sum((centred @ vt[:k].T) ** 2) / np.sum(centred ** 2)
+    assert whole["p_rank"] == k and whole["e_variance_in_p_subspace"] == round(float(share), 5)
 
 
 def test_an_opened_model_is_measured_over_its_whole_tables():

@@ -116,9 +116,9 @@ def position_vectors(config: ModelConfig, params, n_positions: int) -> Optional[
     return None
 
 
-def interference(params, config: ModelConfig, token_ids: np.ndarray, n_positions: int) -> Optional[dict]:
+def interference(params, config: ModelConfig, token_ids: Optional[np.ndarray], n_positions: int) -> Optional[dict]:
     """How much the position vectors P can disturb the token vectors E (rows of wte for
-    `token_ids`, the tokens the corpus uses), over positions 0..n_positions-1:
+    `token_ids`, the tokens the corpus uses; None: every row), over positions 0..n_positions-1:
       e_variance_in_p_subspace  share of E's variance (E centred) in the span of P's top
                                 principal directions (uncentred, SUBSPACE_ENERGY of P's energy);
                                 random_share is what a random subspace that wide would hold
@@ -127,41 +127,63 @@ def interference(params, config: ModelConfig, token_ids: np.ndarray, n_positions
       mean_abs_cos              mean |cos(e, p)| over every token and position
       rms_e, rms_p              per-dimension RMS of e (over tokens) and p (over positions)
     concat models: the two live in disjoint dimensions, overlap 0 by construction. Works for
-    any model with a learned or sinusoidal table (GPT-2, BERT: their real tables)."""
+    any model with a learned or sinusoidal table (GPT-2, BERT: their real tables). E is read
+    ROW_BLOCK rows at a time in float64 and reduced to [d, d] Gram matrices, so GPT-2's
+    50,257 x 768 table costs blocks, not float64 copies of the whole table."""
     positions = position_vectors(config, params, n_positions)
     if positions is None:
         return None
-    e = np.asarray(params["wte"])[token_ids].astype(np.float64)
+    table = np.asarray(params["wte"])
+    token_ids = np.arange(len(table)) if token_ids is None else np.asarray(token_ids)
     p = positions.astype(np.float64)
-    rms_e, rms_p = np.sqrt(np.mean(e ** 2, axis=0)), np.sqrt(np.mean(p ** 2, axis=0))
-    common = {"n_tokens": int(len(e)), "n_positions": int(n_positions),
+    n_tokens, d = len(token_ids), table.shape[1]
+    total, squares = np.zeros(d), np.zeros(d)
+    for block in _row_blocks(table, token_ids):
+        total += block.sum(axis=0)
+        squares += (block ** 2).sum(axis=0)
+    mean = total / n_tokens
+    rms_e, rms_p = np.sqrt(squares / n_tokens), np.sqrt(np.mean(p ** 2, axis=0))
+    common = {"n_tokens": int(n_tokens), "n_positions": int(n_positions),
               "rms_e": [round(float(v), 5) for v in rms_e], "rms_p": [round(float(v), 5) for v in rms_p]}
     if config.position == "concat":
         return {**common, "e_variance_in_p_subspace": 0.0, "random_share": 0.0, "p_rank": None,
                 "principal_angle_cosines": [], "mean_abs_cos": 0.0}
-    p_basis = _top_directions(p, SUBSPACE_ENERGY)                 # [d, k_p]
-    centred = e - e.mean(axis=0)
-    e_basis = _top_directions(centred, SUBSPACE_ENERGY)           # [d, k_e]
-    share = float(np.sum((centred @ p_basis) ** 2) / np.sum(centred ** 2))
+    centred_gram = np.zeros((d, d))                              # (E - mean)ᵀ(E - mean)
+    unit_p = p / np.linalg.norm(p, axis=1, keepdims=True)
+    abs_cos = 0.0
+    for block in _row_blocks(table, token_ids):
+        centred = block - mean
+        centred_gram += centred.T @ centred
+        abs_cos += float(np.abs((block / np.linalg.norm(block, axis=1, keepdims=True)) @ unit_p.T).sum())
+    p_basis = _top_directions(p.T @ p, SUBSPACE_ENERGY)          # [d, k_p]
+    e_basis = _top_directions(centred_gram, SUBSPACE_ENERGY)     # [d, k_e]
+    share = float(np.trace(p_basis.T @ centred_gram @ p_basis) / np.trace(centred_gram))
     cosines = np.linalg.svd(e_basis.T @ p_basis, compute_uv=False)
     return {**common, "e_variance_in_p_subspace": round(share, 5),
-            "random_share": round(p_basis.shape[1] / e.shape[1], 5), "p_rank": int(p_basis.shape[1]),
+            "random_share": round(p_basis.shape[1] / d, 5), "p_rank": int(p_basis.shape[1]),
             "e_rank": int(e_basis.shape[1]),
             "principal_angle_cosines": [round(float(c), 5) for c in cosines],
-            "mean_abs_cos": round(_mean_abs_cos(e, p), 5)}
+            "mean_abs_cos": round(abs_cos / (n_tokens * len(p)), 5)}
 
 
-COS_BLOCK_ROWS = 4096           # rows of E per block of cosines (GPT-2: 4096 x 1024, not 50257 x 1024)
+ROW_BLOCK = 4096                # rows of E per block (GPT-2: 13 blocks of 4096 x 768)
 
 
-def _mean_abs_cos(e: np.ndarray, p: np.ndarray) -> float:
-    # mean |cos(e_i, p_j)| over every pair, a block of rows of E at a time
-    unit_e = e / np.linalg.norm(e, axis=1, keepdims=True)
-    unit_p = p / np.linalg.norm(p, axis=1, keepdims=True)
-    total = 0.0
-    for start in range(0, len(unit_e), COS_BLOCK_ROWS):
-        total += float(np.abs(unit_e[start:start + COS_BLOCK_ROWS] @ unit_p.T).sum())
-    return total / (len(unit_e) * len(unit_p))
+def _row_blocks(table: np.ndarray, token_ids: np.ndarray):
+    # the rows of `table` for `token_ids`, ROW_BLOCK at a time, as float64
+    for start in range(0, len(token_ids), ROW_BLOCK):
+        yield np.asarray(table[token_ids[start:start + ROW_BLOCK]], dtype=np.float64)
+
+
+def _top_directions(gram: np.ndarray, energy: float) -> np.ndarray:
+    # [d, d] Gram matrix of rows -> [d, k]: the principal directions of those rows (eigenvectors
+    # of the Gram matrix, largest first) holding `energy` of their squared norm
+    values, vectors = np.linalg.eigh(gram)
+    order = np.argsort(values)[::-1]
+    values, vectors = np.clip(values[order], 0.0, None), vectors[:, order]
+    cumulative = np.cumsum(values) / np.sum(values)
+    k = int(np.searchsorted(cumulative, energy) + 1)
+    return vectors[:, :k]
 
 
 def table_positions(config: ModelConfig, params) -> int:
@@ -180,15 +202,7 @@ def model_interference(params, config: ModelConfig) -> Optional[dict]:
     n_positions = table_positions(config, params)
     if not n_positions:
         return None
-    return interference(params, config, np.arange(np.asarray(params["wte"]).shape[0]), n_positions)
-
-
-def _top_directions(rows: np.ndarray, energy: float) -> np.ndarray:
-    # [n, d] -> [d, k]: the right singular vectors holding `energy` of the rows' squared norm
-    _, singular, vt = np.linalg.svd(rows, full_matrices=False)
-    cumulative = np.cumsum(singular ** 2) / np.sum(singular ** 2)
-    k = int(np.searchsorted(cumulative, energy) + 1)
-    return vt[:k].T
+    return interference(params, config, None, n_positions)
 
 
 def position_probe(params, config: ModelConfig, sequences: Sequence[np.ndarray]) -> list[float]:
