@@ -4,14 +4,17 @@ measured, curve.csv with its training and held-out loss), and the results table 
 from __future__ import annotations
 
 import csv
+import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
 from ..core.errors import ModelError
 from ..core.training.recipe import TrainedModel
+from .array_export import write_bytes
 from .training_cli import save_model_folder
 
 DESCRIPTIONS = {
@@ -118,3 +121,81 @@ def read_results_csv(path: Path) -> list[dict]:
     except OSError as error:
         raise ModelError(f"{path}: {error.strerror or error}") from None
     return rows
+
+
+RESULTS_FILE = "results.csv"
+
+
+@dataclass
+class LabVariant:
+    """One variant's model folder in a positions-lab folder (its first seed's): what its
+    recipe.json measured, and its curve."""
+    name: str
+    folder: Path
+    seed: int
+    recipe: dict                           # recipe.json "recipe" (steps, d_model, corpus, ...)
+    result: dict                           # recipe.json "result" (interference, probe, ...)
+    curve: dict[str, np.ndarray]           # read_curve_csv, or recipe.json's curve if no csv
+
+
+@dataclass
+class LabFolder:
+    """A positions-lab folder (resources/positions, or `positions-lab --out DIR`'s output)."""
+    root: Path
+    rows: list[dict]                       # results.csv
+    variants: dict[str, LabVariant]        # in the order of results.csv
+
+
+def variant_folder(root: Path, variant: str, seeds: Sequence[int]) -> Optional[Path]:
+    """`<variant>` (shipped, or one seed) or `<variant>-seed<S>` for the first seed that has one."""
+    root = Path(root)
+    if (root / variant / "recipe.json").is_file():
+        return root / variant
+    for seed in seeds:
+        if (root / f"{variant}-seed{seed}" / "recipe.json").is_file():
+            return root / f"{variant}-seed{seed}"
+    return None
+
+
+def read_lab_folder(root: Path) -> LabFolder:
+    """results.csv and each variant's folder; ModelError names what is missing or unreadable."""
+    root = Path(root)
+    rows = read_results_csv(root / RESULTS_FILE)
+    if not rows:
+        raise ModelError(f"{root / RESULTS_FILE}: no results")
+    seeds = sorted({r["seed"] for r in rows})
+    variants: dict[str, LabVariant] = {}
+    for name in dict.fromkeys(r["variant"] for r in rows):
+        folder = variant_folder(root, name, seeds)
+        if folder is None:
+            raise ModelError(f"{root}: no model folder for variant {name!r} ({name}/ or {name}-seed<S>/)")
+        try:
+            stored = json.loads((folder / "recipe.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ModelError(f"{folder / 'recipe.json'}: {error}") from None
+        result = stored.get("result", {})
+        if (folder / CURVE_FILE).is_file():
+            curve = read_curve_csv(folder / CURVE_FILE)
+        else:
+            recorded = result.get("curve", {"step": [], "loss": []})
+            curve = {"step": np.asarray(recorded["step"], dtype=np.float64),
+                     "train_loss": np.asarray(recorded["loss"], dtype=np.float64),
+                     "heldout_loss": np.full(len(recorded["step"]), np.nan)}
+        recipe = stored.get("recipe", {})
+        variants[name] = LabVariant(name, folder, int(recipe.get("seed", seeds[0])), recipe, result, curve)
+    return LabFolder(root, rows, variants)
+
+
+SUMMARY_FILE = "positions-table.csv"
+SUMMARY_COLUMNS = ("variant", "measure", "mean", "min", "max", "seeds", "standing")
+
+
+def write_summary_csv(path: Path, rows: Sequence[dict]) -> bool:
+    """The Positions table in long format (SUMMARY_COLUMNS), written atomically.
+    -> True if an existing file was replaced; ModelError names the file on failure."""
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=SUMMARY_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(row)
+    return write_bytes(Path(path), text.getvalue().encode("utf-8"))
