@@ -95,8 +95,9 @@ def _generate(args: argparse.Namespace) -> int:
 
 def _positions_lab(args: argparse.Namespace) -> int:
     from .io.positions_lab_cli import run_positions_lab
+    from .ui.positions.headless import write_lab_figures
 
-    return run_positions_lab(args, _say)
+    return run_positions_lab(args, _say, write_lab_figures)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -160,7 +161,8 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--scale", type=float, default=1.0)
     lab = sub.add_parser("positions-lab", help="retrain the positions laboratory's variants (sum, "
                                                "learned, concat, rotary, none) and measure them")
-    lab.add_argument("--out", required=True, help="a new folder: the models, results.csv, results.json")
+    lab.add_argument("--out", required=True, help="a new folder: the models, results.csv, results.json, "
+                                                   "figures (PNG)")
     lab.add_argument("--steps", type=int, default=3000, help="training steps per model (default 3000)")
     lab.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 (default 1)")
     lab.add_argument("--variant", action="append",

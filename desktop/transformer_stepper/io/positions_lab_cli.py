@@ -1,13 +1,16 @@
 """`transformer-stepper positions-lab`: retrain the positions laboratory's variants and write
 each model folder, results.csv (one row per variant and seed) and results.json (with the
-training curves). The output folder is checked before anything is trained, written beside its
-final place and renamed at the end: an interruption leaves nothing half-written."""
+training curves), and, given a `figures` writer (the command line passes the Positions tab's,
+rendered offscreen), the curves and interference figures. The output folder is checked before
+anything is trained, written beside its final place and renamed at the end: an interruption
+leaves nothing half-written."""
 from __future__ import annotations
 
 import argparse
 import json
 import time
 from pathlib import Path
+from typing import Callable, Optional
 
 from ..core.errors import ModelError
 from ..core.training import positions_lab as lab
@@ -16,8 +19,10 @@ from .positions_lab import result_row, save_variant_folder, write_results_csv
 from .training_cli import check_output, staged_folder
 
 
-def run_positions_lab(args: argparse.Namespace, say) -> int:
-    """`say(text)`: the command line's printer, passed in."""
+def run_positions_lab(args: argparse.Namespace, say,
+                      figures: Optional[Callable[[Path, Callable[[str], None]], list]] = None) -> int:
+    """`say(text)`: the command line's printer, passed in; `figures(folder, say)` writes the
+    figures of the finished lab folder into it (io does not draw: ui passes it in)."""
     out = Path(args.out).expanduser().absolute()
     variants = args.variant or list(lab.VARIANTS)
     unknown = [v for v in variants if v not in lab.VARIANTS]
@@ -45,6 +50,7 @@ def run_positions_lab(args: argparse.Namespace, say) -> int:
                     f"{row['heldout_accuracy']:.4f} ({time.perf_counter() - begun:.0f} s)")
         write_results_csv(tmp / "results.csv", rows)
         (tmp / "results.json").write_text(json.dumps({"rows": rows, "curves": curves}, indent=1))
-    say(f"wrote {out}: {len(rows)} models, results.csv, results.json "
-        f"({time.perf_counter() - started:.0f} s)")
+        n_figures = len(figures(tmp, say)) if figures is not None else 0
+    say(f"wrote {out}: {len(rows)} models, results.csv, results.json"
+        + (f", {n_figures} figures" if n_figures else "") + f" ({time.perf_counter() - started:.0f} s)")
     return 0

@@ -119,6 +119,7 @@ def _selected(values: dict, flags: dict, table: LabTable, selected: Optional[str
     if overlap:
         cosines = measured["principal_angle_cosines"]
         values.update(selected_random=f"{measured['random_share']:.3f}", selected_p_rank=len(cosines),
+                      selected_e_rank=measured.get("e_rank", "?"), selected_d=len(measured["rms_e"]),
                       selected_cosines=f"{max(cosines):.2f} down to {min(cosines):.2f}")
 
 
