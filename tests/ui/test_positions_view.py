@@ -120,7 +120,13 @@ def test_selecting_a_row_draws_that_variants_interference(qtbot, view, corpus_id
         assert f"{expected['e_variance_in_p_subspace']:.3f}" in figure.panel_titles[1].full_text
         assert variant in figure.title and view.figures.curves.selected == variant
         assert f"Selected: {variant}" in view.explanation.toPlainText()
+        assert figure.hover_at(3.2, 0.5) == (f"dimension 3: RMS e {expected['rms_e'][3]:.4f}, "
+                                             f"p {expected['rms_p'][3]:.4f}")
+        assert f"cos {expected['principal_angle_cosines'][0]:.4f}" in figure.angle_at(0.1)
     # concat: p in the dimensions after e's; rotary: nothing to measure, said so
+    curve = view.lab.variants["none"].curve
+    assert view.figures.curves.hover_at(999, np.log10(curve["train_loss"][-1])) == \
+        f"none, step 1000: training loss {curve['train_loss'][-1]:.4f}"
     select(qtbot, view, "concat")
     x, _ = view.figures.variant.rms_p.getData()
     assert x[0] == len(view.figures.variant.rms_e.getData()[0]) and view.figures.variant.note.isVisible()
@@ -209,3 +215,16 @@ def test_file_export_writes_the_figures_and_the_table(qtbot, window, tmp_path, m
     assert exported["standing"] in ("best", "tie", "apart")
     assert any(v.startswith("your model") for v, _ in table)
     assert view.shutdown(10_000)
+
+
+def test_a_results_folder_of_the_command_replaces_the_shipped_one(qtbot, view, tmp_path):
+    import shutil
+
+    (tmp_path / "results.csv").write_text("variant,seed,steps,heldout_loss\nconcat,0,40,4.5\nconcat,1,40,4.7\n")
+    shutil.copytree(LAB / "concat", tmp_path / "concat-seed0")
+    assert view.load_lab(tmp_path)
+    assert view.table.variants == ["concat"] and str(tmp_path) in view.source.text()
+    assert view.table.item(0, 1).text() == "4.600\n4.500–4.700"
+    assert view.selected_variant() == "concat"
+    assert not view.load_lab(tmp_path / "nothing here")          # named, and what was shown stays
+    assert "results.csv" in view.readout.text() and view.table.variants == ["concat"]

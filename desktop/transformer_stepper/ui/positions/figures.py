@@ -108,8 +108,8 @@ class InterferenceFigure(Figure):
         self.rms_p = self.plot.plot([], [], pen=pg.mkPen(P_COLOUR, width=1.8), name="p (positions)")
         legend = self.plot.addLegend(offset=(6, 4), labelTextSize="9pt", colCount=2)
         legend.setBrush(pg.mkBrush(255, 255, 255, 210))
-        legend.addItem(self.rms_e, "e: token rows")
-        legend.addItem(self.rms_p, "p: positions")
+        legend.addItem(self.rms_e, "e (tokens)")
+        legend.addItem(self.rms_p, "p (positions)")
         # each panel under a title of its own that elides rather than widening the figure
         self.ci.removeItem(self.plot)
         self.panel_titles = (TitleLabel("", PANEL_TITLE_POINTS, "#444"), TitleLabel("", PANEL_TITLE_POINTS, "#444"))
@@ -143,7 +143,7 @@ class InterferenceFigure(Figure):
             for curve in (self.rms_e, self.rms_p):
                 curve.setData([], [])
             self.cosines.setOpts(x=[], height=[])
-            self._show_note(why_none)
+            self._show_note("no position vector:\nnothing to measure")
             return
         rms_e, rms_p = np.asarray(interference["rms_e"]), np.asarray(interference["rms_p"])
         concat = interference.get("p_rank") is None

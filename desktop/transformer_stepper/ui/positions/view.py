@@ -89,7 +89,7 @@ class PositionsView(QWidget):
         left_layout.addWidget(self.tie_note)
 
         plots = QWidget()
-        grid = QGridLayout(plots)
+        grid = self.grid = QGridLayout(plots)
         grid.setContentsMargins(0, 0, 0, 0)
         grid.setSpacing(6)
         grid.addWidget(self.figures.curves, 0, 0, 3, 1)
@@ -138,9 +138,10 @@ class PositionsView(QWidget):
         self._show_your_model_row()
         selected = previous if previous in loaded.variants else next(iter(loaded.variants))
         self.figures.curves.draw(loaded.variants, selected)
-        self.table.select_variant(selected)       # draws the variant through variantSelected
-        if self.table.selected_variant() != selected:
-            self.show_variant(selected)
+        self.table.blockSignals(True)             # the row may be selected already: draw it here
+        self.table.select_variant(selected)
+        self.table.blockSignals(False)
+        self.show_variant(selected)
         return True
 
     def ask_lab_folder(self) -> None:
@@ -217,6 +218,7 @@ class PositionsView(QWidget):
                     "failed": f"Your model, <b>{state.name}</b>: could not measure it ({state.why})."}[state.state]
             self.your_model_line.setText(line)
         figure.setVisible(state.state == "measured")
+        self.grid.setRowStretch(2, 1 if state.state == "measured" else 0)   # else the variant's takes it
         self._set_explanation()
         if state.state != "computing":
             self.yourModelShown.emit(state.state)
