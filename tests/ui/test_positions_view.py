@@ -177,7 +177,7 @@ def test_the_built_in_model_is_measured_as_your_model(qtbot, window):
     np.testing.assert_allclose(figure.rms_p.getData()[1], expected["rms_p"])
     np.testing.assert_allclose(figure.cosines.opts["height"], expected["principal_angle_cosines"])
     row = len(view.table.variants)
-    assert model.name in view.table.item(row, 0).text()
+    assert view.table.item(row, 0).text() == "your model" and model.name in view.table.item(row, 0).toolTip()
     share = view.table.item(row, column(view, "E var. in P's subspace")).text()
     assert share.startswith(f"{expected['e_variance_in_p_subspace']:.3f}")
     assert f"{expected['n_tokens']:,} token rows" in view.explanation.toPlainText()

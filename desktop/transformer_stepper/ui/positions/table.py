@@ -91,8 +91,8 @@ class ResultsTable(QTableWidget):
     def show_your_model(self, name: str, note: str, interference: Optional[dict]) -> None:
         """The last row: the opened model's interference measures (not trained here: no loss)."""
         row = len(self.variants)
-        label = self._item(f"your model: {name}")
-        label.setToolTip(note)
+        label = self._item("your model")
+        label.setToolTip(f"the model open in the stepper: {name}" + (f"\n{note}" if note else ""))
         self.setItem(row, 0, label)
         for column, measure in enumerate(MEASURES, start=1):
             text = your_model_text(measure, interference)
@@ -111,12 +111,24 @@ class ResultsTable(QTableWidget):
                 item.setBackground(QBrush(YOUR_MODEL_ROW))
         self.resizeColumnsToContents()
         self.resizeRowsToContents()
-        self.setFixedHeight(self.content_height())       # every row, and no empty band below
+        self._fit_height()
 
     def content_height(self) -> int:
-        """Pixels that show every row without scrolling."""
+        """Pixels that show every row without scrolling (and the horizontal scroll bar when the
+        columns are wider than the table)."""
         rows = sum(self.rowHeight(r) for r in range(self.rowCount()))
-        return rows + self.horizontalHeader().sizeHint().height() + 2 * self.frameWidth() + 4
+        height = rows + self.horizontalHeader().sizeHint().height() + 2 * self.frameWidth() + 4
+        if self.horizontalHeader().length() > self.width() - 2 * self.frameWidth():
+            height += self.horizontalScrollBar().sizeHint().height()
+        return height
+
+    def _fit_height(self) -> None:
+        self.setFixedHeight(self.content_height())       # every row, and no empty band below
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self.rowCount() and self.height() != self.content_height():
+            self._fit_height()
 
     def select_variant(self, variant: str) -> None:
         if variant in self.variants:
