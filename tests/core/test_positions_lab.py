@@ -10,8 +10,9 @@ from transformer_stepper.core.errors import ModelError
 from transformer_stepper.core.forward import forward
 from transformer_stepper.core.training import positions_lab as lab
 from transformer_stepper.core.training.corpus import CorpusConfig
-from transformer_stepper.core.training.recipe import Recipe, build_dataset
-from transformer_stepper.io.positions_lab import result_row, save_variant_folder, write_results_csv
+from transformer_stepper.core.training.recipe import Recipe, build_dataset, train_builtin
+from transformer_stepper.io.positions_lab import (CURVE_FILE, read_curve_csv, read_results_csv, result_row,
+                                                  save_variant_folder, write_results_csv)
 
 TINY = Recipe(steps=4, batch_size=8, d_model=16, n_head=2, n_layer=1, d_ff=32,
               corpus=CorpusConfig(n_passages=120), n_heldout=24)
@@ -47,6 +48,9 @@ def test_each_variant_measures_what_the_issue_asks(trained):
         assert 0 <= r["heldout_accuracy"] <= 1 and np.isfinite(r["heldout_loss"])
         assert set(r["phenomena_accuracy"]) == {"agreement", "ambiguous", "closing", "pronoun"}
         assert r["curve"]["step"][-1] == TINY.steps and len(r["curve"]["loss"]) == len(r["curve"]["step"])
+        assert r["curve"]["heldout_step"][0] == 0 and r["curve"]["heldout_step"][-1] == TINY.steps
+        assert len(r["curve"]["heldout_loss"]) == len(r["curve"]["heldout_step"])
+        assert np.isfinite(r["curve"]["unigram_loss"])
         assert len(r["position_probe_r2"]) == t.config.n_layer + 1
         interference = r["interference"]
         if variant in ("rotary", "none"):
@@ -71,6 +75,9 @@ def test_same_recipe_same_params(trained, dataset):
     first = trained["rotary"]
     assert all(np.array_equal(first.params[n], again.params[n]) for n in first.params)
     assert again.result["curve"] == first.result["curve"]
+    # the history behind the held-out curve only reads: the weights of a run without it
+    plain = train_builtin(lab.variant_recipe("rotary", TINY), None, dataset)
+    assert all(np.array_equal(first.params[n], plain.params[n]) for n in first.params)
     assert not np.array_equal(trained["none"].params["h.0.attn.q.w"], first.params["h.0.attn.q.w"])
 
 
@@ -113,6 +120,62 @@ def test_every_variant_saves_and_loads_as_a_model_folder(trained, tmp_path):
         expected = forward(t.params, t.config, trace.input_ids)["logits"]
         np.testing.assert_array_equal(trace.logits, expected)
         rows.append(result_row(t))
+        curve, written = t.result["curve"], read_curve_csv(folder / CURVE_FILE)
+        trained_at = np.isin(written["step"], curve["step"])
+        np.testing.assert_array_equal(written["train_loss"][trained_at], curve["loss"])
+        heldout_at = np.isin(written["step"], curve["heldout_step"])
+        np.testing.assert_array_equal(written["step"][heldout_at], curve["heldout_step"])
+        np.testing.assert_array_equal(written["heldout_loss"][heldout_at], curve["heldout_loss"])
+        assert np.isnan(written["heldout_loss"][~heldout_at]).all()
     write_results_csv(tmp_path / "results.csv", rows)
     lines = (tmp_path / "results.csv").read_text().splitlines()
     assert len(lines) == 6 and lines[0].startswith("variant,seed,steps,heldout_loss")
+    back = read_results_csv(tmp_path / "results.csv")
+    assert [r["variant"] for r in back] == list(lab.VARIANTS) and back[0]["seed"] == TINY.seed
+    assert back[0]["heldout_loss"] == round(rows[0]["heldout_loss"], 5) and back[3]["mean_abs_cos"] is None
+
+
+def test_e_read_in_blocks_measures_what_the_whole_table_does(monkeypatch):
+    """Blocks of 7 rows (the last one short) give the numbers of one block; mean |cos| is the
+    mean over every pair, the share is that of the centred rows, as written out directly."""
+    from transformer_stepper.core.config import ModelConfig
+
+    config = ModelConfig(family="gpt2", n_vocab=50, n_ctx=12, d_model=8, n_head=1, n_layer=1, d_ff=4,
+                         position="learned")
+    rng = np.random.default_rng(3)
+    params = {"wte": rng.normal(size=(50, 8)) + 0.3, "wpe": rng.normal(size=(12, 8))}
+    whole = lab.interference(params, config, None, 12)
+    monkeypatch.setattr(lab, "ROW_BLOCK", 7)
+    assert lab.interference(params, config, None, 12) == whole
+    e, p = params["wte"], params["wpe"]
+    direct = np.mean(np.abs((e / np.linalg.norm(e, axis=1, keepdims=True))
+                            @ (p / np.linalg.norm(p, axis=1, keepdims=True)).T))
+    assert whole["mean_abs_cos"] == round(float(direct), 5)
+    _, singular, vt = np.linalg.svd(p, full_matrices=False)      # P's span, from the rows themselves
+    k = int(np.searchsorted(np.cumsum(singular ** 2) / np.sum(singular ** 2), lab.SUBSPACE_ENERGY) + 1)
+    centred = e - e.mean(axis=0)
+    share = np.sum((centred @ vt[:k].T) ** 2) / np.sum(centred ** 2)
+    assert whole["p_rank"] == k and whole["e_variance_in_p_subspace"] == round(float(share), 5)
+
+
+def test_an_opened_model_is_measured_over_its_whole_tables():
+    builtin = load_model()
+    measured = lab.model_interference(builtin.params, builtin.config)
+    assert measured["n_tokens"] == builtin.config.n_vocab
+    assert measured["n_positions"] == builtin.config.n_ctx == lab.table_positions(builtin.config, builtin.params)
+    assert measured == lab.interference(builtin.params, builtin.config, np.arange(builtin.config.n_vocab),
+                                        builtin.config.n_ctx)
+    rotary = builtin.config.replace(position="rotary")
+    assert lab.table_positions(rotary, builtin.params) == 0 and lab.model_interference(builtin.params, rotary) is None
+
+
+def test_a_learned_table_counts_its_rows_past_the_offset():
+    from transformer_stepper.core.config import ModelConfig
+
+    config = ModelConfig(family="roberta", n_vocab=6, n_ctx=8, d_model=4, n_head=1, n_layer=1, d_ff=4,
+                         position="learned", position_offset=2)
+    rng = np.random.default_rng(0)
+    params = {"wte": rng.normal(size=(6, 4)), "wpe": rng.normal(size=(10, 4))}
+    measured = lab.model_interference(params, config)
+    assert measured["n_positions"] == 8 and measured["n_tokens"] == 6
+    assert measured["rms_p"] == [round(float(v), 5) for v in np.sqrt(np.mean(params["wpe"][2:] ** 2, axis=0))]

@@ -10,6 +10,7 @@ from transformer_stepper.core.blas import blas_threads
 from transformer_stepper.core.training import positions_lab as lab
 from transformer_stepper.core.training.evaluate import allowed_next_words, evaluate, unigram_prediction
 from transformer_stepper.core.training.recipe import build_dataset
+from transformer_stepper.io.positions_lab import CURVE_FILE, read_curve_csv, read_results_csv
 from transformer_stepper.io.resources import resources_dir
 
 
@@ -47,3 +48,18 @@ def test_the_shipped_table_is_reproduced(variant, recipes, dataset):
     for kind, value in result["phenomena_accuracy"].items():
         assert measured["phenomena_accuracy"][kind] == pytest.approx(value, abs=1e-9)
     assert np.isfinite(result["curve"]["loss"]).all()
+    # curve.csv holds the training curve recorded when these weights were trained
+    curve = read_curve_csv(folder(variant) / CURVE_FILE)
+    np.testing.assert_array_equal(curve["step"], result["curve"]["step"])
+    np.testing.assert_array_equal(curve["train_loss"], result["curve"]["loss"])
+
+
+def test_the_results_table_holds_three_seeds_of_every_variant_and_seed_0_is_shipped(recipes):
+    rows = read_results_csv(resources_dir() / "positions" / "results.csv")
+    assert sorted((r["variant"], r["seed"]) for r in rows) == sorted((v, s) for v in lab.VARIANTS for s in range(3))
+    for row in rows:
+        if row["seed"] == 0:
+            result = recipes[row["variant"]]["result"]
+            assert row["heldout_loss"] == round(result["heldout_loss"], 5)
+            interference = result["interference"] or {}
+            assert row["mean_abs_cos"] == interference.get("mean_abs_cos")

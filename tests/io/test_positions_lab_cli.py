@@ -1,6 +1,6 @@
 """`transformer-stepper positions-lab`: bad output folders and variants are refused before any
-training, one line each; a short run writes each variant's folder (which opens as a model)
-and results.csv."""
+training, one line each; a short run writes each variant's folder (which opens as a model,
+with its curve.csv), results.csv and the figures (the Positions tab's, rendered offscreen)."""
 import csv
 
 from transformer_stepper.cli import main
@@ -26,7 +26,12 @@ def test_a_short_run_writes_the_models_and_the_table(tmp_path, capsys):
     out = tmp_path / "lab"
     assert main(["positions-lab", "--out", str(out), "--steps", "2", "--variant", "none",
                  "--variant", "concat"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["concat", "none", "results.csv", "results.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["concat", "none", "positions-curves.png",
+                                                     "positions-interference-concat.png",
+                                                     "results.csv", "results.json"]
+    assert sorted(p.name for p in (out / "none").iterdir()) == ["config.json", "curve.csv", "model.safetensors",
+                                                                "recipe.json", "tokenizer.json"]
+    assert (out / "positions-curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with (out / "results.csv").open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert [row["variant"] for row in rows] == ["none", "concat"]

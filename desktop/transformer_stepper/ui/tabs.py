@@ -41,6 +41,16 @@ def _training(window) -> QWidget:
     return TrainingView(window.settings, open_in_stepper)
 
 
+def _positions(window) -> QWidget:
+    from .positions import PositionsView
+
+    def open_in_stepper(path: str) -> None:
+        window.open_model(path)
+        window.tabs.show_tab("stepper")
+
+    return PositionsView(window.session, window.settings, open_in_stepper)
+
+
 @dataclass(frozen=True)
 class Tab:
     key: str
@@ -52,6 +62,7 @@ TABS: tuple[Tab, ...] = (
     Tab("stepper", "Stepper", _stepper),
     Tab("compare", "Compare", _compare),
     Tab("training", "Training", _training),
+    Tab("positions", "Positions", _positions),
     Tab("attribution", "Attribution", _attribution),
     Tab("interventions", "Interventions", _interventions),
 )

@@ -29,7 +29,7 @@ from ..config import ModelConfig
 from ..errors import ModelError
 from ..forward import forward
 from .loop import ProgressCallback
-from .recipe import Dataset, Recipe, TrainedModel, build_dataset, train_builtin
+from .recipe import Dataset, Recipe, TrainedModel, build_dataset, new_history, train_builtin
 
 VARIANTS = ("sum_sinusoidal", "sum_learned", "concat", "rotary", "none")
 _POSITION = {"sum_sinusoidal": "sinusoidal", "sum_learned": "learned", "concat": "concat",
@@ -37,6 +37,7 @@ _POSITION = {"sum_sinusoidal": "sinusoidal", "sum_learned": "learned", "concat":
 SUBSPACE_ENERGY = 0.9           # P's subspace: the fewest principal directions holding 90% of it
 N_PROBE_SEQUENCES = 300         # held-out passages the position probe reads
 CURVE_POINTS = 100              # training-loss curve: at most this many window means
+HELDOUT_POINTS = 20             # held-out loss (on recipe.WATCHED_HELDOUT passages) this many times
 
 
 @dataclass(frozen=True)
@@ -61,32 +62,36 @@ def variant_recipe(variant: str, base: Recipe = Recipe()) -> VariantRecipe:
 
 def train_variant(variant: str, base: Recipe = Recipe(), dataset: Optional[Dataset] = None,
                   callback: ProgressCallback = None) -> TrainedModel:
-    """Train one variant with train_builtin; result gains the loss curve and `measure`'s figures.
-    Pass the same `dataset` to every variant to build the corpus once."""
+    """Train one variant with train_builtin; result gains the loss curve (training and held-out)
+    and `measure`'s figures. Pass the same `dataset` to every variant to build the corpus once.
+    The history that records the held-out loss only reads: the weights are those of a run
+    without it."""
     recipe = variant_recipe(variant, base)
     dataset = dataset or build_dataset(recipe)
-    losses: list[float] = []
-
-    def on_step(progress) -> None:
-        losses.append(progress.loss)
-        if callback is not None:
-            callback(progress)
-
-    trained = train_builtin(recipe, on_step, dataset)
-    trained.result["curve"] = loss_curve(losses)
+    history = new_history(recipe, dataset, max_snapshots=2,
+                          heldout_every=max(1, recipe.steps // HELDOUT_POINTS))
+    trained = train_builtin(recipe, callback, dataset, history=history)
+    trained.result["curve"] = loss_curve(history.losses, history=history)
     trained.result.update(measure(trained.params, trained.config, dataset))
     return trained
 
 
-def loss_curve(losses: Sequence[float], points: int = CURVE_POINTS) -> dict:
-    """Training losses as window means: {"step": last step of each window, "loss": its mean}."""
+def loss_curve(losses: Sequence[float], points: int = CURVE_POINTS, history=None) -> dict:
+    """Training losses as window means: {"step": last step of each window, "loss": its mean};
+    with a TrainingHistory also its held-out losses ("heldout_step", "heldout_loss") and the
+    unigram baseline's held-out loss ("unigram_loss")."""
     window = max(1, -(-len(losses) // points))
     steps, means = [], []
     for start in range(0, len(losses), window):
         chunk = losses[start:start + window]
         steps.append(start + len(chunk))
         means.append(round(float(np.mean(chunk)), 5))
-    return {"step": steps, "loss": means}
+    curve = {"step": steps, "loss": means}
+    if history is not None and history.heldout_steps:
+        curve["heldout_step"] = [int(s) for s in history.heldout_steps]
+        curve["heldout_loss"] = [round(float(v), 5) for v in history.heldout_losses]
+        curve["unigram_loss"] = round(float(history.unigram_loss), 5)
+    return curve
 
 
 # ------------------------------------------------------------------------------ measures
@@ -111,9 +116,9 @@ def position_vectors(config: ModelConfig, params, n_positions: int) -> Optional[
     return None
 
 
-def interference(params, config: ModelConfig, token_ids: np.ndarray, n_positions: int) -> Optional[dict]:
+def interference(params, config: ModelConfig, token_ids: Optional[np.ndarray], n_positions: int) -> Optional[dict]:
     """How much the position vectors P can disturb the token vectors E (rows of wte for
-    `token_ids`, the tokens the corpus uses), over positions 0..n_positions-1:
+    `token_ids`, the tokens the corpus uses; None: every row), over positions 0..n_positions-1:
       e_variance_in_p_subspace  share of E's variance (E centred) in the span of P's top
                                 principal directions (uncentred, SUBSPACE_ENERGY of P's energy);
                                 random_share is what a random subspace that wide would hold
@@ -122,38 +127,82 @@ def interference(params, config: ModelConfig, token_ids: np.ndarray, n_positions
       mean_abs_cos              mean |cos(e, p)| over every token and position
       rms_e, rms_p              per-dimension RMS of e (over tokens) and p (over positions)
     concat models: the two live in disjoint dimensions, overlap 0 by construction. Works for
-    any model with a learned or sinusoidal table (GPT-2, BERT: their real tables)."""
+    any model with a learned or sinusoidal table (GPT-2, BERT: their real tables). E is read
+    ROW_BLOCK rows at a time in float64 and reduced to [d, d] Gram matrices, so GPT-2's
+    50,257 x 768 table costs blocks, not float64 copies of the whole table."""
     positions = position_vectors(config, params, n_positions)
     if positions is None:
         return None
-    e = np.asarray(params["wte"])[token_ids].astype(np.float64)
+    table = np.asarray(params["wte"])
+    token_ids = np.arange(len(table)) if token_ids is None else np.asarray(token_ids)
     p = positions.astype(np.float64)
-    rms_e, rms_p = np.sqrt(np.mean(e ** 2, axis=0)), np.sqrt(np.mean(p ** 2, axis=0))
-    common = {"n_tokens": int(len(e)), "n_positions": int(n_positions),
+    n_tokens, d = len(token_ids), table.shape[1]
+    total, squares = np.zeros(d), np.zeros(d)
+    for block in _row_blocks(table, token_ids):
+        total += block.sum(axis=0)
+        squares += (block ** 2).sum(axis=0)
+    mean = total / n_tokens
+    rms_e, rms_p = np.sqrt(squares / n_tokens), np.sqrt(np.mean(p ** 2, axis=0))
+    common = {"n_tokens": int(n_tokens), "n_positions": int(n_positions),
               "rms_e": [round(float(v), 5) for v in rms_e], "rms_p": [round(float(v), 5) for v in rms_p]}
     if config.position == "concat":
         return {**common, "e_variance_in_p_subspace": 0.0, "random_share": 0.0, "p_rank": None,
                 "principal_angle_cosines": [], "mean_abs_cos": 0.0}
-    p_basis = _top_directions(p, SUBSPACE_ENERGY)                 # [d, k_p]
-    centred = e - e.mean(axis=0)
-    e_basis = _top_directions(centred, SUBSPACE_ENERGY)           # [d, k_e]
-    share = float(np.sum((centred @ p_basis) ** 2) / np.sum(centred ** 2))
-    cosines = np.linalg.svd(e_basis.T @ p_basis, compute_uv=False)
-    unit_e = e / np.linalg.norm(e, axis=1, keepdims=True)
+    centred_gram = np.zeros((d, d))                              # (E - mean)ᵀ(E - mean)
     unit_p = p / np.linalg.norm(p, axis=1, keepdims=True)
+    abs_cos = 0.0
+    for block in _row_blocks(table, token_ids):
+        centred = block - mean
+        centred_gram += centred.T @ centred
+        abs_cos += float(np.abs((block / np.linalg.norm(block, axis=1, keepdims=True)) @ unit_p.T).sum())
+    p_basis = _top_directions(p.T @ p, SUBSPACE_ENERGY)          # [d, k_p]
+    e_basis = _top_directions(centred_gram, SUBSPACE_ENERGY)     # [d, k_e]
+    share = float(np.trace(p_basis.T @ centred_gram @ p_basis) / np.trace(centred_gram))
+    cosines = np.linalg.svd(e_basis.T @ p_basis, compute_uv=False)
     return {**common, "e_variance_in_p_subspace": round(share, 5),
-            "random_share": round(p_basis.shape[1] / e.shape[1], 5), "p_rank": int(p_basis.shape[1]),
+            "random_share": round(p_basis.shape[1] / d, 5), "p_rank": int(p_basis.shape[1]),
             "e_rank": int(e_basis.shape[1]),
             "principal_angle_cosines": [round(float(c), 5) for c in cosines],
-            "mean_abs_cos": round(float(np.mean(np.abs(unit_e @ unit_p.T))), 5)}
+            "mean_abs_cos": round(abs_cos / (n_tokens * len(p)), 5)}
 
 
-def _top_directions(rows: np.ndarray, energy: float) -> np.ndarray:
-    # [n, d] -> [d, k]: the right singular vectors holding `energy` of the rows' squared norm
-    _, singular, vt = np.linalg.svd(rows, full_matrices=False)
-    cumulative = np.cumsum(singular ** 2) / np.sum(singular ** 2)
+ROW_BLOCK = 4096                # rows of E per block (GPT-2: 13 blocks of 4096 x 768)
+
+
+def _row_blocks(table: np.ndarray, token_ids: np.ndarray):
+    # the rows of `table` for `token_ids`, ROW_BLOCK at a time, as float64
+    for start in range(0, len(token_ids), ROW_BLOCK):
+        yield np.asarray(table[token_ids[start:start + ROW_BLOCK]], dtype=np.float64)
+
+
+def _top_directions(gram: np.ndarray, energy: float) -> np.ndarray:
+    # [d, d] Gram matrix of rows -> [d, k]: the principal directions of those rows (eigenvectors
+    # of the Gram matrix, largest first) holding `energy` of their squared norm
+    values, vectors = np.linalg.eigh(gram)
+    order = np.argsort(values)[::-1]
+    values, vectors = np.clip(values[order], 0.0, None), vectors[:, order]
+    cumulative = np.cumsum(values) / np.sum(values)
     k = int(np.searchsorted(cumulative, energy) + 1)
-    return vt[:k].T
+    return vectors[:, :k]
+
+
+def table_positions(config: ModelConfig, params) -> int:
+    """How many positions the model's own position table covers (learned: its rows past the
+    offset; sinusoids: n_ctx); 0 when it has none (rotary, none)."""
+    if config.position == "learned":
+        return int(np.asarray(params["wpe"]).shape[0]) - config.position_offset
+    if config.position in ("sinusoidal", "concat"):
+        return int(config.n_ctx)
+    return 0
+
+
+def model_interference(params, config: ModelConfig) -> Optional[dict]:
+    """`interference` of any opened model over every row of its token table and every position
+    of its position table (GPT-2: 50,257 x 1,024); None when it adds no position vector."""
+    n_positions = table_positions(config, params)
+    if not n_positions:
+        return None
+    return interference(params, config, None, n_positions)
 
 
 def position_probe(params, config: ModelConfig, sequences: Sequence[np.ndarray]) -> list[float]:

@@ -140,9 +140,10 @@ class TitleLabel(pg.LabelItem):
     """A figure title that never forces the figure wider than its window: too long a title is
     shortened with '…' (pyqtgraph's LabelItem makes its text width the minimum width)."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, points: int = TITLE_POINTS, color: str = "#222") -> None:
         self.full_text = text
-        super().__init__(text, size=TITLE_SIZE, color="#222")
+        self.points = points
+        super().__init__(text, size=f"{points}pt", color=color)
 
     def set_full_text(self, text: str) -> None:
         self.full_text = text
@@ -150,7 +151,7 @@ class TitleLabel(pg.LabelItem):
 
     def _elide(self) -> None:
         font = QFont()
-        font.setPointSize(TITLE_POINTS)
+        font.setPointSize(self.points)
         available = max(int(self.width()) - 8, 40)
         shown = QFontMetrics(font).elidedText(self.full_text, Qt.TextElideMode.ElideRight, available)
         if shown != self.text:
