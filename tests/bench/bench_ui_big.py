@@ -69,6 +69,14 @@ def main() -> int:
                 view.updated.disconnect()
             print(f"keystroke -> plots updated, {key:<14} {1000 * statistics.median(totals):8.0f} ms "
                   f"(forward pass {1000 * session.compute_seconds:.0f} ms)")
+        with peak_rss_anon() as peak:
+            for stage in session.available_stages():
+                session.set_stage(stage.key)
+                wait_for(app, window.current_view().is_current, 600)
+        held = session.trace_memory()
+        print(f"every stage visited: peak RssAnon {(peak() - start) / MiB:,.0f} MiB "
+              f"({(peak() - start) / max(traced - start, 1):.2f}x RssAnon after one trace, "
+              f"{(peak() - start) / held:.2f}x the {held / MiB:,.0f} MiB the trace now holds)")
         workers = [session.compute_seconds]
         for _ in range(2):       # the same text again in the worker, the window idle
             session.set_text(session.text + " x", immediate=True)
@@ -83,13 +91,6 @@ def main() -> int:
         print(f"forward pass in the window's worker {1000 * statistics.median(workers):,.0f} ms, "
               f"alone {1000 * statistics.median(alone):,.0f} ms: "
               f"{statistics.median(workers) / statistics.median(alone):.2f}x")
-        with peak_rss_anon() as peak:
-            for stage in session.available_stages():
-                session.set_stage(stage.key)
-                wait_for(app, window.current_view().is_current, 600)
-        print(f"every stage visited: peak RssAnon {(peak() - start) / MiB:,.0f} MiB "
-              f"({(peak() - start) / max(traced - start, 1):.2f}x one trace); the trace holds "
-              f"{session.trace_memory() / MiB:,.0f} MiB")
         window.close()
     return 0
 

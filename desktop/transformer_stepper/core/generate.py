@@ -133,7 +133,9 @@ class Lens:
     final_probabilities: np.ndarray  # [n_layer + 1, n_seq] that token's probability at each state
 
 
-LENS_BLOCK = 256               # positions per block: 256 · n_vocab floats at a time
+# positions at a time: the logits, their softmax and argpartition's int64 indices of
+# BLOCK · n_vocab each (~40 MB for GPT-2's vocabulary) are all a lens or a prediction adds
+LENS_BLOCK = 64
 
 _lens_cache: "weakref.WeakKeyDictionary[Trace, Lens]" = weakref.WeakKeyDictionary()
 _lens_lock = threading.Lock()
@@ -153,7 +155,8 @@ def lens(model: Model, trace: Trace, top: int = 5) -> Lens:
     for index in reversed(range(n_states)):              # the last first: it names the final ids
         for first in range(0, n_seq, LENS_BLOCK):        # a block of positions at a time
             rows = slice(first, min(first + LENS_BLOCK, n_seq))
-            p = ops.softmax(lens_logits(model, trace, index, rows))
+            logits = lens_logits(model, trace, index, rows)
+            p = ops.softmax(logits, out=logits)
             ids[index, rows], probabilities[index, rows] = _best(p, top)
             final_probabilities[index, rows] = p[np.arange(p.shape[0]), ids[-1, rows, 0]]
     result = Lens(ids, probabilities, ids[-1, :, 0].copy(), final_probabilities)
@@ -183,10 +186,6 @@ class Predictions:
 _predictions_cache: "weakref.WeakKeyDictionary[Trace, Predictions]" = weakref.WeakKeyDictionary()
 
 
-PREDICTION_BLOCK = 64         # positions at a time: the logits, their softmax and argpartition's
-                              # indices of 64 · n_vocab each (~40 MB for GPT-2) are all it adds
-
-
 def predictions(trace: Trace, top: int = 5) -> Predictions:
     """Every position's `top` most likely tokens, a block of positions at a time (the whole
     [n_seq, n_vocab] logits are never made); kept with the trace."""
@@ -198,8 +197,8 @@ def predictions(trace: Trace, top: int = 5) -> Predictions:
     top = min(top, trace.config.n_vocab)
     ids = np.empty((trace.n_seq, top), dtype=np.int64)
     probabilities = np.empty((trace.n_seq, top), dtype=np.float32)
-    for first in range(0, trace.n_seq, PREDICTION_BLOCK):
-        rows = slice(first, min(first + PREDICTION_BLOCK, trace.n_seq))
+    for first in range(0, trace.n_seq, LENS_BLOCK):
+        rows = slice(first, min(first + LENS_BLOCK, trace.n_seq))
         block = trace.logits_at(rows)
         ids[rows], probabilities[rows] = _best(ops.softmax(block, out=block if block.flags.writeable else None), top)
     result = Predictions(ids, probabilities)
