@@ -17,6 +17,9 @@ class Stage:
     per_head: bool = False     # ... and for the selected head
     needs_lm_head: bool = False
     needs_positions: bool = False      # nothing to show for a model without position information
+    # the trace arrays this stage computes (its results; an array the view shows as an input
+    # belongs to the stage that computed it): what the interventions' difference grid compares
+    arrays: tuple[str, ...] = ()
 
     def available(self, config: Optional[ModelConfig]) -> bool:
         return not self.unavailable_because(config)
@@ -37,17 +40,24 @@ class Stage:
 
 STAGES: tuple[Stage, ...] = (
     Stage("tokenize", 1, "Tokenize", per_layer=False),
-    Stage("embedding", 2, "Embedding lookup", per_layer=False),
-    Stage("position_encoding", 3, "Position encoding", per_layer=False, needs_positions=True),
-    Stage("position_addition", 4, "Position addition", per_layer=False, needs_positions=True),
-    Stage("qkv", 5, "Q/K/V projection", per_layer=True, per_head=True),
-    Stage("scores", 6, "Scores", per_layer=True, per_head=True),
-    Stage("softmax", 7, "Softmax", per_layer=True, per_head=True),
-    Stage("weighted_sum", 8, "Weighted sum", per_layer=True, per_head=True),
-    Stage("output_projection", 9, "Output projection and residual", per_layer=True),
-    Stage("feed_forward", 10, "Feed-forward and residual", per_layer=True),
-    Stage("layer_output", 11, "Layer output", per_layer=True),
-    Stage("prediction", 12, "Prediction", per_layer=False, needs_lm_head=True),
+    Stage("embedding", 2, "Embedding lookup", per_layer=False,
+          arrays=("token_embeddings", "token_embeddings_scaled")),
+    Stage("position_encoding", 3, "Position encoding", per_layer=False, needs_positions=True,
+          arrays=("position_embeddings", "token_type_embeddings", "rope_angles")),
+    Stage("position_addition", 4, "Position addition", per_layer=False, needs_positions=True,
+          arrays=("embedding_sum", "embedding_output")),
+    Stage("qkv", 5, "Q/K/V projection", per_layer=True, per_head=True,
+          arrays=("attn_in", "q_unrotated", "k_unrotated", "q", "k", "v")),
+    Stage("scores", 6, "Scores", per_layer=True, per_head=True, arrays=("scores_raw", "scores")),
+    Stage("softmax", 7, "Softmax", per_layer=True, per_head=True, arrays=("attn_weights",)),
+    Stage("weighted_sum", 8, "Weighted sum", per_layer=True, per_head=True, arrays=("head_outputs",)),
+    Stage("output_projection", 9, "Output projection and residual", per_layer=True,
+          arrays=("heads_concat", "attn_out", "attn_residual")),
+    Stage("feed_forward", 10, "Feed-forward and residual", per_layer=True,
+          arrays=("mlp_in", "mlp_pre_act", "mlp_act", "mlp_up", "mlp_gated", "mlp_out", "mlp_residual")),
+    Stage("layer_output", 11, "Layer output", per_layer=True, arrays=("layer_out",)),
+    Stage("prediction", 12, "Prediction", per_layer=False, needs_lm_head=True,
+          arrays=("final_ln_out", "logits")),
     Stage("logit_lens", 13, "Logit lens", per_layer=False, needs_lm_head=True),
 )
 
