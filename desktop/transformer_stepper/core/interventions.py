@@ -71,6 +71,11 @@ def describe(intervention: Intervention) -> str:
     return f"position {intervention.position} looked up as token {intervention.token_id}"
 
 
+def describe_all(interventions: Sequence[Intervention]) -> str:
+    """The chip row: '[ablate layer 1 head 2 (zero)] · [no positions]'."""
+    return " · ".join(f"[{describe(item)}]" for item in interventions)
+
+
 def check(interventions: Sequence[Intervention], config: ModelConfig, n_seq: int) -> tuple[Intervention, ...]:
     """-> the interventions as a tuple; one ModelError line naming the first bad one."""
     checked = []

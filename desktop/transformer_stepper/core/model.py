@@ -152,6 +152,15 @@ class Model:
                      attention_mask=ctx.mask, truncated=encoded.truncated, detail_budget=detail_budget,
                      recorded_details=recorder.details, kv_cache=cache, interventions=interventions)
 
+    def intervene(self, trace: Trace, interventions: Sequence,
+                  detail_layers: tuple[int, ...] = ()) -> Trace:
+        """`trace`'s tokens (as they are: a generated text need not re-tokenize alike) through
+        the model again, intervened: the trace to compare with `trace`."""
+        encoded = Encoded(tokens=trace.tokens, input_ids=trace.input_ids,
+                          token_type_ids=trace.arrays["token_type_ids"], offsets=trace.offsets,
+                          special_tokens_mask=trace.special_tokens_mask, truncated=trace.truncated)
+        return self.trace_encoded(encoded, trace.text, trace.cache.budget, detail_layers, interventions)
+
     def _layer_computer(self, layer_inputs, ctx) -> Callable[[int], LayerDetail]:
         params, config = self.params, self.config
 

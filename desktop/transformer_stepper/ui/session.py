@@ -2,7 +2,12 @@
 
 Widgets call its methods and react to its signals; nothing else holds state. Opening a model and
 tracing text run in workers; each request gets a number, and a result that is no longer the
-latest request (the user typed on, or opened another model) is dropped."""
+latest request (the user typed on, or opened another model) is dropped.
+
+Interventions live here too: the active ones, the intervened trace of the current text (run in
+a worker beside the clean one, again whenever the clean trace changes) and whether the stepper
+shows it. `trace` is always the clean model's; `shown_trace` is what the stage views draw, so
+showing the clean model again is only a flag: nothing is recomputed or restored."""
 from __future__ import annotations
 
 from typing import Optional
@@ -14,8 +19,8 @@ from ..core import stages
 from ..core.model import Model
 from ..core.trace import Trace
 from . import analysis
-from .workers import (ComputeResult, LoadResult, Task, WorkerPool, compute_trace, load_and_trace,
-                      prepare_layer)
+from .workers import (ComputeResult, InterventionResult, LoadResult, Task, WorkerPool, compute_trace,
+                      load_and_trace, prepare_layer, run_interventions)
 
 # every word is in the built-in model's vocabulary; its pronoun head links "she" to "queen"
 DEFAULT_TEXT = "The queen rode to the bank of the river and she was tired"
@@ -36,6 +41,11 @@ class Session(QObject):
     computeFailed = Signal(str)          # the text did not trace (e.g. empty): one line
     textChanged = Signal(str)            # the text was set (by the user or programmatically)
     provenanceRequested = Signal(str, object)   # where does trace value name[index] come from?
+    # the active interventions, their trace (in, or dropped for a new clean trace), or whether
+    # the stepper shows it changed
+    interventionsChanged = Signal()
+    shownTraceChanged = Signal()         # the stage views draw another trace (clean <-> intervened)
+    interventionFailed = Signal(str)     # the intervened pass did not run: one line
     inline_work = False                  # views compute in workers (a snapshot for export: inline)
 
     def __init__(self, parent: Optional[QObject] = None, debounce_ms: int = TEXT_DEBOUNCE_MS) -> None:
@@ -59,6 +69,10 @@ class Session(QObject):
         self._compute_again = False
         self._loading_path: Optional[str] = None
         self._preparing: set[tuple[int, int]] = set()   # (id(trace), layer) being computed
+        self._interventions: tuple = ()
+        self._intervention: Optional[InterventionResult] = None   # for the current clean trace
+        self._latest_intervention = -1
+        self._show_intervened = False
         self._debounce = QTimer(self)
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(debounce_ms)
@@ -83,6 +97,12 @@ class Session(QObject):
     @property
     def text(self) -> str:
         return self._text
+
+    @property
+    def shown_trace(self) -> Optional[Trace]:
+        """What the stepper's stage views draw: the intervened trace while the user shows it
+        (and it is in), else the clean one."""
+        return self._intervention.trace if self.showing_intervened else self.trace
 
     @property
     def layer(self) -> int:
@@ -137,6 +157,9 @@ class Session(QObject):
         if not stages.stage(self._stage).available(config):
             self._stage = stages.available_stages(config)[-1].key
         self._latest_compute = self._requests     # any compute for the old model is stale now
+        self._interventions, self._intervention, self._show_intervened = (), None, False
+        self._latest_intervention = -1            # the old model's heads and rows mean nothing now
+        self.interventionsChanged.emit()
         self.modelChanged.emit()
         self.layerChanged.emit(self._layer)
         self.headChanged.emit(self._head)
@@ -222,6 +245,7 @@ class Session(QObject):
 
     def _accept_trace(self, trace: Trace, seconds: float) -> None:
         self._trace = trace            # the previous trace is released here (views keep no reference)
+        self._intervention = None      # it compared the previous trace
         self._preparing.clear()
         self.compute_seconds = seconds
         self._labels = analysis.token_labels(trace, self._model.tokenizer)
@@ -231,6 +255,9 @@ class Session(QObject):
         self.prepare_layer(self._layer)
         self.traceChanged.emit()
         self.prepare_layer(self._layer + 1)          # the next layer, while the user reads
+        if self._interventions:
+            self._run_interventions()
+            self.interventionsChanged.emit()
 
     def _emit_busy(self) -> None:
         if self._loading_path is not None:
@@ -252,15 +279,16 @@ class Session(QObject):
             self.prepare_layer(layer + 1)
 
     # -- a layer's detail is computed off the GUI thread -------------------------------------
-    def layer_ready(self, layer: Optional[int] = None) -> bool:
-        """Can the views read this layer's detail (default: the current layer) without
-        computing it on the GUI thread?"""
-        trace = self._trace
+    def layer_ready(self, layer: Optional[int] = None, trace: Optional[Trace] = None) -> bool:
+        """Can the views read this layer's detail (default: the current layer) of `trace`
+        (default: the clean one) without computing it on the GUI thread?"""
+        trace = self._trace if trace is None else trace
         return trace is None or trace.is_ready(self._layer if layer is None else layer)
 
-    def prepare_layer(self, layer: int) -> None:
-        """Compute a layer's detail in a worker (if not done or under way); layerReady follows."""
-        trace = self._trace
+    def prepare_layer(self, layer: int, trace: Optional[Trace] = None) -> None:
+        """Compute a layer's detail of `trace` (default: the clean one) in a worker (if not done
+        or under way); layerReady follows."""
+        trace = self._trace if trace is None else trace
         if trace is None or not 0 <= layer < trace.config.n_layer or trace.is_ready(layer):
             return
         key = (id(trace), layer)
@@ -275,7 +303,7 @@ class Session(QObject):
     def _on_layer_prepared(self, key: tuple[int, int], result) -> None:
         self._preparing.discard(key)
         trace, layer = result
-        if trace is self._trace:
+        if trace is self._trace or trace is self.shown_trace:
             self.layerReady.emit(layer)
 
     def _on_layer_failed(self, key: tuple[int, int], message: str) -> None:
@@ -327,6 +355,86 @@ class Session(QObject):
             self._temperature = temperature
             self.temperatureChanged.emit(temperature)
 
+    # -- interventions --------------------------------------------------------------------
+    @property
+    def interventions(self) -> tuple:
+        """The active interventions (core/interventions.py); () for none."""
+        return self._interventions
+
+    @property
+    def intervention(self) -> Optional[InterventionResult]:
+        """The intervened trace of the current clean trace and the differences at every stage;
+        None while it runs, or without interventions."""
+        return self._intervention
+
+    @property
+    def intervened_trace(self) -> Optional[Trace]:
+        return None if self._intervention is None else self._intervention.trace
+
+    @property
+    def show_intervened(self) -> bool:
+        """The user asked the stepper to show the intervened pass (off without interventions)."""
+        return self._show_intervened
+
+    @property
+    def showing_intervened(self) -> bool:
+        """... and it is there to show (not while it runs for a new text)."""
+        return self._show_intervened and self._intervention is not None
+
+    def set_interventions(self, interventions) -> None:
+        """Change the interventions: the intervened pass runs in a worker; none turns showing
+        it off."""
+        interventions = tuple(interventions)
+        if interventions == self._interventions:
+            return
+        was_showing = self._show_intervened
+        self._interventions, self._intervention = interventions, None
+        self._latest_intervention = -1                  # a pass under way is stale now
+        if not interventions:
+            self._show_intervened = False
+        self._run_interventions()
+        self.interventionsChanged.emit()
+        self._shown_changed(was_showing)
+
+    def set_show_intervened(self, on: bool) -> None:
+        on = bool(on) and bool(self._interventions)
+        if on != self._show_intervened:
+            was_showing = self._show_intervened
+            self._show_intervened = on
+            self.interventionsChanged.emit()
+            self._shown_changed(was_showing)
+
+    @property
+    def waiting_for_intervened(self) -> bool:
+        """Showing the intervened pass was asked for, and it is still running (the stage views
+        say so rather than draw the clean model)."""
+        return self._show_intervened and self._intervention is None
+
+    def _shown_changed(self, was_showing: bool) -> None:
+        if was_showing or self._show_intervened:
+            self.shownTraceChanged.emit()
+
+    def _run_interventions(self) -> None:
+        if not self._interventions or self._trace is None or self._model is None:
+            return
+        self._latest_intervention = self.next_request()
+        self.workers.start(Task(self._latest_intervention, run_interventions, self._model, self._trace,
+                                self._interventions),
+                           self._on_intervened, self._on_intervention_failed)
+
+    def _on_intervened(self, request_id: int, result: InterventionResult) -> None:
+        if (request_id != self._latest_intervention or result.clean is not self._trace
+                or result.interventions != self._interventions):
+            return
+        was_showing = self._show_intervened
+        self._intervention = result
+        self.interventionsChanged.emit()
+        self._shown_changed(was_showing)
+
+    def _on_intervention_failed(self, request_id: int, message: str, user_error: bool) -> None:
+        if request_id == self._latest_intervention:
+            self.interventionFailed.emit(message)
+
     # -- provenance ----------------------------------------------------------------------
     def request_provenance(self, name: str, index) -> None:
         """Ask for the arithmetic behind the current trace's value name[index] (an Alt-click
@@ -338,6 +446,6 @@ class Session(QObject):
     def shutdown(self, msecs: int = -1) -> bool:
         """Drop every pending result and wait for the workers (teardown, window close)."""
         self._debounce.stop()
-        self._latest_load = self._latest_compute = -1
+        self._latest_load = self._latest_compute = self._latest_intervention = -1
         self._compute_again = False
         return self.workers.wait(msecs)

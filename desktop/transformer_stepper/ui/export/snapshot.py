@@ -35,10 +35,11 @@ class SnapshotSession(Session):
 
     @classmethod
     def of(cls, session: Session, parent: Optional[QObject] = None) -> "SnapshotSession":
-        """What `session` shows now (it must have a trace)."""
+        """What `session` shows now (it must have a trace): the intervened trace while the
+        stepper shows it."""
         if session.trace is None or session.model is None:
             raise ValueError("the session has no trace to export")
-        return cls(session.model, session.trace, layer=session.layer, head=session.head,
+        return cls(session.model, session.shown_trace, layer=session.layer, head=session.head,
                    selected=session.selected_token, temperature=session.temperature,
                    labels=session.token_labels(), stage_key=session.stage_key, parent=parent)
 
@@ -87,7 +88,7 @@ class SnapshotSession(Session):
         return self._snapshot_labels
 
     # -- what an export changes (and a view might, e.g. a click in a figure) ---------------
-    def layer_ready(self, layer=None) -> bool:
+    def layer_ready(self, layer=None, trace=None) -> bool:
         return True        # an export draws every layer it walks, one at a time, on purpose
 
     def set_layer(self, layer: int) -> None:

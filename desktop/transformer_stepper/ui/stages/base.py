@@ -62,6 +62,7 @@ class StageView(QWidget):
         self._connections = Connections()
         self.build()
         self.listen(session.traceChanged, self._on_data)
+        self.listen(session.shownTraceChanged, self._on_data)     # clean <-> intervened
         self.listen(session.selectionChanged, self._on_selection)
         if self.stage.per_layer:
             self.listen(session.layerChanged, self._on_data)
@@ -92,9 +93,10 @@ class StageView(QWidget):
         """Start what must be computed before drawing (in a worker: never here on the GUI
         thread) and say what it is; None when everything is ready. The view redraws when the
         work reports (layerReady)."""
-        missing = [layer for layer in self.required_layers() if not self.session.layer_ready(layer)]
+        trace = self.trace
+        missing = [layer for layer in self.required_layers() if not self.session.layer_ready(layer, trace)]
         for layer in missing:
-            self.session.prepare_layer(layer)
+            self.session.prepare_layer(layer, trace)
         return f"Computing layer {missing[0]}…" if missing else None
 
     def listen(self, signal, slot) -> None:
@@ -155,7 +157,8 @@ class StageView(QWidget):
 
     @property
     def trace(self) -> Optional[Trace]:
-        return self.session.trace
+        """The trace drawn: the clean one, or the intervened one when the user shows it."""
+        return self.session.shown_trace
 
     @property
     def labels(self) -> list[str]:
@@ -189,7 +192,7 @@ class StageView(QWidget):
 
     def is_current(self) -> bool:
         drawn = self._drawn
-        return (drawn is not None and drawn[0]() is self.trace and drawn[1] == self.data_key()
+        return (drawn is not None and not self.session.waiting_for_intervened and drawn[0]() is self.trace and drawn[1] == self.data_key()
                 and drawn[2] == self.session.selected_token)
 
     def _on_data(self, *_: object) -> None:
@@ -214,7 +217,8 @@ class StageView(QWidget):
             return
         if self.is_current():
             return
-        waiting = self.prepare_work()
+        waiting = ("Running the intervened forward pass…" if self.session.waiting_for_intervened
+                   else self.prepare_work())
         if waiting:
             self.placeholder.setText(waiting)
             self.placeholder.setVisible(True)
