@@ -118,15 +118,21 @@ def test_show_intervened_draws_the_intervened_pass_until_turned_off_or_cleared(q
     assert session.show_intervened and stage.trace is session.intervened_trace
     np.testing.assert_array_equal(stage.head_outputs.values[2], 0)        # the ablated head
     assert "INTERVENED:" in banner.label.text() and "ablate layer 1 head 2" in banner.label.text()
-    assert "intervened" in window.stage_title.text()
-    action.trigger()                                            # off: the clean trace, not recomputed
-    assert stage.trace is session.trace
+    assert "intervened" in window.stage_title.text() and banner.button.text() == "Show the clean model"
+    assert "head 2 is ablated" in stage.intervention_note.text() and stage.intervention_note.isVisible()
+    session.set_head(1)
+    assert "head 2 of this layer is ablated" in stage.intervention_note.text()
+    session.set_head(2)
+    banner.button.click()                                       # off: the clean trace, not recomputed
+    assert stage.trace is session.trace and not action.isChecked() and stage.intervention_note.isHidden()
     np.testing.assert_array_equal(stage.head_outputs.values[2], clean_row)
     # a new text while on: the views wait for its intervened pass rather than show the clean one
     action.trigger()
+    seen = []                    # as the new clean trace arrives (its pass may finish at once)
+    session.traceChanged.connect(lambda: seen.append((session.waiting_for_intervened, stage.placeholder.text())))
     with qtbot.waitSignal(session.traceChanged, timeout=10_000):
         session.set_text("the river of the bank", immediate=True)
-    assert session.waiting_for_intervened and stage.placeholder.text() == "Running the intervened forward pass…"
+    assert seen[0] == (True, "Running the intervened forward pass…")
     qtbot.waitUntil(lambda: session.showing_intervened, timeout=10_000)
     assert session.intervened_trace.text == "the river of the bank"
     np.testing.assert_array_equal(stage.head_outputs.values[2], 0)

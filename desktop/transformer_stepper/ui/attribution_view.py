@@ -69,7 +69,8 @@ class AttributionView(QWidget):
         self.sizes = Bars("Size of each part |part|", "part of the stream", "length",
                           tokens=False, value_name="|part|")
         self.layers = StackedBars("Each layer's push on the logit: its heads and its feed-forward",
-                                  "part of the stream", "logit", value_name="share of the logit")
+                                  "heads (through W_O) and FFN stacked; the tick: each bar's sum",
+                                  "logit", value_name="share of the logit")
         grid.addWidget(self.layers, 0, 0)
         grid.addWidget(self.heads, 0, 1)
         grid.addWidget(self.parts, 1, 0)
@@ -149,8 +150,8 @@ class AttributionView(QWidget):
                             [f"head {h}" for h in range(trace.config.n_head)])
         config = trace.config
         bars, segments, values = d.layer_bars()
-        self.layers.set_title(f"Each layer's push on '{name}' at '{token}': heads (through W_O) and FFN, "
-                              f"{self._scale_words(config, d.scale)}; the tick is each bar's sum")
+        self.layers.set_title(f"Each layer's push on '{name}' at '{token}' "
+                              f"({self._scale_words(config, d.scale)})")
         self.layers.set_data(values, bars, segments, segment_colors(segments))
         for figure in (self.parts, self.heads, self.sizes, self.layers):
             figure.setVisible(True)
@@ -170,8 +171,7 @@ class AttributionView(QWidget):
     def _scale_words(config, scale: float) -> str:
         if not config.final_norm:
             return "no final norm"
-        return f"× the final {'RMSNorm' if config.norm_kind == 'rms' else 'LayerNorm'}'s " \
-               f"1/{'RMS' if config.norm_kind == 'rms' else 'σ'} = {scale:.4g}"
+        return f"× final norm's 1/{'RMS' if config.norm_kind == 'rms' else 'σ'} = {scale:.4g}"
 
     def close(self) -> bool:
         self._connections.disconnect_all()

@@ -57,8 +57,8 @@ class InterventionBanner(QFrame):
         self.label = QLabel()
         self.label.setWordWrap(True)
         row.addWidget(self.label, stretch=1)
-        self.button = QToolButton()
-        self.button.setDefaultAction(action)
+        self.button = QToolButton()          # the same switch, named by what it does next
+        self.button.clicked.connect(action.toggle)
         row.addWidget(self.button)
         session.interventionsChanged.connect(self.update_banner)
         self.update_banner()
@@ -72,6 +72,8 @@ class InterventionBanner(QFrame):
             state = ("running the intervened forward pass for this text…" if session.waiting_for_intervened
                      else "the stage views show the intervened forward pass, not the clean model")
             self.label.setText(f"<b>INTERVENED:</b> {chips} — {state}.")
+            self.button.setText("Show the clean model")
         else:
+            self.button.setText("Show intervened")
             self.setStyleSheet(CLEAN_STYLE)
             self.label.setText(f"The stage views show the clean model. Interventions active: {chips}.")

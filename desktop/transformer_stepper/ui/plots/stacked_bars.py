@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from .common import Figure, format_value, nearest_index
 
@@ -27,8 +27,13 @@ class StackedBars(Figure):
         self.bar_labels: list[str] = []
         self.segment_names: list[str] = []
         self.bottoms = np.zeros((0, 0))          # [n_bars, n_segments] where each segment starts
-        self.legend = self.plot.addLegend(offset=(-6, 6), labelTextSize="9pt")
-        self.legend.setBrush(pg.mkBrush(255, 255, 255, 210))
+        # beside the plot, not over the bars (the tallest bar is often the last one)
+        side = self.ci.addLayout(row=1, col=1)
+        self.legend = pg.LegendItem(labelTextSize="9pt")
+        side.addItem(self.legend, row=0, col=0)
+        side.layout.setRowStretchFactor(1, 1)          # the legend at the top, at its own height
+        side.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Preferred)   # and width
+        self.ci.layout.setColumnStretchFactor(0, 1)
         self.items: list[pg.BarGraphItem] = []
         self.zero_line = pg.InfiniteLine(pos=0, angle=0, pen=pg.mkPen("#666"))
         self.plot.addItem(self.zero_line)

@@ -18,6 +18,34 @@ from ..plots.common import Figure
 from ..session import Session
 
 
+def intervention_note(interventions, stage: stages.Stage, layer: int, head: int) -> str:
+    """What the interventions of the trace shown change here, in a line ('' for nothing)."""
+    from ...core.interventions import AblateHead, HeadTemperature, NoPositions, ShufflePositions, SwapEmbedding
+
+    notes = []
+    for item in interventions:
+        if isinstance(item, (AblateHead, HeadTemperature)) and stage.per_layer and item.layer == layer:
+            if stage.key in ("qkv", "scores") or (stage.key == "softmax" and isinstance(item, AblateHead)):
+                continue                                 # acts after these stages
+            if stage.per_head and item.head != head:
+                notes.append(f"head {item.head} of this layer is {'ablated' if isinstance(item, AblateHead) else 'tempered'}"
+                             " (select it to see)")
+            elif isinstance(item, AblateHead):
+                by = "zeros" if item.mode == "zero" else "its mean over positions"
+                notes.append(f"head {item.head} is ablated: its output (weights · V) is replaced by {by} "
+                             "before W_O; its weights and values are still computed")
+            else:
+                notes.append(f"head {item.head}'s softmax is softmax(scores / {item.temperature:g})")
+        elif isinstance(item, SwapEmbedding) and stage.key in ("embedding", "position_addition"):
+            notes.append(f"position {item.position} is looked up as token id {item.token_id} "
+                         "(the labels still show the typed token)")
+        elif isinstance(item, (NoPositions, ShufflePositions)) and stage.key in (
+                "position_encoding", "position_addition", "qkv"):
+            notes.append("no position encoding is added or rotated in" if isinstance(item, NoPositions)
+                         else f"the position encodings are shuffled (seed {item.seed})")
+    return "Intervened here: " + "; ".join(dict.fromkeys(notes)) + "." if notes else ""
+
+
 class StageView(QWidget):
     """Subclasses set `stage_key`, build their figures in `build()` (once), and fill them in
     `update_data()` (trace, layer, head changed) and `update_selection()` (selected token)."""
@@ -46,6 +74,13 @@ class StageView(QWidget):
         self.cache_note.setStyleSheet("color: #2d6f2d; background: #e3f4e1; padding: 3px 6px;")
         self.cache_note.setVisible(False)
         outer.addWidget(self.cache_note)
+        # the intervened pass shown: what the interventions change at this stage, layer and head
+        self.intervention_note = QLabel()
+        self.intervention_note.setObjectName("intervention_note")
+        self.intervention_note.setWordWrap(True)
+        self.intervention_note.setStyleSheet("color: #5c3d00; background: #ffe9b3; padding: 3px 6px;")
+        self.intervention_note.setVisible(False)
+        outer.addWidget(self.intervention_note)
         self.placeholder = QLabel("Open a model and type a sentence to see this stage.")
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.placeholder.setVisible(False)
@@ -233,6 +268,9 @@ class StageView(QWidget):
         self.update_selection()
         self._drawn = (weakref.ref(trace), key, selected)
         self._note_cache(trace)
+        note = intervention_note(trace.interventions, self.stage, self.session.layer, self.session.head)
+        self.intervention_note.setText(note)
+        self.intervention_note.setVisible(bool(note))
         for _, figure in self._figures:   # a figure marks itself unused (e.g. no token types)
             figure.setVisible(not getattr(figure, "unused", False))
         for widget in self._extras:
