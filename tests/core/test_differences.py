@@ -9,7 +9,8 @@ from tests.core.test_forward import make_model
 from tests.conftest import FIXTURES
 from transformer_stepper import AblateHead, NoPositions, SwapEmbedding, load_model
 from transformer_stepper.core import stages
-from transformer_stepper.core.differences import compare, shown_arrays, stage_differences, stage_grid
+from transformer_stepper.core.differences import (_compare_exact, compare, shown_arrays, stage_differences,
+                                                  stage_grid)
 
 TEXT = "the bank of the river and the money"
 
@@ -107,3 +108,26 @@ def test_a_rotary_model_without_positions_skips_the_missing_angles():
     differences = stage_differences(model.trace(TEXT), model.trace(TEXT, interventions=[NoPositions()]))
     assert ("rope_angles", None) not in differences and ("q", 0) in differences
     assert differences[("q", 0)].relative > 0
+
+
+def test_the_fast_float32_way_agrees_with_the_exact_one():
+    model = make_llama()
+    clean = model.trace(TEXT)
+    ablated = model.trace(TEXT, interventions=[AblateHead(0, 1), NoPositions()])
+    first = stage_differences(clean, ablated)
+    again = stage_differences(clean, ablated)          # the clean norms kept from the first time
+    for key, d in first.items():
+        name, layer = key
+        c = clean.arrays[name] if layer is None else clean.layer(name, layer)
+        i = ablated.arrays[name] if layer is None else ablated.layer(name, layer)
+        exact = _compare_exact(name, layer, c, i, clean.mask if name in ("scores", "scores_raw") else None)
+        for other in (again[key], exact):
+            assert d.relative == pytest.approx(other.relative, rel=1e-5, abs=1e-12), key
+            assert d.max_abs == pytest.approx(other.max_abs, rel=1e-6), key
+            np.testing.assert_allclose(d.relative_at, other.relative_at, rtol=1e-5, atol=1e-12)
+            if d.relative_per_head is not None:
+                np.testing.assert_allclose(d.relative_per_head, other.relative_per_head, rtol=1e-5, atol=1e-12)
+    # a layer the intervention does not reach is the clean one's own arrays: zero, not computed
+    partial = model.intervene(clean, [AblateHead(1, 0)])
+    assert partial.layer("q", 0) is clean.layer("q", 0)
+    assert stage_differences(clean, partial)[("q", 0)].relative == 0

@@ -12,6 +12,8 @@ raw scores a causal mask blocks (computed, never used). The arrays
 compared are the ones the stepper's stages compute (`Stage.arrays` in core/stages.py)."""
 from __future__ import annotations
 
+import math
+import weakref
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
@@ -41,46 +43,98 @@ class Difference:
 Differences = Mapping[tuple[str, Optional[int]], Difference]
 
 
-def _ratio(delta_sq, clean_sq):
-    # ‖Δ‖ / ‖C‖ from squared norms; a zero clean norm gives 0 (nothing moved) or inf
-    delta_sq, clean_sq = np.asarray(delta_sq, np.float64), np.asarray(clean_sq, np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.sqrt(delta_sq / clean_sq)
-    return np.where(delta_sq == 0, 0.0, np.where(clean_sq == 0, np.inf, ratio))
+def _ratio(delta_sq: np.ndarray, clean_sq: np.ndarray) -> np.ndarray:
+    # ‖Δ‖ / ‖C‖ from squared norms (float64 arrays); a zero clean norm gives 0 (nothing
+    # moved) or inf. Called under np.errstate(divide="ignore", invalid="ignore")
+    ratio = np.sqrt(delta_sq / clean_sq)
+    ratio[delta_sq == 0] = 0.0
+    return ratio
+
+
+def _total_ratio(delta_sq: float, clean_sq: float) -> float:
+    if delta_sq == 0:
+        return 0.0
+    return math.inf if clean_sq == 0 else math.sqrt(delta_sq / clean_sq)
+
+
+QUIET = dict(divide="ignore", invalid="ignore", over="ignore")
 
 
 def compare(name: str, layer: Optional[int], clean: np.ndarray, intervened: np.ndarray,
             ignore: Optional[np.ndarray] = None) -> Difference:
     """One array's difference: [..., n_seq, x] clean and intervened -> Difference; entries where
-    `ignore` (broadcast to the array) is True count as equal and as zero."""
+    `ignore` ([n_seq, x], e.g. the causal mask) is True count as equal and as zero."""
+    with np.errstate(**QUIET):
+        return _compare(name, layer, clean, intervened, ignore)[0]
+
+
+def _compare(name: str, layer: Optional[int], clean: np.ndarray, intervened: np.ndarray,
+             ignore: Optional[np.ndarray] = None, clean_sq: Optional[np.ndarray] = None):
+    """-> (Difference, clean's squared norms [n_head or 1, n_seq] to pass as `clean_sq` the
+    next time the same clean array is compared, or None). float32 arithmetic with float64
+    totals: each array is read a few times, as the forward pass that wrote it did; where an
+    infinity shows (a mask not given as `ignore`), the exact float64 way takes over."""
     if clean.shape != intervened.shape:
         where = name if layer is None else f"{name} of layer {layer}"
         raise ValueError(f"{where}: clean shape {clean.shape} and intervened shape {intervened.shape} differ")
-    if clean.ndim == 1:
-        clean, intervened = clean[:, None], intervened[:, None]
-    if np.isfinite(clean).all() and np.isfinite(intervened).all():
-        delta = intervened.astype(np.float64) - clean
-    else:
-        with np.errstate(invalid="ignore"):
-            delta = intervened.astype(np.float64) - clean
-            delta = np.where(clean == intervened, 0.0, delta)          # −∞ in both: equal
-            delta = np.where(np.isnan(delta), np.inf, delta)           # masked in one only
-        clean = np.where(np.isfinite(clean), clean, 0)
+    c, i = _heads(clean), _heads(intervened)                 # [n_head or 1, n_seq, x] views
+    n_head, n_seq = c.shape[0], c.shape[1]
+    if clean is intervened:                                 # the same array (a layer before the intervention)
+        zeros = np.zeros(n_seq)
+        return Difference(name, layer, 0.0, 0.0, zeros, zeros.copy(),
+                          np.zeros(n_head) if clean.ndim == 3 else None), clean_sq
+    delta = np.subtract(i, c)
     if ignore is not None:
-        delta = np.where(ignore, 0.0, delta)
-        clean = np.where(ignore, 0, clean)
-    per_position = np.moveaxis(delta, -2, 0).reshape(delta.shape[-2], -1)      # [n_seq, ...]
-    clean_per_position = np.moveaxis(clean, -2, 0).reshape(clean.shape[-2], -1)
-    delta_sq = np.einsum("ij,ij->i", per_position, per_position)
-    clean_sq = np.einsum("ij,ij->i", clean_per_position, clean_per_position, dtype=np.float64)
-    max_abs_at = np.abs(per_position).max(axis=1)
+        delta[:, ignore] = 0
+    delta_sq = np.einsum("hix,hix->hi", delta, delta)              # [n_head, n_seq]
+    if clean_sq is None:
+        masked = c if ignore is None else np.where(ignore, 0, c)
+        clean_sq = np.einsum("hix,hix->hi", masked, masked)
+    if not (np.isfinite(delta_sq).all() and np.isfinite(clean_sq).all()):
+        return _compare_exact(name, layer, clean, intervened, ignore), None
+    np.abs(delta, out=delta)
+    max_abs_at = delta.max(axis=2, initial=0.0).max(axis=0).astype(np.float64)
+    rows_delta, rows_clean = delta_sq.sum(axis=0, dtype=np.float64), clean_sq.sum(axis=0, dtype=np.float64)
     per_head = None
-    if delta.ndim == 3:
-        per_head = _ratio(np.einsum("hij,hij->h", delta, delta),
-                          np.einsum("hij,hij->h", clean, clean, dtype=np.float64))
-    return Difference(name, layer, float(_ratio(delta_sq.sum(), clean_sq.sum())),
-                      float(max_abs_at.max(initial=0.0)), _ratio(delta_sq, clean_sq), max_abs_at,
-                      per_head)
+    if clean.ndim == 3:
+        per_head = _ratio(delta_sq.sum(axis=1, dtype=np.float64), clean_sq.sum(axis=1, dtype=np.float64))
+    return Difference(name, layer, _total_ratio(float(rows_delta.sum()), float(rows_clean.sum())),
+                      float(max_abs_at.max(initial=0.0)), _ratio(rows_delta, rows_clean), max_abs_at,
+                      per_head), clean_sq
+
+
+def _heads(array: np.ndarray) -> np.ndarray:
+    # [n_seq] / [n_seq, x] / [n_head, n_seq, x] -> [n_head or 1, n_seq, x]
+    if array.ndim == 1:
+        return array.reshape(1, -1, 1)
+    return array.reshape(-1, *array.shape[-2:])
+
+
+def _compare_exact(name: str, layer: Optional[int], clean: np.ndarray, intervened: np.ndarray,
+                   ignore: Optional[np.ndarray]) -> Difference:
+    # float64 throughout, −∞ in both (masked scores) counted as equal, −∞ in one only as ∞
+    with np.errstate(**QUIET):
+        return _exact(name, layer, _heads(clean), _heads(intervened), ignore, clean.ndim == 3)
+
+
+def _exact(name, layer, c, i, ignore, by_head: bool) -> Difference:
+    if ignore is not None:
+        c, i = np.where(ignore, 0, c), np.where(ignore, 0, i)
+    delta = np.subtract(i, c, dtype=np.float64)
+    bad = ~np.isfinite(delta)
+    delta[bad] = np.where(c[bad] == i[bad], 0.0, np.inf)
+    c = np.where(np.isfinite(c), c, 0).astype(np.float64)
+    delta_sq, clean_sq = np.einsum("hix,hix->hi", delta, delta), np.einsum("hix,hix->hi", c, c)
+    max_abs_at = np.abs(delta).max(axis=2, initial=0.0).max(axis=0)
+    rows_delta, rows_clean = delta_sq.sum(axis=0), clean_sq.sum(axis=0)
+    per_head = _ratio(delta_sq.sum(axis=1), clean_sq.sum(axis=1)) if by_head else None
+    return Difference(name, layer, _total_ratio(float(rows_delta.sum()), float(rows_clean.sum())),
+                      float(max_abs_at.max(initial=0.0)), _ratio(rows_delta, rows_clean), max_abs_at, per_head)
+
+
+# clean trace -> {(name, layer): squared norms}: ticking another head compares with the same
+# clean trace, whose norms need not be read again
+_CLEAN_NORMS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def shown_arrays() -> tuple[str, ...]:
@@ -96,16 +150,25 @@ def stage_differences(clean, intervened) -> dict[tuple[str, Optional[int]], Diff
         raise ValueError(f"the clean trace has {clean.n_seq} tokens, the intervened one {intervened.n_seq}")
     names = shown_arrays()
     blocked = clean.mask           # [n_q, n_k] the causal mask (None: none)
+    norms = _CLEAN_NORMS.setdefault(clean, {})
     out: dict[tuple[str, Optional[int]], Difference] = {}
-    for name in names:
-        if name in clean.arrays and name in intervened.arrays:
-            out[(name, None)] = compare(name, None, clean.arrays[name], intervened.arrays[name])
-    for layer in range(clean.config.n_layer):
-        clean_detail, intervened_detail = clean.detail(layer), intervened.detail(layer)
+
+    def add(name: str, layer: Optional[int], c: np.ndarray, i: np.ndarray) -> None:
+        ignore = blocked if name in ("scores_raw", "scores") else None
+        d, clean_sq = _compare(name, layer, c, i, ignore, norms.get((name, layer)))
+        if clean_sq is not None:
+            norms[(name, layer)] = clean_sq
+        out[(name, layer)] = d
+
+    with np.errstate(**QUIET):
         for name in names:
-            if name in clean_detail and name in intervened_detail:
-                ignore = blocked if name == "scores_raw" else None
-                out[(name, layer)] = compare(name, layer, clean_detail[name], intervened_detail[name], ignore)
+            if name in clean.arrays and name in intervened.arrays:
+                add(name, None, clean.arrays[name], intervened.arrays[name])
+        for layer in range(clean.config.n_layer):
+            clean_detail, intervened_detail = clean.detail(layer), intervened.detail(layer)
+            for name in names:
+                if name in clean_detail and name in intervened_detail:
+                    add(name, layer, clean_detail[name], intervened_detail[name])
     return out
 
 
@@ -156,3 +219,15 @@ def stage_grid(differences: Differences, config: ModelConfig, position: Optional
         values.append([max((d.at(position)[0] for d in cell), default=np.nan) for cell in row])
     grid = np.array(values, dtype=np.float64).reshape(len(rows), n_layer)
     return StageGrid(tuple(rows), grid, tuple(cells), position)
+
+
+def intervene_and_compare(model, clean, interventions):
+    """-> (the intervened trace of `clean`'s tokens, stage_differences(clean, it)). The
+    differences read every layer's detail of both traces: the intervened pass records its
+    layers as it runs when they fit the clean trace's budget (no second computation); the
+    clean trace's are computed once and stay in its cache (the stepper reads them there too)."""
+    n_layer = model.config.n_layer
+    layer_bytes = sum(array.nbytes for array in clean.detail(0).values())
+    eager = tuple(range(n_layer)) if layer_bytes * n_layer <= clean.cache.budget else ()
+    intervened = model.intervene(clean, interventions, detail_layers=eager)
+    return intervened, stage_differences(clean, intervened)

@@ -365,6 +365,11 @@ def forward(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np
     x = embed(params, config, input_ids, token_type_ids, record, start, ctx.interventions)
     for layer in range(config.n_layer):
         x = block(params, config, x, ctx, layer, record, cache)
+    return finish(params, config, x, record)
+
+
+def finish(params, config: ModelConfig, x: np.ndarray, record) -> dict:
+    """After the last block: the final norm (where the model has one) and the output head."""
     if config.final_norm:
         normalized, x = norm(params, config, "ln_f", x)
         record("final_ln_normalized", normalized, None)

@@ -121,6 +121,14 @@ def head_edits(interventions: Sequence[Intervention], layer: int):
     return ablations, temperatures
 
 
+def first_layer(interventions: Sequence[Intervention]) -> Optional[int]:
+    """The first layer an intervention acts in when every one acts inside a layer (heads);
+    None when one acts before the layers (positions, rows of E) or there is none."""
+    if not interventions or not all(isinstance(i, (AblateHead, HeadTemperature)) for i in interventions):
+        return None
+    return min(i.layer for i in interventions)
+
+
 def swapped_ids(interventions: Sequence[Intervention], input_ids: np.ndarray) -> np.ndarray:
     ids = np.array(input_ids, copy=True)
     for item in interventions:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
-from ..core.differences import Difference, stage_differences
+from ..core.differences import Difference, intervene_and_compare
 from ..core.errors import ModelError
 from ..core.model import Model
 from ..core.trace import Trace
@@ -99,16 +99,10 @@ class InterventionResult:
 
 
 def run_interventions(model: Model, clean: Trace, interventions: tuple) -> InterventionResult:
-    """The intervened pass beside `clean`, and how far every stage moved. The differences read
-    every layer's detail of both traces: the intervened pass records its layers as it runs
-    when they fit the clean trace's budget (no second computation); the clean trace's are
-    computed once and kept in its cache (the stepper reads them from there too)."""
+    """The intervened pass beside `clean`, and how far every stage moved
+    (core.differences.intervene_and_compare)."""
     start = time.perf_counter()
-    n_layer = model.config.n_layer
-    layer_bytes = sum(array.nbytes for array in clean.detail(0).values())
-    eager = tuple(range(n_layer)) if layer_bytes * n_layer <= clean.cache.budget else ()
-    trace = model.intervene(clean, interventions, detail_layers=eager)
-    differences = stage_differences(clean, trace)
+    trace, differences = intervene_and_compare(model, clean, interventions)
     return InterventionResult(clean, tuple(interventions), trace, differences, time.perf_counter() - start)
 
 
