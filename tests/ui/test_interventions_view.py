@@ -123,6 +123,9 @@ def test_show_intervened_draws_the_intervened_pass_until_turned_off_or_cleared(q
     session.set_head(1)
     assert "head 2 of this layer is ablated" in stage.intervention_note.text()
     session.set_head(2)
+    session.request_provenance("head_outputs", (1, 2, i, 0))   # Alt-click: the value shown
+    panel = window.provenance_panel
+    assert panel.explanation.traced == 0 and "intervened:" in panel.body.toHtml()
     banner.button.click()                                       # off: the clean trace, not recomputed
     assert stage.trace is session.trace and not action.isChecked() and stage.intervention_note.isHidden()
     np.testing.assert_array_equal(stage.head_outputs.values[2], clean_row)
