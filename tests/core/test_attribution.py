@@ -49,3 +49,22 @@ def test_post_ln_models_and_bad_positions_are_refused_in_one_line():
     model = load_model(None)
     with pytest.raises(ModelError, match="position 99"):
         decompose(model, model.trace(TEXT), 99)
+
+
+@pytest.mark.parametrize("family", [None, "gpt2_tiny_lm", "qwen2_tiny", "llama_tiny_gqa4"],
+                         ids=lambda f: f or "builtin")
+def test_layer_bars_split_each_layer_into_heads_and_ffn(family):
+    model = load_model(None if family is None else FIXTURES / family)
+    trace = model.trace(TEXT)
+    for layer in (0, model.config.n_layer - 1):
+        d = decompose(model, trace, trace.n_seq - 2, layer)
+        bars, segments, values = d.layer_bars()
+        n_head = model.config.n_head
+        assert bars == ("embedding", *(f"layer {l}" for l in range(layer + 1)))
+        assert segments[0] == "embedding" and segments[-1] == "FFN" and segments[n_head] == f"head {n_head - 1}"
+        assert ("W_O bias" in segments) == model.config.o_bias
+        assert values[0, 0] == d.contributions[0] and not values[0, 1:].any() and not values[1:, 0].any()
+        per_layer = d.contributions[1::2] + d.contributions[2::2]          # attention + feed-forward
+        np.testing.assert_allclose(values[1:].sum(axis=1), per_layer, atol=1e-5)
+        assert values.sum() == pytest.approx(float(d.contributions.sum()), abs=1e-5)
+        assert values.sum() + d.constant == pytest.approx(d.logit, abs=1e-5)

@@ -85,3 +85,24 @@ def test_bad_interventions_are_one_line_and_the_clean_trace_still_works(bad, mes
     with pytest.raises(ModelError, match=message):
         model.trace(TEXT, interventions=[bad])
     assert model.trace(TEXT).interventions == ()
+
+
+@pytest.mark.parametrize("make", [lambda: make_model("gpt2"), lambda: make_model("bert"), make_llama])
+@pytest.mark.parametrize("chosen", [[AblateHead(1, 2)], [HeadTemperature(1, 0, 3.0), AblateHead(1, 1, "mean")],
+                                    [AblateHead(0, 3)], [NoPositions()], [SwapEmbedding(2, 7), AblateHead(1, 0)]])
+def test_intervening_on_a_clean_trace_equals_tracing_intervened(make, chosen):
+    # heads only: the layers before the first intervened one are taken from the clean trace
+    model = make()
+    clean = model.trace(TEXT)
+    expected = model.trace(TEXT, interventions=chosen)
+    for detail_layers in ((), tuple(range(model.config.n_layer))):
+        got = model.intervene(clean, chosen, detail_layers)
+        assert got.interventions == expected.interventions and got.tokens == clean.tokens
+        assert sorted(got.arrays) == sorted(expected.arrays)
+        for name in expected.arrays:
+            np.testing.assert_array_equal(got.arrays[name], expected.arrays[name], err_msg=name)
+        for layer in range(model.config.n_layer):
+            assert set(got.detail(layer)) == set(expected.detail(layer))
+            for name, value in expected.detail(layer).items():
+                np.testing.assert_array_equal(got.layer(name, layer), value, err_msg=f"{name} {layer}")
+    assert clean.interventions == ()

@@ -74,7 +74,7 @@ def test_stage_views_read_only_the_view_state():
                     (isinstance(node.value, ast.Name) and node.value.id == "session")
                     or (isinstance(node.value, ast.Attribute) and node.value.attr == "session")):
                 read.add(node.attr)
-    assert {"model", "trace", "layer", "generation", "select_token"} <= read
+    assert {"model", "shown_trace", "layer", "generation", "select_token"} <= read
     state = ViewState()
     missing = sorted(name for name in read - HOST_ONLY if not hasattr(state, name))
     assert missing == [], f"stage views read {missing}, which ViewState does not have"

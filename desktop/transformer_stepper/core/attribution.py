@@ -41,6 +41,7 @@ class Decomposition:
     contributions: Optional[np.ndarray] = None        # [n_parts] each part's share of the logit
     unscaled: Optional[np.ndarray] = None             # [n_parts] the same before × scale
     head_contributions: Optional[np.ndarray] = None   # [layer + 1, n_head]
+    bias_contributions: Optional[np.ndarray] = None   # [layer + 1] W_O's bias (zero without one)
     constant: float = 0.0            # β · W_t (+ head bias): the logit's part no stream part owns
     logit: Optional[float] = None    # Σ contributions + constant
 
@@ -48,6 +49,26 @@ class Decomposition:
     def residual_error(self) -> float:
         """max |Σ parts − stream|: float rounding only."""
         return float(np.max(np.abs(self.parts.sum(axis=0) - self.stream)))
+
+    def layer_bars(self) -> tuple[tuple[str, ...], tuple[str, ...], np.ndarray]:
+        """The direct logit attribution as stacked bars, one per layer: -> (bar names
+        "embedding", "layer 0", ...; segment names "embedding", "head 0", ..., ["W_O bias"],
+        "FFN"; values [n_bars, n_segments], 0 where a segment is not part of a bar). A layer's
+        heads (and W_O's bias) are its attention contribution split through W_O, so its bar
+        sums to its attention + feed-forward contributions and all bars to Σ contributions."""
+        if self.contributions is None:
+            raise ValueError("no LM head: nothing is attributed")
+        n_layers, n_head = self.head_contributions.shape
+        with_bias = bool(np.any(self.attn_bias))
+        segments = ("embedding", *(f"head {h}" for h in range(n_head)),
+                    *(("W_O bias",) if with_bias else ()), "FFN")
+        values = np.zeros((1 + n_layers, len(segments)))
+        values[0, 0] = self.contributions[0]
+        values[1:, 1:1 + n_head] = self.head_contributions
+        if with_bias:
+            values[1:, 1 + n_head] = self.bias_contributions
+        values[1:, -1] = self.contributions[2::2]
+        return ("embedding", *(f"layer {l}" for l in range(n_layers))), segments, values
 
 
 def decompose(model, trace, position: int, layer: Optional[int] = None,
@@ -108,4 +129,5 @@ def decompose(model, trace, position: int, layer: Optional[int] = None,
     contributions = unscaled * scale
     return Decomposition(**result, token_id=token_id, scale=float(scale), contributions=contributions,
                          unscaled=unscaled, head_contributions=attribute(result["head_parts"]) * scale,
+                         bias_contributions=attribute(result["attn_bias"]) * scale,
                          constant=constant, logit=float(contributions.sum() + constant))

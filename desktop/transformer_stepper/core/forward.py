@@ -384,6 +384,12 @@ def forward(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np
         x = block(params, config, x, ctx, layer, record, cache)
         if after_layer is not None:
             after_layer(layer)
+    return finish(params, config, x, record, logits)
+
+
+def finish(params, config: ModelConfig, x: np.ndarray, record, logits: bool = True) -> dict:
+    """After the last block: the final norm (where the model has one) and the output head
+    (without its vocabulary product when `logits` is False; see forward)."""
     if config.final_norm:
         normalized, x = norm(params, config, "ln_f", x)
         record("final_ln_normalized", normalized, None)

@@ -71,6 +71,11 @@ def describe(intervention: Intervention) -> str:
     return f"position {intervention.position} looked up as token {intervention.token_id}"
 
 
+def describe_all(interventions: Sequence[Intervention]) -> str:
+    """The chip row: '[ablate layer 1 head 2 (zero)] · [no positions]'."""
+    return " · ".join(f"[{describe(item)}]" for item in interventions)
+
+
 def check(interventions: Sequence[Intervention], config: ModelConfig, n_seq: int) -> tuple[Intervention, ...]:
     """-> the interventions as a tuple; one ModelError line naming the first bad one."""
     checked = []
@@ -114,6 +119,14 @@ def head_edits(interventions: Sequence[Intervention], layer: int):
     temperatures = {i.head: i.temperature for i in interventions
                     if isinstance(i, HeadTemperature) and i.layer == layer}
     return ablations, temperatures
+
+
+def first_layer(interventions: Sequence[Intervention]) -> Optional[int]:
+    """The first layer an intervention acts in when every one acts inside a layer (heads);
+    None when one acts before the layers (positions, rows of E) or there is none."""
+    if not interventions or not all(isinstance(i, (AblateHead, HeadTemperature)) for i in interventions):
+        return None
+    return min(i.layer for i in interventions)
 
 
 def swapped_ids(interventions: Sequence[Intervention], input_ids: np.ndarray) -> np.ndarray:

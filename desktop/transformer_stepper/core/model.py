@@ -10,7 +10,7 @@ from . import interventions as interventions_lib
 from .config import ModelConfig
 from .errors import ModelError
 from .params import ParamStore
-from .forward import KVCache, block, context, expected_shapes, forward, vocabulary_logits
+from .forward import KVCache, block, context, expected_shapes, finish, forward, vocabulary_logits
 from .tokenize import Encoded, Tokenizer
 from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder, Trace
 
@@ -156,6 +156,44 @@ class Model:
                      compute_layer=self._layer_computer(residual["layer_in"], ctx),
                      attention_mask=ctx.mask, truncated=encoded.truncated, detail_budget=detail_budget,
                      recorded_details=recorder.details, kv_cache=cache, interventions=interventions,
+                     logits_of=self._logit_computer(arrays, residual))
+
+    def intervene(self, trace: Trace, interventions: Sequence,
+                  detail_layers: tuple[int, ...] = ()) -> Trace:
+        """`trace`'s tokens (as they are: a generated text need not re-tokenize alike) through
+        the model again, intervened: the trace to compare with `trace` (a clean one). When every
+        intervention acts inside a layer (on heads), the layers before the first of them are
+        the clean pass's bit for bit: they are taken from `trace` (its stream and its layers'
+        detail, the same arrays) and the pass runs from there."""
+        interventions = interventions_lib.check(interventions, self.config, trace.n_seq)
+        first = interventions_lib.first_layer(interventions)
+        if trace.interventions or not first:
+            encoded = Encoded(tokens=trace.tokens, input_ids=trace.input_ids,
+                              token_type_ids=trace.arrays["token_type_ids"], offsets=trace.offsets,
+                              special_tokens_mask=trace.special_tokens_mask, truncated=trace.truncated)
+            return self.trace_encoded(encoded, trace.text, trace.cache.budget, detail_layers, interventions)
+        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=tuple(l for l in detail_layers if l >= first))
+        with _quiet_floats():
+            ctx = context(self.config, trace.n_seq, interventions=interventions)
+            x = trace.residual["layer_in"][first]
+            for layer in range(first, self.config.n_layer):
+                x = block(self.params, self.config, x, ctx, layer, recorder)
+            finish(self.params, self.config, x, recorder, logits=False)
+        arrays, residual = recorder.finish()
+        arrays = {**trace.arrays, **arrays}
+        residual = {name: trace.residual[name][:first] + residual[name] for name in RESIDUAL_NAMES}
+        details = {l: trace.detail(l) for l in detail_layers if l < first}
+        details.update(recorder.details)
+        compute = self._layer_computer(residual["layer_in"], ctx)
+
+        def compute_layer(layer: int) -> LayerDetail:        # the clean trace's, before `first`
+            return trace.detail(layer) if layer < first else compute(layer)
+
+        return Trace(config=self.config, text=trace.text, tokens=trace.tokens, input_ids=trace.input_ids,
+                     offsets=trace.offsets, special_tokens_mask=trace.special_tokens_mask,
+                     arrays=arrays, residual=residual, compute_layer=compute_layer,
+                     attention_mask=ctx.mask, truncated=trace.truncated, detail_budget=trace.cache.budget,
+                     recorded_details=details, interventions=interventions,
                      logits_of=self._logit_computer(arrays, residual))
 
     def _layer_computer(self, layer_inputs, ctx) -> Callable[[int], LayerDetail]:

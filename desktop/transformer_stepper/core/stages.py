@@ -20,7 +20,11 @@ class Stage:
     needs_positions: bool = False      # nothing to show for a model without position information
     # the trace arrays behind the stage, as (trace name, indexing): "layer" takes [layer], "head"
     # [layer, head], "" the whole array; "mask" is Trace.mask; names a family lacks are skipped
+    # (what an export of the stage writes)
     arrays: tuple[tuple[str, str], ...] = ()
+    # the trace arrays this stage computes (its results; an array the view shows as an input
+    # belongs to the stage that computed it): what the interventions' difference grid compares
+    computes: tuple[str, ...] = ()
 
     def available(self, config: Optional[ModelConfig]) -> bool:
         return not self.unavailable_because(config)
@@ -44,31 +48,42 @@ STAGES: tuple[Stage, ...] = (
           arrays=(("input_ids", ""), ("offsets", ""), ("special_tokens_mask", ""),
                   ("token_type_ids", ""))),
     Stage("embedding", 2, "Embedding lookup", per_layer=False,
-          arrays=(("input_ids", ""), ("token_embeddings", ""))),
+          arrays=(("input_ids", ""), ("token_embeddings", "")),
+          computes=("token_embeddings", "token_embeddings_scaled")),
     Stage("position_encoding", 3, "Position encoding", per_layer=False, needs_positions=True,
-          arrays=(("position_embeddings", ""), ("token_type_embeddings", ""))),
+          arrays=(("position_embeddings", ""), ("token_type_embeddings", "")),
+          computes=("position_embeddings", "token_type_embeddings", "rope_angles")),
     Stage("position_addition", 4, "Position addition", per_layer=False, needs_positions=True,
           arrays=(("token_embeddings", ""), ("position_embeddings", ""),
                   ("token_type_embeddings", ""), ("embedding_sum", ""),
-                  ("embedding_ln_normalized", ""), ("embedding_output", ""))),
+                  ("embedding_ln_normalized", ""), ("embedding_output", "")),
+          computes=("embedding_sum", "embedding_output")),
     Stage("qkv", 5, "Q/K/V projection", per_layer=True, per_head=True,
-          arrays=(("attn_in", "layer"), ("q", "head"), ("k", "head"), ("v", "head"))),
+          arrays=(("attn_in", "layer"), ("q", "head"), ("k", "head"), ("v", "head")),
+          computes=("attn_in", "q_unrotated", "k_unrotated", "q", "k", "v")),
     Stage("scores", 6, "Scores", per_layer=True, per_head=True,
-          arrays=(("scores_raw", "head"), ("scores", "head"), ("mask", ""))),
+          arrays=(("scores_raw", "head"), ("scores", "head"), ("mask", "")),
+          computes=("scores_raw", "scores")),
     Stage("softmax", 7, "Softmax", per_layer=True, per_head=True,
-          arrays=(("scores", "head"), ("attn_weights", "head"))),
+          arrays=(("scores", "head"), ("attn_weights", "head")),
+          computes=("attn_weights",)),
     Stage("weighted_sum", 8, "Weighted sum", per_layer=True, per_head=True,
-          arrays=(("attn_weights", "head"), ("v", "head"), ("head_outputs", "head"))),
+          arrays=(("attn_weights", "head"), ("v", "head"), ("head_outputs", "head")),
+          computes=("head_outputs",)),
     Stage("output_projection", 9, "Output projection and residual", per_layer=True,
           arrays=(("heads_concat", "layer"), ("attn_out", "layer"), ("attn_residual", "layer"),
-                  ("ln_1_out", "layer"))),
+                  ("ln_1_out", "layer")),
+          computes=("heads_concat", "attn_out", "attn_residual")),
     Stage("feed_forward", 10, "Feed-forward and residual", per_layer=True,
           arrays=(("mlp_in", "layer"), ("mlp_pre_act", "layer"), ("mlp_act", "layer"),
-                  ("mlp_out", "layer"), ("mlp_residual", "layer"), ("ln_2_out", "layer"))),
+                  ("mlp_out", "layer"), ("mlp_residual", "layer"), ("ln_2_out", "layer")),
+          computes=("mlp_in", "mlp_pre_act", "mlp_act", "mlp_up", "mlp_gated", "mlp_out", "mlp_residual")),
     Stage("layer_output", 11, "Layer output", per_layer=True,
-          arrays=(("layer_in", "layer"), ("layer_out", "layer"))),
+          arrays=(("layer_in", "layer"), ("layer_out", "layer")),
+          computes=("layer_out",)),
     Stage("prediction", 12, "Prediction", per_layer=False, needs_lm_head=True,
-          arrays=(("final_ln_out", ""), ("head_transform", ""), ("logits", ""))),
+          arrays=(("final_ln_out", ""), ("head_transform", ""), ("logits", "")),
+          computes=("final_ln_out", "logits")),
     # the lens is not in the trace (it needs the model's head): io/array_export.py's _lens_arrays
     Stage("logit_lens", 13, "Logit lens", per_layer=False, needs_lm_head=True),
 )

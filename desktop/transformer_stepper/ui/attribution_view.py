@@ -1,7 +1,10 @@
 """The Attribution tab: at the selected token, the residual stream after a chosen layer as the sum
 of its parts (embedding, each layer's attention and feed-forward output), and — for models with
 an LM head — each part's and each head's direct attribution to the predicted token's logit
-(core/attribution.py). The layers it reads are computed in workers first, as the stage views do."""
+(core/attribution.py), also as stacked bars: per layer its heads (through W_O) and its
+feed-forward, pushes up stacked above zero and pushes down below. The numbers are
+decompose's; this view only arranges them. The layers it reads are computed in workers first,
+as the stage views do."""
 from __future__ import annotations
 
 from typing import Optional
@@ -13,9 +16,27 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QVBox
 from ..core.attribution import Decomposition, decompose
 from ..core.errors import ModelError
 from .connections import Connections
-from .plots import Bars, Heatmap
+from .plots import Bars, Heatmap, StackedBars
 from .plots.common import format_value
 from .session import Session
+
+
+# segment colours: the embedding grey, heads light to dark blue (0 .. H-1), W_O's bias pale, FFN green
+EMBEDDING_COLOR, BIAS_COLOR, FFN_COLOR = "#8c8c8c", "#d9d9d9", "#2ca02c"
+HEAD_LIGHT, HEAD_DARK = np.array([158, 202, 225]), np.array([8, 48, 107])
+
+
+def segment_colors(segments) -> list[str]:
+    heads = [name for name in segments if name.startswith("head")]
+    colors = []
+    for name in segments:
+        if name.startswith("head"):
+            t = heads.index(name) / max(len(heads) - 1, 1)
+            r, g, b = (HEAD_LIGHT + t * (HEAD_DARK - HEAD_LIGHT)).astype(int)
+            colors.append(f"#{r:02x}{g:02x}{b:02x}")
+        else:
+            colors.append({"embedding": EMBEDDING_COLOR, "W_O bias": BIAS_COLOR}.get(name, FFN_COLOR))
+    return colors
 
 
 class AttributionView(QWidget):
@@ -47,10 +68,14 @@ class AttributionView(QWidget):
                              value_label="logit", row_names="layer", col_names="head", click=None)
         self.sizes = Bars("Size of each part |part|", "part of the stream", "length",
                           tokens=False, value_name="|part|")
-        grid.addWidget(self.parts, 0, 0)
+        self.layers = StackedBars("Each layer's push on the logit: its heads and its feed-forward",
+                                  "heads (through W_O) and FFN stacked; the tick: each bar's sum",
+                                  "logit", value_name="share of the logit")
+        grid.addWidget(self.layers, 0, 0)
         grid.addWidget(self.heads, 0, 1)
-        grid.addWidget(self.sizes, 1, 0, 1, 2)
-        for figure in (self.parts, self.heads, self.sizes):
+        grid.addWidget(self.parts, 1, 0)
+        grid.addWidget(self.sizes, 1, 1)
+        for figure in (self.parts, self.heads, self.sizes, self.layers):
             figure.hovered.connect(self.summary.setToolTip)
         self._connections = Connections([
             (session.traceChanged, self._on_trace), (session.modelChanged, self._on_model),
@@ -77,7 +102,7 @@ class AttributionView(QWidget):
         self.decomposition = None
         self.message.setText(message)
         self.message.setVisible(True)
-        for figure in (self.parts, self.heads, self.sizes):
+        for figure in (self.parts, self.heads, self.sizes, self.layers):
             figure.setVisible(False)
         self.summary.setText("")
 
@@ -110,6 +135,7 @@ class AttributionView(QWidget):
         if d.contributions is None:
             self.parts.setVisible(False)
             self.heads.setVisible(False)
+            self.layers.setVisible(False)
             self.sizes.setVisible(True)
             self.summary.setText(f"'{token}': the stream after layer {layer} = embedding + every attention "
                                  "and feed-forward output (no LM head: no logit to attribute).")
@@ -122,9 +148,13 @@ class AttributionView(QWidget):
         self.heads.set_data(d.head_contributions.astype(np.float32),
                             [f"layer {l}" for l in range(layer + 1)],
                             [f"head {h}" for h in range(trace.config.n_head)])
-        for figure in (self.parts, self.heads, self.sizes):
-            figure.setVisible(True)
         config = trace.config
+        bars, segments, values = d.layer_bars()
+        self.layers.set_title(f"Each layer's push on '{name}' at '{token}' "
+                              f"({self._scale_words(config, d.scale)})")
+        self.layers.set_data(values, bars, segments, segment_colors(segments))
+        for figure in (self.parts, self.heads, self.sizes, self.layers):
+            figure.setVisible(True)
         where = "the prediction" if layer == config.n_layer - 1 else "the logit lens at this layer"
         if not config.final_norm:
             scale = "No final norm: each part is dotted with the token's row as it is."
@@ -136,6 +166,12 @@ class AttributionView(QWidget):
         self.summary.setText(
             f"<b>'{token}'</b> → <b>'{name}'</b> ({where}): logit {d.logit:.4f} = Σ parts "
             f"{float(d.contributions.sum()):.4f} + constant {d.constant:.4f}. {scale}")
+
+    @staticmethod
+    def _scale_words(config, scale: float) -> str:
+        if not config.final_norm:
+            return "no final norm"
+        return f"× final norm's 1/{'RMS' if config.norm_kind == 'rms' else 'σ'} = {scale:.4g}"
 
     def close(self) -> bool:
         self._connections.disconnect_all()

@@ -1,11 +1,15 @@
 """The Interventions tab: switch a part of the model off (ablate heads, remove or shuffle the
 positions, look a token up as another) and see what changes: the intervened forward pass runs
 in a worker beside the session's clean trace, which is left as it is; at the selected token the
-tab shows which next tokens gained or lost probability and how far each hidden state moved.
-A chip line names the active interventions; Clear removes them all."""
+tab shows which next tokens gained or lost probability, how far each hidden state moved, and
+the difference at every stage and layer (ui/difference_map.py; a click opens that stage in the
+Stepper). A chip line names the active interventions; Clear removes them all.
+
+The interventions and their trace belong to the session (ui/session.py), which re-runs the pass
+whenever the clean trace changes and lets the Stepper show it; this tab sets them and draws."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -16,28 +20,23 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout
 from ..core import interventions as lib
 from ..core import ops
 from .connections import Connections
+from .difference_map import DifferenceMap
 from .plots import Bars
 from .session import Session
-from .workers import Task
 
 TOP_CHANGES = 6
-
-
-def trace_with(model, text: str, interventions: tuple):
-    """The worker's job: the same text through the same model, intervened."""
-    return model.trace(text, interventions=interventions)
 
 
 class InterventionsView(QWidget):
     resultReady = Signal()               # an intervened trace is in and drawn
     failed = Signal(str)
 
-    def __init__(self, session: Session, settings=None, parent: Optional[QWidget] = None) -> None:
+    def __init__(self, session: Session, settings=None, parent: Optional[QWidget] = None,
+                 show_stepper: Optional[Callable[[], None]] = None) -> None:
         super().__init__(parent)
         self.session = session
-        self.intervened = None           # the latest intervened trace (for the current text)
-        self._request = 0
-        self._latest = -1
+        self.show_stepper = show_stepper        # the window's: bring the Stepper tab forward
+        self._drawn_result = None
         outer = QHBoxLayout(self)
         controls = QVBoxLayout()
         outer.addLayout(controls, stretch=0)
@@ -109,15 +108,23 @@ class InterventionsView(QWidget):
         self.moved = Bars("How far each hidden state moved at the selected token",
                           "hidden state", "|intervened − clean| / |clean|", tokens=False,
                           value_name="relative change")
+        self.stage_map = DifferenceMap(self.open_in_stepper)
         grid.addWidget(self.changes, 0, 0)
         grid.addWidget(self.moved, 1, 0)
+        grid.addWidget(self.stage_map, 0, 1, 2, 1)
+        grid.setColumnStretch(0, 2)
+        grid.setColumnStretch(1, 3)
+        for figure in (self.changes, self.moved, self.stage_map.heatmap):
+            figure.hovered.connect(self.summary.setToolTip)
         self._debounce = QTimer(self)
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(60)
         self._debounce.timeout.connect(self.run)
         self._connections = Connections([(session.modelChanged, self._on_model),
                                          (session.traceChanged, self._changed),
-                                         (session.selectionChanged, self._draw)])
+                                         (session.selectionChanged, self._draw),
+                                         (session.interventionsChanged, self._on_intervention),
+                                         (session.interventionFailed, self._on_failed)])
         self._on_model()
 
     # -- the interventions the controls describe ---------------------------------------------
@@ -183,35 +190,45 @@ class InterventionsView(QWidget):
         if trace is not None:
             self.swap_position.setRange(0, trace.n_seq - 1)
         chosen = self.interventions()
-        self.chips.setText("Active: " + " · ".join(f"[{lib.describe(i)}]" for i in chosen) if chosen
-                           else "No intervention.")
+        self.chips.setText("Active: " + lib.describe_all(chosen) if chosen else "No intervention.")
         self.clear.setEnabled(bool(chosen))
         self._debounce.start()
 
+    @property
+    def intervened(self):
+        """The intervened trace of the current text (None: none, or still running)."""
+        return self.session.intervened_trace
+
     def run(self) -> None:
-        session, chosen = self.session, self.interventions()
-        self._request += 1
-        self._latest = self._request
-        if session.trace is None or session.model is None or not chosen:
-            self.intervened = None
-            self._draw()
-            return
-        self.summary.setText("Running the intervened forward pass…")
-        session.workers.start(Task(self._request, trace_with, session.model, session.text, chosen),
-                              self._on_result, self._on_failed)
+        """Hand the controls' interventions to the session, which runs the pass in a worker."""
+        chosen = self.interventions()
+        self.session.set_interventions(chosen)
+        if chosen and self.session.intervention is None and self.session.trace is not None:
+            self.summary.setText("Running the intervened forward pass…")
 
-    def _on_result(self, request: int, trace) -> None:
-        if request != self._latest or self.session.trace is None or trace.text != self.session.trace.text:
+    def _on_intervention(self) -> None:
+        result = self.session.intervention
+        if result is self._drawn_result:
             return
-        self.intervened = trace
+        self._drawn_result = result
         self._draw()
-        self.resultReady.emit()
+        if result is not None:
+            self.resultReady.emit()
 
-    def _on_failed(self, request: int, message: str, user_error: bool) -> None:
-        if request == self._latest:
-            self.intervened = None
-            self.summary.setText(f"<span style='color: #b00020;'>⚠ {message}</span> (the clean trace is unchanged)")
-            self.failed.emit(message)
+    def _on_failed(self, message: str) -> None:
+        self.summary.setText(f"<span style='color: #b00020;'>⚠ {message}</span> (the clean trace is unchanged)")
+        self.failed.emit(message)
+
+    def open_in_stepper(self, key: str, layer: Optional[int], head: Optional[int]) -> None:
+        """A difference-map cell clicked: that stage, layer (and head) in the Stepper."""
+        session = self.session
+        if layer is not None:
+            session.set_layer(layer)
+        if head is not None:
+            session.set_head(head)
+        session.set_stage(key)
+        if self.show_stepper is not None:
+            self.show_stepper()
 
     # -- drawing -----------------------------------------------------------------------------
     def _draw(self, *_) -> None:
@@ -219,10 +236,15 @@ class InterventionsView(QWidget):
         if clean is None or intervened is None or intervened.n_seq != clean.n_seq:
             self.changes.setVisible(False)
             self.moved.setVisible(False)
-            self.summary.setText("Tick a head, or remove the positions, to see what changes.")
+            self.stage_map.setVisible(False)
+            self.summary.setText("Running the intervened forward pass…" if session.interventions
+                                 and clean is not None else
+                                 "Tick a head, or remove the positions, to see what changes.")
             return
         i = session.selected_token
         labels = session.token_labels()
+        self.stage_map.set_data(session.intervention.differences, clean.config, i, labels[i])
+        self.stage_map.setVisible(True)
         before, after = clean.hidden_states[:, i], intervened.hidden_states[:, i]
         moved = np.linalg.norm(after - before, axis=1) / np.maximum(np.linalg.norm(before, axis=1), 1e-12)
         names = ["embed"] + [f"layer {l}" for l in range(clean.config.n_layer)]
@@ -254,7 +276,6 @@ class InterventionsView(QWidget):
 
     def shutdown(self) -> None:
         self._debounce.stop()
-        self._latest = -1
 
     def close(self) -> bool:
         self._connections.disconnect_all()

@@ -21,6 +21,7 @@ from .session import Session
 from .stages import StageView, create_view
 from .explanation_panel import ExplanationPanel
 from .generate_bar import GenerateBar
+from .intervened_toggle import InterventionBanner, show_intervened_action
 from .tabs import TabHost
 from .token_strip import TokenStripArea
 
@@ -117,6 +118,10 @@ class MainWindow(QMainWindow):
         self.tokens = TokenStripArea()
         self.tokens.strip.tokenClicked.connect(self.session.select_token)
         layout.addWidget(self.tokens)
+        # the Stepper shows the clean or the intervened pass: one switch, the banner says which
+        self.show_intervened_action = show_intervened_action(self.session, self)
+        self.intervention_banner = InterventionBanner(self.session, self.show_intervened_action)
+        layout.addWidget(self.intervention_banner)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.stage_list = QListWidget()
         self.stage_list.setMinimumWidth(215)
@@ -176,6 +181,7 @@ class MainWindow(QMainWindow):
         self.next_action.triggered.connect(lambda: self.session.step(+1))
         self._build_go_menu()
         self.view_menu = self.menuBar().addMenu("&View")
+        self.view_menu.addAction(self.show_intervened_action)
         self._build_help_menu()
         toolbar.addAction(self.back_action)
         toolbar.addAction(self.next_action)
@@ -190,6 +196,8 @@ class MainWindow(QMainWindow):
         self.head_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.head_box.currentIndexChanged.connect(self._head_chosen)
         toolbar.addWidget(self.head_box)
+        toolbar.addSeparator()
+        toolbar.addAction(self.show_intervened_action)
         toolbar.addSeparator()
         self.stage_title = QLabel()
         self.stage_title.setStyleSheet("font-weight: bold; padding-left: 8px;")
@@ -281,6 +289,7 @@ class MainWindow(QMainWindow):
         s.openFailed.connect(lambda message: self.show_error("Could not open the model", message))
         s.computeFailed.connect(self._on_compute_failed)
         s.textChanged.connect(self._on_text_changed)
+        s.interventionsChanged.connect(self._update_stepping)
 
     # -- opening models -----------------------------------------------------------------------
     def open_model(self, path: Optional[str]) -> None:
@@ -486,6 +495,7 @@ class MainWindow(QMainWindow):
         self.back_action.setEnabled(stepping and stages.step(stage.key, session.layer, -1, config) is not None)
         self.next_action.setEnabled(stepping and stages.step(stage.key, session.layer, +1, config) is not None)
         where = f" — layer {session.layer}" if stage.per_layer and config else ""
+        where += " · intervened" if session.show_intervened else ""
         self.stage_title.setText(f"{stage.number}. {stage.title}{where}"
                                  if self.tabs.current_key() == "stepper" else "")
         self._update_explanation()

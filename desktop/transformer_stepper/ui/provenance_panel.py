@@ -14,6 +14,7 @@ from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (QDockWidget, QHBoxLayout, QLabel, QMainWindow, QPlainTextEdit,
                                QPushButton, QTextBrowser, QVBoxLayout, QWidget)
 
+from ..core.interventions import describe_all
 from ..core.provenance import Explanation, explain
 from .connections import Connections
 from .session import Session
@@ -94,7 +95,8 @@ class ProvenancePanel(QWidget):
         buttons.addStretch(1)
         layout.addLayout(buttons)
         self._connections = Connections([(session.provenanceRequested, self.explain),
-                                         (session.traceChanged, self._on_trace)])
+                                         (session.traceChanged, self._on_trace),
+                                         (session.shownTraceChanged, self._on_trace)])
 
     def explain(self, name: str, index) -> None:
         """Show where the current trace's value name[index] comes from."""
@@ -107,18 +109,21 @@ class ProvenancePanel(QWidget):
 
     def _show(self) -> None:
         session, (name, index) = self.session, self.address
-        if session.trace is None or session.model is None:
+        trace = session.shown_trace          # the value clicked: intervened while the stepper shows it
+        if trace is None or session.model is None:
             self._clear("No trace: type a sentence.")
             return
         start = time.perf_counter()
         try:
-            explanation = explain(session.model, session.trace, name, index)
+            explanation = explain(session.model, trace, name, index)
         except (IndexError, KeyError) as error:
             self._clear(f"{name}{list(index)}: not in this trace ({error.args[0]}).")
             return
         self.seconds = time.perf_counter() - start
         self.explanation = explanation
-        self.body.setHtml(explanation_html(explanation))
+        intervened = ("<p style='background: #ffe9b3; padding: 3px;'><b>intervened:</b> "
+                      f"{html.escape(describe_all(trace.interventions))}</p>" if trace.interventions else "")
+        self.body.setHtml(intervened + explanation_html(explanation))
         ok = explanation.matches()
         mark = "✓ recomputed = traced" if ok else "✗ recomputed ≠ traced"
         self.check.setText(f"<span style='color: {'#1a7f37' if ok else '#b00020'};'>{mark}</span> "

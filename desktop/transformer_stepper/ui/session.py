@@ -3,7 +3,12 @@
 Widgets call its methods and react to its signals; nothing else holds state. What the views
 read is the ViewState (view_state.py); the Session also hosts the model: opening a model and
 tracing text run in workers; each request gets a number, and a result that is no longer the
-latest request (the user typed on, or opened another model) is dropped."""
+latest request (the user typed on, or opened another model) is dropped.
+
+Interventions live here too: the active ones, the intervened trace of the current text (run in
+a worker beside the clean one, again whenever the clean trace changes) and whether the stepper
+shows it. `trace` is always the clean model's; `shown_trace` is what the stage views draw, so
+showing the clean model again is only a flag: nothing is recomputed or restored."""
 from __future__ import annotations
 
 from typing import Optional
@@ -13,8 +18,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from ..core.trace import Trace
 from .generation import GenerationControl
 from .view_state import ViewState
-from .workers import (ComputeResult, LoadResult, Task, WorkerPool, compute_trace, load_and_trace,
-                      prepare_layer)
+from .workers import (ComputeResult, InterventionResult, LoadResult, Task, WorkerPool, compute_trace,
+                      load_and_trace, prepare_layer, run_interventions)
 
 # every word is in the built-in model's vocabulary; its pronoun head links "she" to "queen"
 DEFAULT_TEXT = "The queen rode to the bank of the river and she was tired"
@@ -26,6 +31,10 @@ class Session(ViewState):
     openFailed = Signal(str)             # a model did not open: one line naming the problem
     computeFailed = Signal(str)          # the text did not trace (e.g. empty): one line
     textChanged = Signal(str)            # the text was set (by the user or programmatically)
+    # the active interventions, their trace (in, or dropped for a new clean trace), or whether
+    # the stepper shows it changed (shownTraceChanged, what the views draw, is the ViewState's)
+    interventionsChanged = Signal()
+    interventionFailed = Signal(str)     # the intervened pass did not run: one line
     inline_work = False                  # views compute in workers (a snapshot for export: inline)
 
     def __init__(self, parent: Optional[QObject] = None, debounce_ms: int = TEXT_DEBOUNCE_MS) -> None:
@@ -43,6 +52,10 @@ class Session(ViewState):
         self._compute_text = ""
         self._loading_path: Optional[str] = None
         self._preparing: set[tuple[int, int]] = set()   # (id(trace), layer) being computed
+        self._interventions: tuple = ()
+        self._intervention: Optional[InterventionResult] = None   # for the current clean trace
+        self._latest_intervention = -1
+        self._show_intervened = False
         self._debounce = QTimer(self)
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(debounce_ms)
@@ -59,6 +72,12 @@ class Session(ViewState):
     @property
     def text(self) -> str:
         return self._text
+
+    @property
+    def shown_trace(self) -> Optional[Trace]:
+        """What the stepper's stage views draw: the intervened trace while the user shows it
+        (and it is in), else the clean one."""
+        return self._intervention.trace if self.showing_intervened else self.trace
 
     @property
     def busy(self) -> bool:
@@ -82,11 +101,14 @@ class Session(ViewState):
         self._model_path = result.path
         traced = result.text == self._text and result.trace is not None
         self._latest_compute = self._requests     # any compute for the old model is stale now
+        self._interventions, self._intervention, self._show_intervened = (), None, False
+        self._latest_intervention = -1            # the old model's heads and rows mean nothing now
         # the model and its trace (or none) are in place before anyone hears of either
         self._take_model(result.model, result.trace if traced else None)
         self._preparing.clear()
         if traced:
             self.compute_seconds = result.seconds
+        self.interventionsChanged.emit()
         self.modelChanged.emit()
         self.layerChanged.emit(self._layer)
         self.headChanged.emit(self._head)
@@ -178,7 +200,8 @@ class Session(ViewState):
         self.textChanged.emit(trace.text)
 
     def _accept_trace(self, trace: Trace, seconds: float) -> None:
-        self._take_trace(trace)
+        self._take_trace(trace)          # the previous trace is released here (views keep none)
+        self._intervention = None        # it compared the previous trace
         self._preparing.clear()
         self.compute_seconds = seconds
         self._announce_trace()
@@ -187,6 +210,9 @@ class Session(ViewState):
         self.prepare_layer(self._layer)
         self.traceChanged.emit()
         self.prepare_layer(self._layer + 1)          # the next layer, while the user reads
+        if self._interventions:
+            self._run_interventions()
+            self.interventionsChanged.emit()
 
     def _emit_busy(self) -> None:
         if self._loading_path is not None:
@@ -197,15 +223,16 @@ class Session(ViewState):
             self.busyChanged.emit(False, "")
 
     # -- a layer's detail is computed off the GUI thread -------------------------------------
-    def layer_ready(self, layer: Optional[int] = None) -> bool:
-        """Can the views read this layer's detail (default: the current layer) without
-        computing it on the GUI thread?"""
-        trace = self._trace
+    def layer_ready(self, layer: Optional[int] = None, trace: Optional[Trace] = None) -> bool:
+        """Can the views read this layer's detail (default: the current layer) of `trace`
+        (default: the clean one) without computing it on the GUI thread?"""
+        trace = self._trace if trace is None else trace
         return trace is None or trace.is_ready(self._layer if layer is None else layer)
 
-    def prepare_layer(self, layer: int) -> None:
-        """Compute a layer's detail in a worker (if not done or under way); layerReady follows."""
-        trace = self._trace
+    def prepare_layer(self, layer: int, trace: Optional[Trace] = None) -> None:
+        """Compute a layer's detail of `trace` (default: the clean one) in a worker (if not done
+        or under way); layerReady follows."""
+        trace = self._trace if trace is None else trace
         if trace is None or not 0 <= layer < trace.config.n_layer or trace.is_ready(layer):
             return
         key = (id(trace), layer)
@@ -220,7 +247,7 @@ class Session(ViewState):
     def _on_layer_prepared(self, key: tuple[int, int], result) -> None:
         self._preparing.discard(key)
         trace, layer = result
-        if trace is self._trace:
+        if trace is self._trace or trace is self.shown_trace:
             self.layerReady.emit(layer)
 
     def _on_layer_failed(self, key: tuple[int, int], message: str) -> None:
@@ -231,10 +258,90 @@ class Session(ViewState):
         """Bytes the current trace holds (residual stream, cached layer detail)."""
         return 0 if self._trace is None else self._trace.nbytes()
 
+    # -- interventions --------------------------------------------------------------------
+    @property
+    def interventions(self) -> tuple:
+        """The active interventions (core/interventions.py); () for none."""
+        return self._interventions
+
+    @property
+    def intervention(self) -> Optional[InterventionResult]:
+        """The intervened trace of the current clean trace and the differences at every stage;
+        None while it runs, or without interventions."""
+        return self._intervention
+
+    @property
+    def intervened_trace(self) -> Optional[Trace]:
+        return None if self._intervention is None else self._intervention.trace
+
+    @property
+    def show_intervened(self) -> bool:
+        """The user asked the stepper to show the intervened pass (off without interventions)."""
+        return self._show_intervened
+
+    @property
+    def showing_intervened(self) -> bool:
+        """... and it is there to show (not while it runs for a new text)."""
+        return self._show_intervened and self._intervention is not None
+
+    def set_interventions(self, interventions) -> None:
+        """Change the interventions: the intervened pass runs in a worker; none turns showing
+        it off."""
+        interventions = tuple(interventions)
+        if interventions == self._interventions:
+            return
+        was_showing = self._show_intervened
+        self._interventions, self._intervention = interventions, None
+        self._latest_intervention = -1                  # a pass under way is stale now
+        if not interventions:
+            self._show_intervened = False
+        self._run_interventions()
+        self.interventionsChanged.emit()
+        self._shown_changed(was_showing)
+
+    def set_show_intervened(self, on: bool) -> None:
+        on = bool(on) and bool(self._interventions)
+        if on != self._show_intervened:
+            was_showing = self._show_intervened
+            self._show_intervened = on
+            self.interventionsChanged.emit()
+            self._shown_changed(was_showing)
+
+    @property
+    def waiting_for_intervened(self) -> bool:
+        """Showing the intervened pass was asked for, and it is still running (the stage views
+        say so rather than draw the clean model)."""
+        return self._show_intervened and self._intervention is None
+
+    def _shown_changed(self, was_showing: bool) -> None:
+        if was_showing or self._show_intervened:
+            self.shownTraceChanged.emit()
+
+    def _run_interventions(self) -> None:
+        if not self._interventions or self._trace is None or self._model is None:
+            return
+        self._latest_intervention = self.next_request()
+        self.workers.start(Task(self._latest_intervention, run_interventions, self._model, self._trace,
+                                self._interventions),
+                           self._on_intervened, self._on_intervention_failed)
+
+    def _on_intervened(self, request_id: int, result: InterventionResult) -> None:
+        if (request_id != self._latest_intervention or result.clean is not self._trace
+                or result.interventions != self._interventions):
+            return
+        was_showing = self._show_intervened
+        self._intervention = result
+        self.interventionsChanged.emit()
+        self._shown_changed(was_showing)
+
+    def _on_intervention_failed(self, request_id: int, message: str, user_error: bool) -> None:
+        if request_id == self._latest_intervention:
+            self.interventionFailed.emit(message)
+
     # -- shutdown ----------------------------------------------------------------------
     def shutdown(self, msecs: int = -1) -> bool:
         """Drop every pending result and wait for the workers (teardown, window close)."""
         self._debounce.stop()
-        self._latest_load = self._latest_compute = -1
+        self._latest_load = self._latest_compute = self._latest_intervention = -1
         self._compute_again = False
         return self.workers.wait(msecs)

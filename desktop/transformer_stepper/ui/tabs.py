@@ -28,7 +28,9 @@ def _attribution(window) -> QWidget:
 def _interventions(window) -> QWidget:
     from .interventions_view import InterventionsView
 
-    return InterventionsView(window.session, window.settings)
+    # a difference-map cell opens its stage in the Stepper
+    return InterventionsView(window.session, window.settings,
+                             show_stepper=lambda: window.tabs.show_tab("stepper"))
 
 
 def _training(window) -> QWidget:

@@ -47,6 +47,7 @@ class ViewState(QObject):
     stageChanged = Signal(str)
     temperatureChanged = Signal(float)
     provenanceRequested = Signal(str, object)   # where does trace value name[index] come from?
+    shownTraceChanged = Signal()         # the stage views draw another trace (clean <-> intervened)
     # views compute what they need where they draw (the live session: in its `workers`)
     inline_work = True
 
@@ -111,15 +112,28 @@ class ViewState(QObject):
         return stages.available_stages(self._model.config if self._model else None)
 
     # -- a layer's detail ------------------------------------------------------------------
-    def layer_ready(self, layer: Optional[int] = None) -> bool:
-        """Can the views read this layer's detail (default: the current layer) without
-        computing it on the GUI thread? Here always: computing where they draw is the point
-        (an export draws every layer it walks, one at a time)."""
+    def layer_ready(self, layer: Optional[int] = None, trace: Optional[Trace] = None) -> bool:
+        """Can the views read this layer's detail (default: the current layer) of `trace`
+        (default: the one shown) without computing it on the GUI thread? Here always:
+        computing where they draw is the point (an export draws every layer it walks, one at
+        a time)."""
         return True
 
-    def prepare_layer(self, layer: int) -> None:
+    def prepare_layer(self, layer: int, trace: Optional[Trace] = None) -> None:
         """Compute a layer's detail ahead of drawing (the live session: in a worker, then
         layerReady); here the views compute it when they read it."""
+
+    # -- what the stage views draw -------------------------------------------------------------
+    @property
+    def shown_trace(self) -> Optional[Trace]:
+        """The trace the stage views draw (the live session: the intervened one while the
+        stepper shows it); here the trace."""
+        return self.trace
+
+    @property
+    def waiting_for_intervened(self) -> bool:
+        """The views wait for an intervened pass still running (never, here)."""
+        return False
 
     # -- model and trace, together ------------------------------------------------------------
     def _take_model(self, model: Model, trace: Optional[Trace]) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
+from ..core.differences import Difference, intervene_and_compare
 from ..core.errors import ModelError
 from ..core.model import Model
 from ..core.trace import Trace
@@ -115,6 +116,23 @@ def compute_trace(model: Model, text: str, layer: int = 0,
     after_layer = None if progress is None else (lambda i: progress(i + 1, n_layer))
     trace = model.trace(text, detail_layers=(min(layer, n_layer - 1),), after_layer=after_layer)
     return ComputeResult(model, text, trace, time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class InterventionResult:
+    clean: Trace                    # the trace it was compared with
+    interventions: tuple
+    trace: Trace                    # the clean trace's tokens, intervened
+    differences: dict[tuple[str, Optional[int]], Difference]   # core.differences.stage_differences
+    seconds: float
+
+
+def run_interventions(model: Model, clean: Trace, interventions: tuple) -> InterventionResult:
+    """The intervened pass beside `clean`, and how far every stage moved
+    (core.differences.intervene_and_compare)."""
+    start = time.perf_counter()
+    trace, differences = intervene_and_compare(model, clean, interventions)
+    return InterventionResult(clean, tuple(interventions), trace, differences, time.perf_counter() - start)
 
 
 def prepare_layer(trace: Trace, layer: int) -> tuple[Trace, int]:

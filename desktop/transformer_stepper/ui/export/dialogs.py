@@ -299,7 +299,7 @@ def start_data_export(window, folder: Path, formats: list[str]) -> Optional[Data
     stage = stages.stage(session.stage_key)
     try:
         folder = prepare_folder(folder)
-        files = data_files(session.trace, stage, session.layer, session.head, formats,
+        files = data_files(session.shown_trace, stage, session.layer, session.head, formats,
                            session.model.tokenizer.id_to_token)
     except ModelError as exc:
         warn(window, "Could not export the trace data", str(exc))

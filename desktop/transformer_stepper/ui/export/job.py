@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QWidget
 
 from ...core import stages
 from ...core.errors import ModelError
+from ...core.interventions import describe_all
 from ...io.array_export import write_bytes
 from ..stages import create_view
 from ..workers import Task
@@ -182,6 +183,8 @@ class ExportJob(QObject):
                     f"layer {unit.layer}" if unit.stage.per_layer else ""
                 title = f"{unit.stage.number}. {unit.stage.title}: {name}" + (f" ({where})" if where else "")
                 description = f"Transformer Stepper · {model.name} · {session.trace.text!r}"
+                if session.trace.interventions:       # the intervened pass, as the stepper showed it
+                    description += f" · intervened: {describe_all(session.trace.interventions)}"
                 self._submit(path, render(item, options, title, description))
                 yield
         if view is not None:

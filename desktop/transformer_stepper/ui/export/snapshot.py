@@ -17,9 +17,10 @@ from ..view_state import ViewState
 class SnapshotSession(ViewState):
     @classmethod
     def of(cls, state: ViewState, parent: Optional[QObject] = None) -> "SnapshotSession":
-        """What `state` (the live session) shows now (it must have a trace)."""
+        """What `state` (the live session) shows now (it must have a trace): the intervened
+        trace while the stepper shows it."""
         if state.trace is None or state.model is None:
             raise ValueError("the session has no trace to export")
-        return cls(state.model, state.trace, layer=state.layer, head=state.head,
+        return cls(state.model, state.shown_trace, layer=state.layer, head=state.head,
                    selected=state.selected_token, temperature=state.temperature,
                    labels=state.token_labels(), stage_key=state.stage_key, parent=parent)

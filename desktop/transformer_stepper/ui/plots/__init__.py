@@ -5,5 +5,6 @@ from .common import Figure, configure_pyqtgraph
 from .heatmap import Heatmap
 from .lines import Curve, Lines
 from .scatter import Scatter
+from .stacked_bars import StackedBars
 
-__all__ = ["Bars", "Curve", "Figure", "Heatmap", "Lines", "Scatter", "configure_pyqtgraph"]
+__all__ = ["Bars", "Curve", "Figure", "Heatmap", "Lines", "Scatter", "StackedBars", "configure_pyqtgraph"]

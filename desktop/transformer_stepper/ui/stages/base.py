@@ -20,6 +20,34 @@ from ..view_state import ViewState
 from ..workers import Task
 
 
+def intervention_note(interventions, stage: stages.Stage, layer: int, head: int) -> str:
+    """What the interventions of the trace shown change here, in a line ('' for nothing)."""
+    from ...core.interventions import AblateHead, HeadTemperature, NoPositions, ShufflePositions, SwapEmbedding
+
+    notes = []
+    for item in interventions:
+        if isinstance(item, (AblateHead, HeadTemperature)) and stage.per_layer and item.layer == layer:
+            if stage.key in ("qkv", "scores") or (stage.key == "softmax" and isinstance(item, AblateHead)):
+                continue                                 # acts after these stages
+            if stage.per_head and item.head != head:
+                notes.append(f"head {item.head} of this layer is {'ablated' if isinstance(item, AblateHead) else 'tempered'}"
+                             " (select it to see)")
+            elif isinstance(item, AblateHead):
+                by = "zeros" if item.mode == "zero" else "its mean over positions"
+                notes.append(f"head {item.head} is ablated: its output (weights · V) is replaced by {by} "
+                             "before W_O; its weights and values are still computed")
+            else:
+                notes.append(f"head {item.head}'s softmax is softmax(scores / {item.temperature:g})")
+        elif isinstance(item, SwapEmbedding) and stage.key in ("embedding", "position_addition"):
+            notes.append(f"position {item.position} is looked up as token id {item.token_id} "
+                         "(the labels still show the typed token)")
+        elif isinstance(item, (NoPositions, ShufflePositions)) and stage.key in (
+                "position_encoding", "position_addition", "qkv"):
+            notes.append("no position encoding is added or rotated in" if isinstance(item, NoPositions)
+                         else f"the position encodings are shuffled (seed {item.seed})")
+    return "Intervened here: " + "; ".join(dict.fromkeys(notes)) + "." if notes else ""
+
+
 class StageView(QWidget):
     """Subclasses set `stage_key`, build their figures in `build()` (once), and fill them in
     `update_data()` (trace, layer, head changed) and `update_selection()` (selected token)."""
@@ -49,6 +77,13 @@ class StageView(QWidget):
         self.cache_note.setStyleSheet("color: #2d6f2d; background: #e3f4e1; padding: 3px 6px;")
         self.cache_note.setVisible(False)
         outer.addWidget(self.cache_note)
+        # the intervened pass shown: what the interventions change at this stage, layer and head
+        self.intervention_note = QLabel()
+        self.intervention_note.setObjectName("intervention_note")
+        self.intervention_note.setWordWrap(True)
+        self.intervention_note.setStyleSheet("color: #5c3d00; background: #ffe9b3; padding: 3px 6px;")
+        self.intervention_note.setVisible(False)
+        outer.addWidget(self.intervention_note)
         self.placeholder = QLabel("Open a model and type a sentence to see this stage.")
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.placeholder.setVisible(False)
@@ -65,6 +100,7 @@ class StageView(QWidget):
         self._connections = Connections()
         self.build()
         self.listen(session.traceChanged, self._on_data)
+        self.listen(session.shownTraceChanged, self._on_data)     # clean <-> intervened
         self.listen(session.selectionChanged, self._on_selection)
         if self.stage.per_layer:
             self.listen(session.layerChanged, self._on_data)
@@ -96,9 +132,10 @@ class StageView(QWidget):
         """Start what must be computed before drawing (in a worker: never here on the GUI
         thread) and say what it is; None when everything is ready. The view redraws when the
         work reports (layerReady)."""
-        missing = [layer for layer in self.required_layers() if not self.session.layer_ready(layer)]
+        trace = self.trace
+        missing = [layer for layer in self.required_layers() if not self.session.layer_ready(layer, trace)]
         for layer in missing:
-            self.session.prepare_layer(layer)
+            self.session.prepare_layer(layer, trace)
         return f"Computing layer {missing[0]}…" if missing else None
 
     def work_once(self, ready: bool, job, *args, message: str) -> Optional[str]:
@@ -180,7 +217,8 @@ class StageView(QWidget):
 
     @property
     def trace(self) -> Optional[Trace]:
-        return self.session.trace
+        """The trace drawn: the clean one, or the intervened one when the user shows it."""
+        return self.session.shown_trace
 
     @property
     def labels(self) -> list[str]:
@@ -214,7 +252,7 @@ class StageView(QWidget):
 
     def is_current(self) -> bool:
         drawn = self._drawn
-        return (drawn is not None and drawn[0]() is self.trace and drawn[1] == self.data_key()
+        return (drawn is not None and not self.session.waiting_for_intervened and drawn[0]() is self.trace and drawn[1] == self.data_key()
                 and drawn[2] == self.session.selected_token)
 
     def _on_data(self, *_: object) -> None:
@@ -239,7 +277,8 @@ class StageView(QWidget):
             return
         if self.is_current():
             return
-        waiting = self.prepare_work()
+        waiting = ("Running the intervened forward pass…" if self.session.waiting_for_intervened
+                   else self.prepare_work())
         if waiting:
             self.placeholder.setText(waiting)
             self.placeholder.setVisible(True)
@@ -254,6 +293,9 @@ class StageView(QWidget):
         self.update_selection()
         self._drawn = (weakref.ref(trace), key, selected)
         self._note_cache(trace)
+        note = intervention_note(trace.interventions, self.stage, self.session.layer, self.session.head)
+        self.intervention_note.setText(note)
+        self.intervention_note.setVisible(bool(note))
         for _, figure in self._figures:   # a figure marks itself unused (e.g. no token types)
             figure.setVisible(not getattr(figure, "unused", False))
         for widget in self._extras:
