@@ -43,3 +43,24 @@ def test_stall_meter_sees_a_blocked_event_loop(qtbot):
     label, worst = meter.worst()
     assert label == "blocked" and 0.14 <= worst < 1.0
     assert meter.longest["quiet"] < 0.1
+
+
+def test_a_view_makes_a_models_own_plots_when_first_needed_with_their_export_menu(qtbot, loaded_window,
+                                                                                  model_paths):
+    """Position addition makes t (token types) and q, k turning (rotary) for the first model
+    that has them; a plot made later gets the same right-click export entries."""
+    window = loaded_window("gpt2")              # learned positions, no token types
+    session = window.session
+    session.set_stage("position_addition")
+    view = window.current_view()
+    qtbot.waitUntil(view.is_current, timeout=10_000)
+    assert view.t is None and view.q_turn is None
+    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+        window.open_model(str(model_paths["llama"]))      # rotary
+    qtbot.waitUntil(lambda: window.current_view().is_current(), timeout=10_000)
+    view = window.current_view()
+    assert view.q_turn is not None and view.q_turn.isVisible()
+    names = [name for name, _ in view.figures()]
+    assert "q_rotation" in names and "k_rotation" in names
+    texts = [action.text() for action in view.q_turn.scene().contextMenu]
+    assert texts == ["Export as PNG…", "Export as SVG…"]

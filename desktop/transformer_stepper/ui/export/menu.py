@@ -47,6 +47,7 @@ def install_plot_menus(view) -> None:
     only to be exported needs none)."""
     for name, figure in view.figures():
         install_plot_menu(view, name, figure)
+    view.on_new_figure = install_plot_menu       # and those it makes later
 
 
 def install_plot_menu(view, name: str, figure) -> None:

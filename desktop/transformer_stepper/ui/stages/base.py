@@ -97,6 +97,9 @@ class StageView(QWidget):
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.readout.setStyleSheet("color: #444;")
         outer.addWidget(self.readout)
+        # called with (view, name, figure) for a figure added after this was set (the window
+        # gives it its export menu; a view may make a model's own plots when first needed)
+        self.on_new_figure = None
         self._connections = Connections()
         self.build()
         self.listen(session.traceChanged, self._on_data)
@@ -169,6 +172,8 @@ class StageView(QWidget):
         `explain(row, col)` names the trace value under a cell, (array name, index) or None:
         Alt-click there asks the provenance panel where that value comes from."""
         self._figures.append((name, figure))
+        if self.on_new_figure is not None:       # one made after the window set the view up
+            self.on_new_figure(self, name, figure)
         self.grid.addWidget(figure, row, col, row_span, col_span)
         figure.tokenClicked.connect(on_click or self.session.select_token)
         figure.hovered.connect(self.readout.setText)

@@ -1,6 +1,8 @@
 """4. Position addition: x = e + p (+ t), then the embedding LayerNorm where the model has one."""
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from ...core import measures
@@ -21,7 +23,12 @@ class PositionAdditionView(StageView):
                                  explain=lambda r, c: ("token_embeddings", (r, c)))
         self.p = self.add_figure("position_embeddings", heatmap("p: position vectors"), 0, 1,
                                  explain=lambda r, c: ("position_embeddings", (r, c)))
-        self.t = self.add_figure("token_type_embeddings", heatmap("t: token-type rows"), 0, 2)
+        self._heatmap = heatmap
+        # t (token types) and q, k turning (rotary) are made for a model that has them: each
+        # plot takes 7-14 ms to make, and a view is built in one event-loop turn
+        self.t: Optional[Heatmap] = None
+        self.q_turn: Optional[Lines] = None
+        self.k_turn: Optional[Lines] = None
         self.sum = self.add_figure("embedding_sum", heatmap("e + p: the sum"), 1, 0,
                                    explain=lambda r, c: ("embedding_sum", (r, c)))
         self.ln = self.add_figure("embedding_layernorm", heatmap("LayerNorm(e + p + t)"), 1, 1,
@@ -32,15 +39,24 @@ class PositionAdditionView(StageView):
             "Size of e and p per dimension (RMS over tokens)", "dimension", "RMS"), 2, 0, 1, 2)
         self.cosine = self.add_figure("cosine_e_sum", Bars(
             "cos(e, e + p) per token", "token", "cosine", value_name="cosine"), 2, 2)
-        self.q_turn = self.add_figure("q_rotation", Lines(
-            "q of the selected token: pairs before and after the rotation", "first of pair",
-            "second of pair"), 2, 0)
-        self.k_turn = self.add_figure("k_rotation", Lines(
-            "k of the selected token: pairs before and after the rotation", "first of pair",
-            "second of pair"), 2, 1)
-        for figure in (self.q_turn, self.k_turn):   # a turn must look like a turn
-            figure.plot.setAspectLocked(True)
         self._placed_for = None
+        config = self.session.model.config if self.session.model is not None else None
+        self._make_figures(config is None or config.n_token_types > 0,
+                           config is None or config.position == "rotary")
+
+    def _make_figures(self, types: bool, rotary: bool) -> None:
+        """The plots only some models need, made once the first such model is shown."""
+        if types and self.t is None:
+            self.t = self.add_figure("token_type_embeddings", self._heatmap("t: token-type rows"), 0, 2)
+        if rotary and self.q_turn is None:
+            self.q_turn = self.add_figure("q_rotation", Lines(
+                "q of the selected token: pairs before and after the rotation", "first of pair",
+                "second of pair"), 2, 0)
+            self.k_turn = self.add_figure("k_rotation", Lines(
+                "k of the selected token: pairs before and after the rotation", "first of pair",
+                "second of pair"), 2, 1)
+            for figure in (self.q_turn, self.k_turn):   # a turn must look like a turn
+                figure.plot.setAspectLocked(True)
 
     def _place(self, has_types: bool, has_norm: bool, rotary: bool = False) -> None:
         """Three figures a row: e, p, [t], sum, [LayerNorm], concatenation, then the cosines
@@ -79,10 +95,13 @@ class PositionAdditionView(StageView):
         return [0] if self.trace.config.position == "rotary" else []
 
     def update_data(self) -> None:
-        rotary = self.trace.config.position == "rotary"
+        config = self.trace.config
+        rotary = config.position == "rotary"
+        self._make_figures(config.n_token_types > 0, rotary)
         for figure in (self.p, self.sum, self.concat, self.magnitude, self.cosine):
             figure.unused = rotary
-        self.q_turn.unused = self.k_turn.unused = not rotary
+        if self.q_turn is not None:
+            self.q_turn.unused = self.k_turn.unused = not rotary
         if rotary:
             self._update_rotary()
             return
@@ -97,7 +116,8 @@ class PositionAdditionView(StageView):
         levels = (-limit, limit)
         self.e.set_data(e, self.labels, levels=levels)
         self.p.set_data(p, self.labels, levels=levels)
-        self.t.unused = not has_types
+        if self.t is not None:
+            self.t.unused = not has_types
         if has_types:
             self.t.set_data(trace["token_type_embeddings"], self.labels, levels=levels)
         plus = "e + p + t" if has_types else "e + p"
@@ -122,7 +142,8 @@ class PositionAdditionView(StageView):
         trace = self.trace
         config = trace.config
         self._place(False, False, rotary=True)
-        self.t.unused = True
+        if self.t is not None:
+            self.t.unused = True
         self.ln.unused = False
         self.e.set_title("e: token embeddings (rows of E)")
         self.e.set_data(trace["token_embeddings"], self.labels)
@@ -153,7 +174,8 @@ class PositionAdditionView(StageView):
     def update_selection(self) -> None:
         i = self.selected
         for figure in (self.e, self.p, self.t, self.sum, self.ln, self.concat):
-            figure.set_highlight(row=i)
+            if figure is not None:
+                figure.set_highlight(row=i)
         if self.trace.config.position == "rotary":
             self._update_turns()
             return
