@@ -3,7 +3,8 @@ library call: `load_model()` and `model.trace()` change nothing process-wide.
 
 - glibc keeps freed memory (core/allocator.py): traces stop page-faulting their arrays in.
 - The app runs numpy's OpenBLAS on one thread (core/blas.py): spinning BLAS threads fight the
-  GUI thread.
+  GUI thread. A forward pass over a long text (ui/workers.py LONG_TEXT) uses every core while
+  it runs: its matrices are big enough to pay for them.
 - The app switches between Python threads every 0.2 ms instead of 5 ms: a worker's forward
   pass otherwise waits up to 5 ms for the GIL after every numpy call while the GUI thread runs
   Python (MiniLM, 512 tokens, GUI thread busy in Python: 2.47 s at 5 ms, 0.41 s at 0.2 ms,
