@@ -5,6 +5,7 @@ import time
 
 from PySide6.QtCore import QTimer
 
+from transformer_stepper.ui.plots import Heatmap
 from transformer_stepper.ui.stall_meter import StallMeter
 
 
@@ -18,6 +19,10 @@ def test_views_are_built_while_idle_and_drawn_when_shown(qtbot, loaded_window):
     assert hidden, "some views were built without being shown"
     # built while idle: not drawn yet (drawing waits until a view is shown)
     assert not any(window.views[key].is_current() for key in hidden[1:])
+    # and finished in a turn of its own: every heatmap has its colour bar before any visit
+    figures = [figure for key in keys for _, figure in window.views[key].figures()]
+    assert any(isinstance(figure, Heatmap) for figure in figures)
+    assert all(figure.finished for figure in figures)
     target = hidden[-1]
     session.set_stage(target)
     view = window.current_view()
@@ -64,3 +69,18 @@ def test_a_view_makes_a_models_own_plots_when_first_needed_with_their_export_men
     assert "q_rotation" in names and "k_rotation" in names
     texts = [action.text() for action in view.q_turn.scene().contextMenu]
     assert texts == ["Export as PNG…", "Export as SVG…"]
+
+
+def test_a_heatmap_makes_its_colour_bar_when_finished_or_first_drawn(qtbot):
+    import numpy as np
+
+    for make_it in ("finish", "draw"):
+        heatmap = Heatmap("t", "x", "y")
+        qtbot.addWidget(heatmap)
+        assert not heatmap.finished
+        if make_it == "finish":
+            heatmap.finish()
+        else:
+            heatmap.set_data(np.arange(6, dtype=np.float32).reshape(2, 3), ["a", "b"], levels=(-5.0, 5.0))
+            assert heatmap.colorbar.levels() == (-5.0, 5.0)
+        assert heatmap.finished and heatmap.colorbar in heatmap.ci.items

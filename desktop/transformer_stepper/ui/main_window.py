@@ -10,6 +10,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QLabel, QLineEdit, QListWidget,
                                QListWidgetItem, QMainWindow, QMenu, QMessageBox, QProgressBar, QSplitter,
                                QStackedWidget, QVBoxLayout, QWidget)
+from shiboken6 import isValid
 
 from ..core import stages
 from . import explanations
@@ -77,6 +78,7 @@ class MainWindow(QMainWindow):
         self._idle_build.setSingleShot(True)
         self._idle_build.setInterval(IDLE_BUILD_MS)
         self._idle_build.timeout.connect(self._build_one_view)
+        self._unfinished: list[StageView] = []  # built while idle, figures not yet finished
         self._refresh_model_widgets()
         self._show_stage(self.session.stage_key)
         self.focus_stage()
@@ -457,18 +459,24 @@ class MainWindow(QMainWindow):
         if session.busy or QApplication.mouseButtons() != Qt.MouseButton.NoButton:
             self._idle_build.start()            # later: the user or a worker is active
             return
+        if self._unfinished:                    # the view built last turn: its colour bars
+            view = self._unfinished.pop()
+            if isValid(view):
+                view.finish_building()
+            self._idle_build.start()
+            return
         keys = [s.key for s in session.available_stages()]
         here = keys.index(session.stage_key) if session.stage_key in keys else 0
         missing = [key for key in keys[here:] + keys[:here] if key not in self.views]
         if missing:
-            self.view(missing[0])
-            if len(missing) > 1:
-                self._idle_build.start()
+            self._unfinished.append(self.view(missing[0]))
+            self._idle_build.start()
 
     def views_built(self) -> bool:
-        """Every stage of the model has its view (built while idle, or visited)."""
+        """Every stage of the model has its view (built while idle, or visited), finished."""
         session = self.session
-        return session.model is not None and all(s.key in self.views for s in session.available_stages())
+        return (session.model is not None and not self._unfinished
+                and all(s.key in self.views for s in session.available_stages()))
 
     def view(self, key: str) -> StageView:
         """The stage's view, created the first time it is needed."""

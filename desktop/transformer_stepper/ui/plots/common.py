@@ -218,6 +218,15 @@ class Figure(pg.GraphicsLayoutWidget):
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.scene().sigMouseClicked.connect(self._on_mouse_clicked)
 
+    def finish(self) -> None:
+        """Make what the figure makes only when first needed (a heatmap's colour bar): the
+        window calls it in an idle turn of its own, so building a view stays short."""
+
+    @property
+    def finished(self) -> bool:
+        """Nothing left for finish() to make."""
+        return True
+
     def set_axis_labels(self, x_label: str, y_label: Optional[str] = None) -> None:
         self.plot.setLabel("bottom", x_label, **LABEL_STYLE)
         if y_label is not None:

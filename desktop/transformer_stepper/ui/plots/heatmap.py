@@ -45,16 +45,33 @@ class Heatmap(Figure):
         # drawn once into a pixmap at screen resolution, re-drawn only when data or zoom change
         cache_on_screen(self.image)
         self.plot.addItem(self.image)
-        self.colorbar = pg.ColorBarItem(colorMap=DIVERGING if signed else SEQUENTIAL,
-                                        interactive=False, width=14, colorMapMenu=False,
-                                        pen=pg.mkPen("#888"))
-        self.colorbar.axis.setLabel(value_label, **LABEL_STYLE)
-        self.colorbar.axis.setWidth(None)          # room for the tick values and the label
-        self.colorbar.axis.enableAutoSIPrefix(False)
-        self.colorbar.setImageItem(self.image)
-        self.ci.addItem(self.colorbar, row=1, col=1)
+        self._value_label = value_label
+        self._colorbar: Optional[pg.ColorBarItem] = None    # made by finish() or first use
         self.row_band = self._band()
         self.col_band = self._band()
+
+    @property
+    def colorbar(self) -> pg.ColorBarItem:
+        """The colour bar (a PlotItem of its own, about half of what a heatmap costs to make):
+        made on first use, or by finish() while the window is idle."""
+        if self._colorbar is None:
+            bar = pg.ColorBarItem(colorMap=DIVERGING if self.signed else SEQUENTIAL,
+                                  interactive=False, width=14, colorMapMenu=False,
+                                  pen=pg.mkPen("#888"))
+            bar.axis.setLabel(self._value_label, **LABEL_STYLE)
+            bar.axis.setWidth(None)          # room for the tick values and the label
+            bar.axis.enableAutoSIPrefix(False)
+            bar.setImageItem(self.image)
+            self.ci.addItem(bar, row=1, col=1)
+            self._colorbar = bar
+        return self._colorbar
+
+    def finish(self) -> None:
+        self.colorbar
+
+    @property
+    def finished(self) -> bool:
+        return self._colorbar is not None
 
     def _band(self) -> QGraphicsRectItem:
         band = QGraphicsRectItem()

@@ -240,6 +240,12 @@ class StageView(QWidget):
         return self.trace.layer(name, self.session.layer)[self.session.head]
 
     # -- the export contract ----------------------------------------------------------------
+    def finish_building(self) -> None:
+        """Make what the figures defer (see Figure.finish): the window's idle turn after
+        building the view."""
+        for _, figure in self._figures:
+            figure.finish()
+
     def figures(self) -> list[tuple[str, Figure]]:
         """(plot name, Figure widget), as placed (the window gives each its export menu)."""
         return list(self._figures)
