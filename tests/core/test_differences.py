@@ -118,8 +118,8 @@ def test_the_fast_float32_way_agrees_with_the_exact_one():
     again = stage_differences(clean, ablated)          # the clean norms kept from the first time
     for key, d in first.items():
         name, layer = key
-        c = clean.arrays[name] if layer is None else clean.layer(name, layer)
-        i = ablated.arrays[name] if layer is None else ablated.layer(name, layer)
+        c = clean[name] if layer is None else clean.layer(name, layer)
+        i = ablated[name] if layer is None else ablated.layer(name, layer)
         exact = _compare_exact(name, layer, c, i, clean.mask if name in ("scores", "scores_raw") else None)
         for other in (again[key], exact):
             assert d.relative == pytest.approx(other.relative, rel=1e-5, abs=1e-12), key
@@ -131,3 +131,23 @@ def test_the_fast_float32_way_agrees_with_the_exact_one():
     partial = model.intervene(clean, [AblateHead(1, 0)])
     assert partial.layer("q", 0) is clean.layer("q", 0)
     assert stage_differences(clean, partial)[("q", 0)].relative == 0
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "bert"])
+def test_the_logits_are_compared_though_a_trace_makes_them_when_read(kind):
+    # the prediction stage computes the logits; a trace no longer keeps them in `arrays`, and
+    # a model without a final norm (BERT) would otherwise have no prediction row at all
+    model = make_model(kind, lm_head=True) if kind == "bert" else make_model(kind)
+    assert model.config.lm_head
+    clean = model.trace(TEXT)
+    swapped = model.trace(TEXT, interventions=[SwapEmbedding(position=2, token_id=7)])
+    differences = stage_differences(clean, swapped)
+    assert ("logits", None) in differences
+    expected = compare("logits", None, clean.logits, swapped.logits)
+    got = differences[("logits", None)]
+    assert got.relative == pytest.approx(expected.relative, rel=1e-5)
+    assert got.max_abs == pytest.approx(expected.max_abs, rel=1e-5)
+    np.testing.assert_allclose(got.relative_at, expected.relative_at, rtol=1e-5)
+    grid = stage_grid(differences, model.config)
+    assert "prediction" in grid.stages
+    assert grid.values[grid.stages.index("prediction"), -1] > 0
