@@ -164,12 +164,43 @@ def stage_differences(clean, intervened) -> dict[tuple[str, Optional[int]], Diff
         for name in names:
             if name in clean.arrays and name in intervened.arrays:
                 add(name, None, clean.arrays[name], intervened.arrays[name])
+        if "logits" in names and clean.has_logits and intervened.has_logits:
+            # made when read, not in `arrays`: compared a block of positions at a time
+            out[("logits", None)] = _compare_logits(clean, intervened, norms)
         for layer in range(clean.config.n_layer):
             clean_detail, intervened_detail = clean.detail(layer), intervened.detail(layer)
             for name in names:
                 if name in clean_detail and name in intervened_detail:
                     add(name, layer, clean_detail[name], intervened_detail[name])
     return out
+
+
+LOGIT_BLOCK = 64              # positions of logits compared at a time (64 · n_vocab float64s)
+
+
+def _compare_logits(clean, intervened, norms: dict) -> Difference:
+    """The logits' Difference without either trace's whole [n_seq, n_vocab] array: the rows a
+    block at a time (logits_at), in float64 (the exact way; a block is small)."""
+    n_seq = clean.n_seq
+    delta_sq, max_abs_at = np.zeros(n_seq), np.zeros(n_seq)
+    known = norms.get(("logits", None))
+    clean_sq = np.zeros(n_seq) if known is None else known
+    for first in range(0, n_seq, LOGIT_BLOCK):
+        rows = slice(first, min(first + LOGIT_BLOCK, n_seq))
+        c, i = clean.logits_at(rows), intervened.logits_at(rows)
+        delta = np.subtract(i, c, dtype=np.float64)
+        bad = ~np.isfinite(delta)
+        if bad.any():
+            delta[bad] = np.where(c[bad] == i[bad], 0.0, np.inf)
+        delta_sq[rows] = np.einsum("ix,ix->i", delta, delta)
+        np.abs(delta, out=delta)
+        max_abs_at[rows] = delta.max(axis=1, initial=0.0)
+        if known is None:
+            c64 = np.where(np.isfinite(c), c, 0).astype(np.float64)
+            clean_sq[rows] = np.einsum("ix,ix->i", c64, c64)
+    norms[("logits", None)] = clean_sq
+    return Difference("logits", None, _total_ratio(float(delta_sq.sum()), float(clean_sq.sum())),
+                      float(max_abs_at.max(initial=0.0)), _ratio(delta_sq, clean_sq), max_abs_at)
 
 
 @dataclass(frozen=True)
