@@ -84,3 +84,16 @@ def test_a_heatmap_makes_its_colour_bar_when_finished_or_first_drawn(qtbot):
             heatmap.set_data(np.arange(6, dtype=np.float32).reshape(2, 3), ["a", "b"], levels=(-5.0, 5.0))
             assert heatmap.colorbar.levels() == (-5.0, 5.0)
         assert heatmap.finished and heatmap.colorbar in heatmap.ci.items
+
+
+def test_a_closed_window_builds_no_more_views(qtbot, loaded_window):
+    # the idle builder is a timer that restarts itself: closing the window must stop it, or
+    # views keep being made (connected to the session, never closed) after closeEvent
+    window = loaded_window("gpt2")
+    keys = [s.key for s in window.session.available_stages()]
+    qtbot.waitUntil(lambda: len(window.views) >= 2, timeout=10_000)
+    window.close()
+    built = set(window.views)
+    assert not set(keys) <= built, "every view was built before the window closed"
+    qtbot.wait(40 * len(keys) * 3)
+    assert set(window.views) == built
