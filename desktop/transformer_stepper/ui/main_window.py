@@ -540,6 +540,10 @@ class MainWindow(QMainWindow):
         self.settings.sync()
 
     def closeEvent(self, event) -> None:
+        # the idle builder restarts itself: stopped, or it builds views after they are closed
+        self._idle_build.stop()
+        self._prebuild.stop()
+        self._unfinished.clear()
         self.save_settings()
         self.tabs.shutdown()
         self.session.shutdown()
