@@ -157,3 +157,24 @@ def test_the_logit_lens_stage_is_computed_in_a_worker_and_ends_at_the_prediction
     assert curve[-1] == pytest.approx(probabilities[i, final], abs=1e-5)
     assert curve[0] == pytest.approx(first[i, final], abs=1e-5)
     assert model.tokenizer.id_to_token(final) in view.curve.title
+
+
+def test_a_failed_prediction_job_is_said_once_not_retried(qtbot, window, model_paths, monkeypatch):
+    """Work a view computes in a worker (the predictions) that fails shows the error in the
+    view's placeholder and is not started again for the same trace."""
+    from transformer_stepper.ui.stages import prediction as prediction_module
+
+    calls = []
+
+    def failing(trace, top):
+        calls.append(top)
+        raise MemoryError()
+
+    monkeypatch.setattr(prediction_module, "predictions", failing)
+    session = open_model(qtbot, window, model_paths, "gpt2")
+    session.set_stage("prediction")
+    view = window.current_view()
+    qtbot.waitUntil(lambda: "out of memory" in view.placeholder.text(), timeout=TIMEOUT)
+    qtbot.wait(200)                                  # a retry loop would call it again here
+    view.ensure_current()
+    assert calls == [5] and view.placeholder.isVisible() and not view.is_current()

@@ -159,7 +159,7 @@ class Session(ViewState):
                            self._on_compute_progress, lambda _: self._compute_done())
 
     def _on_compute_progress(self, request_id: int, done: int, total: int) -> None:
-        if request_id == self._latest_compute and self._computing:
+        if request_id == self._latest_compute and self._computing and self._loading_path is None:
             self.busyChanged.emit(True, f"Computing… layer {done} of {total}")
 
     def _compute_done(self) -> None:

@@ -65,6 +65,7 @@ class StageView(QWidget):
         # the trace itself, so an old trace is freed as soon as the session lets it go
         self._drawn: Optional[tuple] = None
         self._pending: Optional[weakref.ref] = None      # the trace a worker computes for
+        self._failed: Optional[tuple] = None             # (trace ref, message): work that failed
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 2)
         outer.setSpacing(4)
@@ -151,11 +152,18 @@ class StageView(QWidget):
             job(*args)
             return None
         trace = self.trace
+        if self._failed is not None and self._failed[0]() is trace:
+            return f"⚠ {self._failed[1]}"        # said once, not retried for this trace
         if self._pending is None or self._pending() is not trace:
-            self._pending = weakref.ref(trace)
+            self._pending = pending = weakref.ref(trace)     # (a callback keeps no trace alive)
             self.session.workers.start(Task(0, job, *args), lambda *_: self._work_done(),
-                                       lambda *_: self._work_done())
+                                       lambda _, message, __: self._work_failed(pending, message))
         return message
+
+    def _work_failed(self, trace: weakref.ref, message: str) -> None:
+        if isValid(self):
+            self._failed = (trace, message)
+            self._work_done()
 
     def _work_done(self) -> None:
         if isValid(self):                 # the view may have closed while the worker ran
