@@ -137,3 +137,18 @@ def test_an_encoder_without_head_has_no_logits():
     assert trace.logits is None and "logits" not in trace
     with pytest.raises(KeyError, match="no output head"):
         trace.logits_at(0)
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if make_model(k).config.lm_head])
+def test_the_change_of_the_logits_is_one_product_of_the_change_of_the_head_input(kind):
+    from transformer_stepper.core.interventions import SwapEmbedding
+
+    model = make_model(kind)
+    clean = model.trace(TEXT[kind])
+    other = (int(clean.input_ids[1]) + 1) % model.config.n_vocab     # not the token already there
+    swapped = model.trace(TEXT[kind], interventions=[SwapEmbedding(position=1, token_id=other)])
+    change = clean.logits_change_at(swapped, slice(0, clean.n_seq))
+    np.testing.assert_allclose(change, swapped.logits - clean.logits, atol=2e-5)
+    assert np.abs(change).max() > 1e-3                     # the swap did change them
+    with pytest.raises(ValueError, match="different models"):
+        clean.logits_change_at(make_model("llama").trace("the bank"), slice(0, 2))

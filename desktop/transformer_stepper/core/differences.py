@@ -180,22 +180,21 @@ LOGIT_BLOCK = 64              # positions of logits compared at a time (64 · n_
 
 def _compare_logits(clean, intervened, norms: dict) -> Difference:
     """The logits' Difference without either trace's whole [n_seq, n_vocab] array: the rows a
-    block at a time (logits_at), in float64 (the exact way; a block is small)."""
+    block at a time, the change by one product (Trace.logits_change_at), totals in float64;
+    the clean logits' norms once per clean trace."""
     n_seq = clean.n_seq
     delta_sq, max_abs_at = np.zeros(n_seq), np.zeros(n_seq)
     known = norms.get(("logits", None))
     clean_sq = np.zeros(n_seq) if known is None else known
     for first in range(0, n_seq, LOGIT_BLOCK):
         rows = slice(first, min(first + LOGIT_BLOCK, n_seq))
-        c, i = clean.logits_at(rows), intervened.logits_at(rows)
-        delta = np.subtract(i, c, dtype=np.float64)
-        bad = ~np.isfinite(delta)
-        if bad.any():
-            delta[bad] = np.where(c[bad] == i[bad], 0.0, np.inf)
+        delta = clean.logits_change_at(intervened, rows).astype(np.float64)
+        delta[~np.isfinite(delta)] = np.inf            # an overflow is a change, not a number
         delta_sq[rows] = np.einsum("ix,ix->i", delta, delta)
         np.abs(delta, out=delta)
         max_abs_at[rows] = delta.max(axis=1, initial=0.0)
         if known is None:
+            c = clean.logits_at(rows)
             c64 = np.where(np.isfinite(c), c, 0).astype(np.float64)
             clean_sq[rows] = np.einsum("ix,ix->i", c64, c64)
     norms[("logits", None)] = clean_sq

@@ -10,7 +10,8 @@ from . import interventions as interventions_lib
 from .config import ModelConfig
 from .errors import ModelError
 from .params import ParamStore
-from .forward import KVCache, block, context, expected_shapes, finish, forward, vocabulary_logits
+from .forward import (KVCache, block, context, expected_shapes, finish, forward, head_input,
+                      times_rows_transposed, vocabulary_logits)
 from .tokenize import Encoded, Tokenizer
 from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder, Trace
 
@@ -222,6 +223,12 @@ class Model:
             with _quiet_floats():
                 return vocabulary_logits(params, config, source[rows])
 
+        def product(x: np.ndarray) -> np.ndarray:      # the table alone: linear in x, no bias
+            with _quiet_floats():
+                return times_rows_transposed(head_input(config, x), params,
+                                             "wte" if config.tied_head else "lm_head.w")
+
+        logits_of.inputs, logits_of.product = source, product   # for Trace.logits_change_at
         return logits_of
 
     # -- generation ----------------------------------------------------------------------

@@ -266,6 +266,18 @@ class Trace:
             return cached[i] if cached is not None else self._logits_of(slice(i, i + 1))[0]
         return cached[rows] if cached is not None else self._logits_of(rows)
 
+    def logits_change_at(self, other: "Trace", rows) -> np.ndarray:
+        """[k, n_vocab]: other's logits minus this trace's at `rows` (a slice), by one product:
+        the vocabulary product is linear in the head's input, so the change is the change of
+        that input times the table. Both traces must come from the same model (an intervened
+        trace and its clean one)."""
+        if self._logits_of is None or other._logits_of is None:
+            raise KeyError("the model has no output head, so the traces have no logits")
+        if other.config is not self.config:
+            raise ValueError("the traces were made by different models")
+        mine, theirs = self._logits_of.inputs, other._logits_of.inputs
+        return self._logits_of.product(np.subtract(theirs[rows], mine[rows]))
+
     @property
     def mask(self) -> Optional[np.ndarray]:
         """[n_seq, n_seq] bool, True where attention is blocked (causal models), else None."""
