@@ -19,7 +19,7 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import QElapsedTimer, QSettings, QTimer  # noqa: E402
+from PySide6.QtCore import QSettings  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 
 from transformer_stepper.core import stages  # noqa: E402
@@ -196,20 +196,8 @@ def bench_long_text_stall(app, window) -> None:
         session.set_text(session.text[:20], immediate=True)
         wait_for(app, lambda: session.trace.text == session.text and not session.busy)
         settle(app, window)
-        gaps: list[float] = []
-        clock = QElapsedTimer()
-        clock.start()
-        last = [clock.nsecsElapsed()]
-
-        def tick() -> None:
-            now = clock.nsecsElapsed()
-            gaps.append((now - last[0]) / 1e9)
-            last[0] = now
-
-        timer = QTimer()
-        timer.setInterval(2)
-        timer.timeout.connect(tick)
-        timer.start()
+        meter = StallMeter()
+        meter.start()
         updated = []
         window.current_view().updated.connect(lambda: updated.append(1))
         start = time.perf_counter()
@@ -217,10 +205,9 @@ def bench_long_text_stall(app, window) -> None:
         wait_for(app, lambda: bool(updated) and session.trace.text == text, timeout_s=120)
         window.repaint()
         app.processEvents()
-        tick()
-        timer.stop()
+        stall = meter.stop()
         window.current_view().updated.disconnect()
-        rows.append((max(gaps), key, time.perf_counter() - start, session.compute_seconds))
+        rows.append((stall, key, time.perf_counter() - start, session.compute_seconds))
     print(f"512-token text ({session.trace.n_seq} tokens), longest event-loop stall while it is "
           "traced and drawn:")
     for stall, key, total, compute in sorted(rows, reverse=True):

@@ -327,7 +327,7 @@ def output_direction(params, config: ModelConfig, token_id: int) -> np.ndarray:
     """[d_model]: the vector whose dot product with the head's input is token_id's logit (a
     row of wte or lm_head.w; zero over a tied concat model's position part, which the head
     does not read)."""
-    row = rows(params, "wte" if config.tied_head else "lm_head.w", np.array([token_id]))[0]
+    row = rows(params, head_table(config), np.array([token_id]))[0]
     if row.shape[-1] == config.d_model:
         return row
     return np.concatenate([row, np.zeros(config.d_model - row.shape[-1], dtype=row.dtype)])
@@ -345,10 +345,21 @@ def head_hidden(params, config: ModelConfig, h, record) -> np.ndarray:
     return h
 
 
+def head_table(config: ModelConfig) -> str:
+    """The parameter the output head multiplies by: wte (tied) or the model's own lm_head.w."""
+    return "wte" if config.tied_head else "lm_head.w"
+
+
+def head_product(params, config: ModelConfig, h) -> np.ndarray:
+    # [n, d_model] -> [n, n_vocab]: h times the head's table, no bias (linear in h). Concat
+    # models with a tied head read only the token part (see head_input)
+    return times_rows_transposed(head_input(config, h), params, head_table(config))
+
+
 def vocabulary_logits(params, config: ModelConfig, h) -> np.ndarray:
     # [n, d_model] (head_hidden's output) -> [n, n_vocab]: the decoder tied to wte, or the
-    # model's own head. Concat models with a tied head read only the token part (see head_input)
-    logits = times_rows_transposed(head_input(config, h), params, "wte" if config.tied_head else "lm_head.w")
+    # model's own head, plus the MLM head's bias
+    logits = head_product(params, config, h)
     if config.lm_head_transform and "head.bias" in params:
         logits += params["head.bias"]
     return logits

@@ -10,8 +10,8 @@ from . import interventions as interventions_lib
 from .config import ModelConfig
 from .errors import ModelError
 from .params import ParamStore
-from .forward import (KVCache, block, context, expected_shapes, finish, forward, head_input,
-                      times_rows_transposed, vocabulary_logits)
+from .forward import (KVCache, block, context, expected_shapes, finish, forward, head_product,
+                      vocabulary_logits)
 from .tokenize import Encoded, Tokenizer
 from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder, Trace
 
@@ -210,26 +210,12 @@ class Model:
 
         return compute_layer
 
-    def _logit_computer(self, arrays, residual) -> Optional[Callable[[object], np.ndarray]]:
+    def _logit_computer(self, arrays, residual) -> Optional["LogitHead"]:
         # the head's input as the pass left it; the vocabulary product for the rows asked
         if not self.config.lm_head:
             return None
-        params, config = self.params, self.config
         source = arrays.get("head_transform", arrays.get("final_ln_out"))
-        if source is None:
-            source = residual["layer_out"][-1]
-
-        def logits_of(rows) -> np.ndarray:
-            with _quiet_floats():
-                return vocabulary_logits(params, config, source[rows])
-
-        def product(x: np.ndarray) -> np.ndarray:      # the table alone: linear in x, no bias
-            with _quiet_floats():
-                return times_rows_transposed(head_input(config, x), params,
-                                             "wte" if config.tied_head else "lm_head.w")
-
-        logits_of.inputs, logits_of.product = source, product   # for Trace.logits_change_at
-        return logits_of
+        return LogitHead(self.params, self.config, residual["layer_out"][-1] if source is None else source)
 
     # -- generation ----------------------------------------------------------------------
     @property
@@ -316,6 +302,23 @@ class Model:
                      attention_mask=ctx.mask, detail_budget=trace.cache.budget, kv_cache=cache,
                      generated=trace.generated[:n_seq].copy(), computed_rows=0,
                      interventions=trace.interventions, logits_of=self._logit_computer(arrays, residual))
+
+
+class LogitHead:
+    """A trace's output head: `inputs` [n_seq, d_model] (what the vocabulary product reads, as
+    the pass left it); called with rows -> their logits; `product(x)` -> x times the head's
+    table without the bias (the head is linear in its input: Trace.logits_change_at)."""
+
+    def __init__(self, params, config: ModelConfig, inputs: np.ndarray) -> None:
+        self.params, self.config, self.inputs = params, config, inputs
+
+    def __call__(self, rows) -> np.ndarray:
+        with _quiet_floats():
+            return vocabulary_logits(self.params, self.config, self.inputs[rows])
+
+    def product(self, x: np.ndarray) -> np.ndarray:
+        with _quiet_floats():
+            return head_product(self.params, self.config, x)
 
 
 def _frozen_copy(value: np.ndarray) -> np.ndarray:

@@ -7,7 +7,7 @@ import numpy as np
 
 from . import interventions as interventions_lib
 from . import ops
-from .forward import output_direction, rows
+from .forward import head_table, output_direction, rows
 from .labels import ACTIVATION_SHORT, NORM_LABELS
 from .provenance_terms import Explanation, Names, Step, Term, _layer, _num, _terms, linear
 
@@ -262,7 +262,7 @@ def explain_logit(model, trace, name: str, index: tuple) -> Explanation:
     else:
         last = config.n_layer - 1
         source, expr = trace.residual["layer_out"][last][i], f"trace.layer('layer_out', {last})[{i}]"
-    table = "wte" if config.tied_head else "lm_head.w"
+    table = head_table(config)
     row = output_direction(model.params, config, t)   # zero over a tied concat model's position part
     bias = float(model.params["head.bias"][t]) if config.lm_head_transform and "head.bias" in model.params else None
     python = (f"h = {expr}      # the final hidden state\n"

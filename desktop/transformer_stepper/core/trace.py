@@ -138,7 +138,7 @@ class Trace:
                  recorded_details: Optional[dict[int, LayerDetail]] = None,
                  kv_cache=None, generated: Optional[np.ndarray] = None,
                  computed_rows: Optional[int] = None, interventions: tuple = (),
-                 logits_of: Optional[Callable[[object], np.ndarray]] = None) -> None:
+                 logits_of=None) -> None:
         self.config = config
         self.text = text
         self.tokens = tokens                 # the tokenizer's pieces, special tokens included
@@ -156,7 +156,8 @@ class Trace:
         # how many positions the pass that made this trace computed (the rest came from the cache)
         self.computed_rows = len(input_ids) if computed_rows is None else computed_rows
         self.cache = LayerCache(self._frozen(compute_layer), detail_budget)
-        # positions -> their logits [k, n_vocab] (None: the model has no output head)
+        # the output head (core.model.LogitHead): rows -> their logits [k, n_vocab], and its
+        # inputs and table for logits_change_at; None: the model has no output head
         self._logits_of = logits_of
         self._stacked: dict[str, np.ndarray] = {}
         self._layer_names: Optional[tuple[str, ...]] = None
