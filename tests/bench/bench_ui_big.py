@@ -68,8 +68,20 @@ def main() -> int:
                 window.repaint()
                 totals.append(time.perf_counter() - begin)
                 view.updated.disconnect()
-            print(f"keystroke -> plots updated, {key:<14} {1000 * statistics.median(totals):8.0f} ms "
-                  f"(forward pass {1000 * session.compute_seconds:.0f} ms)")
+            print(f"keystroke at the end -> plots updated, {key:<14} "
+                  f"{1000 * statistics.median(totals):8.0f} ms (pass {1000 * session.compute_seconds:.0f} ms, "
+                  f"{session.trace.computed_rows} positions computed)")
+        # typing at the beginning: a decoder shares no position with the old text (full pass)
+        updated = []
+        view.updated.connect(lambda: updated.append(time.perf_counter()))
+        begin = time.perf_counter()
+        session.set_text("A " + session.text, immediate=True)
+        wait_for(app, lambda: bool(updated) and session.trace.text == session.text and not session.busy, 600)
+        window.repaint()
+        view.updated.disconnect()
+        print(f"keystroke at the start -> plots updated, {key:<14} "
+              f"{1000 * (time.perf_counter() - begin):8.0f} ms (pass {1000 * session.compute_seconds:.0f} ms, "
+              f"{session.trace.computed_rows} positions computed)")
         with peak_rss_anon() as peak:
             for stage in session.available_stages():
                 session.set_stage(stage.key)
@@ -81,9 +93,11 @@ def main() -> int:
         session.set_stage("tokenize")    # a view that computes nothing more (the lens would)
         wait_for(app, window.current_view().is_current, 600)
         workers = []
-        for _ in range(3):       # the same text again in the worker, the window idle
-            session.set_text(session.text + " x", immediate=True)
+        base = session.text
+        for i in range(4):       # whole passes in the worker (the first token changes), the window idle
+            session.set_text(("x " if i % 2 == 0 else "") + base, immediate=True)
             wait_for(app, lambda: session.trace.text == session.text and not session.busy, 600)
+            assert session.trace.computed_rows == session.trace.n_seq
             workers.append(session.compute_seconds)
         text = session.text
         alone = []

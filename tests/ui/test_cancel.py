@@ -37,7 +37,7 @@ def test_a_cancelled_task_ends_with_cancelled_not_finished(qtbot):
         def gated(done, total):
             release.wait(10)
             progress(done, total)
-        return compute_trace(model, text, layer, gated)
+        return compute_trace(model, text, layer, progress=gated)
 
     task = Task(7, slow, model, "the bank", 0, reports=True)
     pool.start(task, lambda i, r: ended["finished"].append(i), lambda *a: None,
@@ -63,13 +63,13 @@ def test_a_new_text_cancels_the_pass_running_for_the_old_one(qtbot, open_session
     release = threading.Event()
     passes = []
 
-    def gated_compute(model, text, layer, progress):
+    def gated_compute(model, text, layer, previous, progress):
         def gate(done, total):
             if text == first_text:
                 release.wait(10)         # the old pass is still running when the user types
             progress(done, total)
         passes.append(text)
-        return compute_trace(model, text, layer, gate)
+        return compute_trace(model, text, layer, previous, progress=gate)
 
     monkeypatch.setattr(session_module, "compute_trace", gated_compute)
     shown = []
@@ -83,3 +83,18 @@ def test_a_new_text_cancels_the_pass_running_for_the_old_one(qtbot, open_session
     assert len(cancelled) == 1
     assert passes == [first_text, latest] and shown == [latest]
     np.testing.assert_array_equal(session.trace.input_ids, session.model.trace(latest).input_ids)
+
+
+def test_typing_on_at_the_end_computes_only_the_new_tokens(qtbot, open_session):
+    """A decoder's next trace starts from the one on screen: the new text's tokens after the
+    last shared one are computed, and the trace equals a fresh one of the new text."""
+    session = open_session("gpt2")
+    before = session.trace
+    text = session.text + " bank"
+    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+        session.set_text(text, immediate=True)
+    trace = session.trace
+    assert trace.text == text and trace.computed_rows == trace.n_seq - before.n_seq >= 1
+    assert session.layer_ready(), "the layer on screen came with the trace"
+    fresh = session.model.trace(text)
+    np.testing.assert_allclose(trace.hidden_states, fresh.hidden_states, atol=1e-5)

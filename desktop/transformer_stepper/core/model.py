@@ -244,20 +244,7 @@ class Model:
         if new_ids.min() < 0 or new_ids.max() >= self.config.n_vocab:
             bad = int(new_ids[(new_ids < 0) | (new_ids >= self.config.n_vocab)][0])
             raise ModelError(f"token id {bad} is outside the model's vocabulary of {self.config.n_vocab}")
-        types = np.zeros(n_new, dtype=np.int64)
-        recorder = Recorder(per_layer=RESIDUAL_NAMES)
-        cache = trace.kv_cache.copy()
-        with _quiet_floats():
-            step_ctx = context(self.config, start + n_new, recorder, start)
-            forward(self.params, self.config, new_ids, types, recorder, ctx=step_ctx, cache=cache,
-                    logits=False)
-            full_ctx = context(self.config, start + n_new)
-        new_arrays, new_residual = recorder.finish()
-        new_arrays["token_type_ids"] = types
-        arrays = {name: _joined(value, new_arrays[name]) for name, value in trace.arrays.items()
-                  if name in new_arrays}
-        residual = {name: tuple(_joined(old, new) for old, new in zip(trace.residual[name], new_residual[name]))
-                    for name in trace.residual}
+        arrays, residual, cache, full_ctx = self._grown(trace, new_ids, np.zeros(n_new, dtype=np.int64))
         pieces = self.tokenizer.continuation(trace.input_ids, new_ids)
         offsets, text = [], trace.text
         for piece in pieces:
@@ -274,6 +261,76 @@ class Model:
                      generated=np.concatenate([trace.generated, np.ones(n_new, bool)]),
                      computed_rows=n_new, logits_of=self._logit_computer(arrays, residual))
 
+    def _grown(self, trace: Trace, new_ids: np.ndarray, types: np.ndarray,
+               after_layer: Optional[Callable[[int], None]] = None):
+        """trace's arrays, residual stream and KV cache with the rows of `new_ids` appended,
+        only those computed; -> (arrays, residual, cache, the whole sequence's context)."""
+        start, n_new = trace.n_seq, len(new_ids)
+        recorder = Recorder(per_layer=RESIDUAL_NAMES)
+        cache = trace.kv_cache.copy()
+        with _quiet_floats():
+            step_ctx = context(self.config, start + n_new, recorder, start)
+            forward(self.params, self.config, new_ids, types, recorder, ctx=step_ctx, cache=cache,
+                    logits=False, after_layer=after_layer)
+            full_ctx = context(self.config, start + n_new)
+        new_arrays, new_residual = recorder.finish()
+        new_arrays["token_type_ids"] = types.copy()
+        arrays = {name: _joined(value, new_arrays[name]) for name, value in trace.arrays.items()
+                  if name in new_arrays}
+        residual = {name: tuple(_joined(old, new) for old, new in zip(trace.residual[name], new_residual[name]))
+                    for name in trace.residual}
+        return arrays, residual, cache, full_ctx
+
+    def shared_rows(self, previous: Optional[Trace], encoded: Encoded) -> int:
+        """How many leading positions of `encoded` a trace of it can take from `previous`: in a
+        causal model a position's every array depends on it and the positions before it alone,
+        so where two token sequences begin alike, so do their traces. 0 for an encoder, another
+        model's or an intervened trace, or no shared first token."""
+        if (previous is None or previous.config is not self.config or previous.kv_cache is None
+                or previous.interventions or not self.can_generate):
+            return 0
+        ids = np.asarray(encoded.input_ids, dtype=np.int64)
+        types = np.asarray(encoded.token_type_ids, dtype=np.int64)
+        n = min(len(ids), previous.n_seq)
+        same = (previous.input_ids[:n] == ids[:n]) & (previous.arrays["token_type_ids"][:n] == types[:n])
+        return n if same.all() else int(np.argmin(same))
+
+    def retrace(self, previous: Trace, encoded: Encoded, text: str = "",
+                detail_layers: tuple[int, ...] = (),
+                after_layer: Optional[Callable[[int], None]] = None) -> Trace:
+        """The trace of `encoded` (an edited text) from `previous`, a trace of this model: the
+        positions both begin with (shared_rows) are previous's, cut; the rest run through the
+        layers with their keys and values cached, as a generation step does. Typing at the end
+        of a long text so computes the new tokens only, and deleting there computes nothing.
+        Equal to `trace_encoded(encoded)` to float rounding (the shared rows were summed in a
+        pass over another length); with no shared row it is that pass. `detail_layers` are
+        computed before it returns."""
+        ids, types = self._checked_ids(encoded)
+        shared = self.shared_rows(previous, encoded)
+        if not shared:
+            return self.trace_encoded(encoded, text, previous.cache.budget if previous else DEFAULT_DETAIL_BUDGET,
+                                      detail_layers, after_layer=after_layer)
+        base = previous if shared == previous.n_seq else self.truncate(previous, shared)
+        details = {}
+        if shared < len(ids):
+            arrays, residual, cache, ctx = self._grown(base, ids[shared:], types[shared:], after_layer)
+        else:
+            arrays, residual, cache = base.arrays, base.residual, base.kv_cache
+            ctx = context(self.config, shared)
+            if base is previous:             # the same tokens: the same layers, detail too
+                details = {layer: previous.detail(layer) for layer in previous.cache.layers()}
+        trace = Trace(config=self.config, text=text, tokens=encoded.tokens, input_ids=ids.copy(),
+                      offsets=np.asarray(encoded.offsets, dtype=np.int64).copy(),
+                      special_tokens_mask=np.asarray(encoded.special_tokens_mask, bool).copy(),
+                      arrays=arrays, residual=residual,
+                      compute_layer=self._layer_computer(residual["layer_in"], ctx),
+                      attention_mask=ctx.mask, truncated=encoded.truncated,
+                      detail_budget=previous.cache.budget, recorded_details=details, kv_cache=cache,
+                      computed_rows=len(ids) - shared, logits_of=self._logit_computer(arrays, residual))
+        for layer in detail_layers:
+            if 0 <= layer < self.config.n_layer:
+                trace.prepare(layer)
+        return trace
 
     def truncate(self, trace: Trace, n_seq: int) -> Trace:
         """The trace of trace's first n_seq tokens: undoing generation. In a causal model no row

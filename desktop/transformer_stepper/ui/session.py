@@ -154,7 +154,7 @@ class Session(ViewState):
         self._emit_busy()
         self._compute_text = self._text
         self._compute_task = Task(self._requests, compute_trace, self._model, self._text, self._layer,
-                                  reports=True)
+                                  self._trace, reports=True)
         self.workers.start(self._compute_task, self._on_computed, self._on_compute_failed,
                            self._on_compute_progress, lambda _: self._compute_done())
 

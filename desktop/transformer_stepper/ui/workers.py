@@ -112,21 +112,26 @@ def load_and_trace(path: Optional[str], text: str, layer: int = 0) -> LoadResult
     return LoadResult(path, text, model, trace, None, time.perf_counter() - start)
 
 
-def compute_trace(model: Model, text: str, layer: int = 0,
+def compute_trace(model: Model, text: str, layer: int = 0, previous: Optional[Trace] = None,
                   progress: Optional[Callable[[int, int], None]] = None) -> ComputeResult:
     """The pass records the layer on screen, so the first view needs no second computation;
-    it reports each layer done (and stops there when the task is cancelled)."""
+    it reports each layer done (and stops there when the task is cancelled). A causal model
+    starts from `previous` (the trace on screen): the tokens it shares with the edited text
+    are taken from it, only the rest computed (Model.retrace)."""
     start = time.perf_counter()
     n_layer = model.config.n_layer
     after_layer = None if progress is None else (lambda i: progress(i + 1, n_layer))
     encoded = model.encode(text)
+    detail = (min(layer, n_layer - 1),)
     # the app runs OpenBLAS on one thread (runtime.py); a long text's pass has matrices big
     # enough to pay for every core (GPT-2-small-shaped, 1,000 tokens: 2.2-2.6 -> 1.8-2.2 s;
     # under LONG_TEXT the extra thread only costs: tests/bench/bench_ui_big.py, bench_ui.py)
     threads = os.cpu_count() if len(encoded.input_ids) >= LONG_TEXT else None
     with blas_threads(threads):
-        trace = model.trace_encoded(encoded, text, detail_layers=(min(layer, n_layer - 1),),
-                                    after_layer=after_layer)
+        if model.shared_rows(previous, encoded):
+            trace = model.retrace(previous, encoded, text, detail_layers=detail, after_layer=after_layer)
+        else:
+            trace = model.trace_encoded(encoded, text, detail_layers=detail, after_layer=after_layer)
     return ComputeResult(model, text, trace, time.perf_counter() - start)
 
 

@@ -329,9 +329,10 @@ class StageView(QWidget):
             new = (f"position {reused}" if trace.computed_rows == 1
                    else f"positions {reused}–{trace.n_seq - 1}")
             self.cache_note.setText(
-                f"KV cache: the last generation step computed only {new}. The keys and values of "
-                f"positions 0–{reused - 1} ({reused} of {trace.n_seq}) were computed at earlier "
-                f"steps and reused unchanged; the new query's row reads all {trace.n_seq}.")
+                f"KV cache: the last pass (a generation step, or text typed after an unchanged "
+                f"beginning) computed only {new}. The keys and values of positions 0–{reused - 1} "
+                f"({reused} of {trace.n_seq}) came from earlier passes, unchanged; each new "
+                f"query's row reads all {trace.n_seq}.")
 
     def explanation_values(self) -> tuple[dict, dict]:
         """(values, flags) for the stage's explanation template."""
