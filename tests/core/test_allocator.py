@@ -1,5 +1,6 @@
 import sys
 
+import numpy as np
 import pytest
 
 from transformer_stepper.core import allocator
@@ -21,3 +22,17 @@ def test_loading_a_model_changes_nothing_process_wide_and_the_entry_points_tune(
     assert calls == [], "a library call must not tune the process"
     assert main(["--version"]) == 0
     assert calls == [1], "the command line tunes the process once"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
+def test_returning_freed_memory_gives_free_heap_pages_back():
+    from tests.bench.memory import rss_anon
+
+    allocator.keep_freed_memory()            # freed blocks now stay in the heap
+    blocks = [np.ones(1 << 20, np.float32) for _ in range(64)]   # 4 MiB each, resident, heap
+    kept = blocks[-1]                                  # a live block at the heap's top
+    del blocks
+    before = rss_anon()
+    assert allocator.return_freed_memory() is True
+    assert before - rss_anon() > 128 << 20, "the freed blocks' pages went back to the system"
+    assert kept.sum() == 1 << 20
