@@ -24,7 +24,7 @@ def visit_everything(qtbot, window):
             qtbot.waitUntil(lambda: window.current_view().is_current(), timeout=10_000)
 
 
-def test_at_most_two_traces_are_alive_after_visiting_every_stage(qtbot, loaded_window):
+def test_only_the_shown_trace_is_alive_after_visiting_every_stage(qtbot, loaded_window):
     window = loaded_window("llama")
     session = window.session
     for text in ("the bank of the river", "the money in the bank", "a river"):
@@ -32,7 +32,13 @@ def test_at_most_two_traces_are_alive_after_visiting_every_stage(qtbot, loaded_w
             session.set_text(text, immediate=True)
         visit_everything(qtbot, window)
     assert session.workers.wait(10_000)
-    assert live_traces(session.model) <= 2
+    qtbot.wait(50)                  # the workers' last results delivered
+    assert live_traces(session.model) == 1, "nothing keeps a replaced trace"
+    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+        session.set_text("the bank", immediate=True)   # the views built, none of them shown
+    assert session.workers.wait(10_000)
+    qtbot.wait(50)
+    assert live_traces(session.model) == 1, "a hidden view keeps no trace it drew"
 
 
 def test_layer_detail_is_never_computed_on_the_gui_thread(qtbot, loaded_window, monkeypatch):
@@ -63,3 +69,22 @@ def test_status_bar_shows_trace_and_process_memory(qtbot, loaded_window):
     text = window.memory_label.text()
     assert text.startswith("trace ") and "MiB" in text
     assert window.session.trace_memory() == window.session.trace.nbytes() > 0
+
+
+def test_with_a_big_trace_freed_memory_goes_back_once_the_workers_are_idle(qtbot, open_session,
+                                                                          monkeypatch):
+    from transformer_stepper.ui import session as session_module
+
+    trims = []
+    monkeypatch.setattr(session_module, "return_freed_memory", lambda: trims.append(1))
+    session = open_session("gpt2")
+    assert session.workers.wait(10_000)
+    qtbot.wait(3 * session_module.RETURN_MEMORY_AFTER_MS)
+    assert trims == [], "a small trace's freed heap stays for the next trace"
+    monkeypatch.setattr(session_module, "RETURN_MEMORY_FROM", 1)      # every trace is big now
+    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+        session.set_text("the money in the bank", immediate=True)
+    qtbot.waitUntil(lambda: trims == [1], timeout=5_000)
+    assert session.workers.idle
+    qtbot.wait(3 * session_module.RETURN_MEMORY_AFTER_MS)
+    assert trims == [1], "once per idle turn of the workers"

@@ -25,10 +25,12 @@ from .workers import (ComputeResult, InterventionResult, LoadResult, Task, Worke
 # every word is in the built-in model's vocabulary; its pronoun head links "she" to "queen"
 DEFAULT_TEXT = "The queen rode to the bank of the river and she was tired"
 TEXT_DEBOUNCE_MS = 40
-# a replaced trace this big gives its freed heap back to the system (core/allocator.py): the
-# process otherwise keeps every big trace's pages (3x one trace's memory on GPT-2-small-shaped
-# at 1,000 tokens, 1.4x with this); a smaller one's stay for the next trace to reuse
+# with a trace this big on screen, the freed heap goes back to the system once the workers
+# are idle (core/allocator.py): the process otherwise keeps the pages of every pass, layer and
+# view computation over it (GPT-2-small-shaped, 1,000 tokens: peak after visiting every stage
+# 2.7x -> 1.6x the trace; the trim takes 1-10 ms); a smaller trace's stay for the next to reuse
 RETURN_MEMORY_FROM = 128 << 20
+RETURN_MEMORY_AFTER_MS = 150
 
 
 class Session(ViewState):
@@ -44,7 +46,11 @@ class Session(ViewState):
 
     def __init__(self, parent: Optional[QObject] = None, debounce_ms: int = TEXT_DEBOUNCE_MS) -> None:
         super().__init__(parent=parent)
-        self.workers = WorkerPool()
+        self.workers = WorkerPool(on_idle=self._workers_idle)
+        self._return_memory = QTimer(self)
+        self._return_memory.setSingleShot(True)
+        self._return_memory.setInterval(RETURN_MEMORY_AFTER_MS)
+        self._return_memory.timeout.connect(self._return_freed_memory)
         self._model_path: Optional[str] = None
         self._text = DEFAULT_TEXT
         self.compute_seconds = 0.0
@@ -205,10 +211,7 @@ class Session(ViewState):
         self.textChanged.emit(trace.text)
 
     def _accept_trace(self, trace: Trace, seconds: float) -> None:
-        replaced = 0 if self._trace is None else self._trace.nbytes()
         self._take_trace(trace)          # the previous trace is released here (views keep none)
-        if replaced >= RETURN_MEMORY_FROM:
-            QTimer.singleShot(0, return_freed_memory)
         self._intervention = None        # it compared the previous trace
         self._preparing.clear()
         self.compute_seconds = seconds
@@ -345,6 +348,15 @@ class Session(ViewState):
     def _on_intervention_failed(self, request_id: int, message: str, user_error: bool) -> None:
         if request_id == self._latest_intervention:
             self.interventionFailed.emit(message)
+
+    # -- memory -------------------------------------------------------------------------
+    def _workers_idle(self) -> None:
+        if self.trace_memory() >= RETURN_MEMORY_FROM:
+            self._return_memory.start()
+
+    def _return_freed_memory(self) -> None:
+        if self.workers.idle:            # not while a worker's arrays are being made
+            return_freed_memory()
 
     # -- shutdown ----------------------------------------------------------------------
     def shutdown(self, msecs: int = -1) -> bool:

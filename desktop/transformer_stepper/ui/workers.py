@@ -161,10 +161,12 @@ class WorkerPool:
     """A private QThreadPool (so tests and shutdown can wait for exactly our work) that keeps
     each running Task alive until its result has been delivered."""
 
-    def __init__(self, max_threads: int = 2) -> None:
+    def __init__(self, max_threads: int = 2, on_idle: Optional[Callable[[], None]] = None) -> None:
+        """`on_idle()` is called (on the GUI thread) each time the last running task ends."""
         self.pool = QThreadPool()
         self.pool.setMaxThreadCount(max_threads)
         self._running: set[Task] = set()
+        self._on_idle = on_idle
 
     def start(self, task: Task, on_finished: Callable[[int, object], None],
               on_failed: Callable[[int, str, bool], None],
@@ -178,8 +180,18 @@ class WorkerPool:
         if on_cancelled is not None:
             task.signals.cancelled.connect(on_cancelled)
         for ended in (task.signals.finished, task.signals.failed, task.signals.cancelled):
-            ended.connect(lambda *_: self._running.discard(task))
+            ended.connect(lambda *_: self._ended(task))
         self.pool.start(task)
+
+    def _ended(self, task: Task) -> None:
+        if task in self._running:
+            self._running.discard(task)
+            if not self._running and self._on_idle is not None:
+                self._on_idle()
+
+    @property
+    def idle(self) -> bool:
+        return not self._running
 
     def wait(self, msecs: int = -1) -> bool:
         return self.pool.waitForDone(msecs)

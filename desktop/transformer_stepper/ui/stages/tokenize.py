@@ -1,7 +1,7 @@
 """1. Tokenize: text -> pieces, ids, special tokens, character offsets."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 import pyqtgraph as pg
@@ -65,6 +65,14 @@ class TokenSpans(Figure):
         return nearest_index(y, len(self.rows))
 
 
+class TokenRows(NamedTuple):
+    text: str
+    pieces: tuple[str, ...]
+    ids: np.ndarray
+    offsets: np.ndarray
+    special: np.ndarray
+
+
 class TokenTable(QAbstractTableModel):
     """piece, id, special, start, end, text per token: computed when a row is drawn, so a
     512-token text costs nothing until it is scrolled to."""
@@ -73,15 +81,18 @@ class TokenTable(QAbstractTableModel):
 
     def __init__(self) -> None:
         super().__init__()
-        self.trace: Optional[Trace] = None
+        self.tokens: Optional[TokenRows] = None
 
     def set_trace(self, trace: Trace) -> None:
+        # the trace's token rows, not the trace: a table kept for a hidden view must not keep
+        # a replaced trace's arrays alive
         self.beginResetModel()
-        self.trace = trace
+        self.tokens = TokenRows(trace.text, trace.tokens, trace.input_ids, trace.offsets,
+                                trace.special_tokens_mask)
         self.endResetModel()
 
     def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if self.trace is None or parent.isValid() else self.trace.n_seq
+        return 0 if self.tokens is None or parent.isValid() else len(self.tokens.pieces)
 
     def columnCount(self, parent=QModelIndex()) -> int:
         return len(self.COLUMNS)
@@ -92,14 +103,14 @@ class TokenTable(QAbstractTableModel):
         return self.COLUMNS[section] if orientation == Qt.Orientation.Horizontal else str(section)
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        if role != Qt.ItemDataRole.DisplayRole or self.trace is None:
+        if role != Qt.ItemDataRole.DisplayRole or self.tokens is None:
             return None
-        trace, i = self.trace, index.row()
-        special = bool(trace.special_tokens_mask[i])
-        start, end = (int(v) for v in trace.offsets[i])
-        return (trace.tokens[i], str(int(trace.input_ids[i])), "yes" if special else "",
+        rows, i = self.tokens, index.row()
+        special = bool(rows.special[i])
+        start, end = (int(v) for v in rows.offsets[i])
+        return (rows.pieces[i], str(int(rows.ids[i])), "yes" if special else "",
                 "" if special else str(start), "" if special else str(end),
-                "" if special else trace.text[start:end])[index.column()]
+                "" if special else rows.text[start:end])[index.column()]
 
 
 class TokenizeView(StageView):
