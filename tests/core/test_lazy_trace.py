@@ -152,3 +152,34 @@ def test_the_change_of_the_logits_is_one_product_of_the_change_of_the_head_input
     assert np.abs(change).max() > 1e-3                     # the swap did change them
     with pytest.raises(ValueError, match="different models"):
         clean.logits_change_at(make_model("llama").trace("the bank"), slice(0, 2))
+
+
+def test_a_layer_under_way_blocks_neither_readiness_nor_other_layers_and_is_computed_once():
+    import threading
+
+    from transformer_stepper.core.trace import LayerCache
+
+    started, release = threading.Event(), threading.Event()
+    calls = []
+
+    def compute(layer):
+        calls.append(layer)
+        if layer == 0:
+            started.set()
+            assert release.wait(10)
+        return {"x": np.full(4, layer, np.float32)}
+
+    cache = LayerCache(compute, budget=1 << 20)
+    results = []
+    workers = [threading.Thread(target=lambda: results.append(cache.get(0))) for _ in range(2)]
+    workers[0].start()
+    assert started.wait(10)
+    workers[1].start()                  # asks for the same layer while it is computed
+    assert cache.has(0) is False, "readiness is answered while layer 0 computes"
+    assert cache.get(1)["x"][0] == 1, "another layer is computed meanwhile"
+    release.set()
+    for worker in workers:
+        worker.join(10)
+    assert calls == [0, 1], "layer 0 computed once, the second asker waited for it"
+    assert len(results) == 2 and results[0] is results[1]
+    assert cache.has(0) and cache.computed == 2

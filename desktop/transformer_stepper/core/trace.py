@@ -75,12 +75,15 @@ def _detail_nbytes(detail: LayerDetail) -> int:
 class LayerCache:
     """Detailed layers by index, least recently used first, within a byte budget. The layer
     just computed is always kept, even when it alone exceeds the budget. Thread-safe: the app
-    prepares layers in a worker while the GUI thread reads them."""
+    prepares layers in a worker while the GUI thread reads them. A layer is computed outside
+    the lock (asking whether a layer is ready never waits for another one's computation), once:
+    a second thread asking for a layer under way waits for it."""
 
     def __init__(self, compute: Callable[[int], LayerDetail], budget: int) -> None:
         self._compute = compute
         self.budget = int(budget)
         self._layers: OrderedDict[int, LayerDetail] = OrderedDict()
+        self._under_way: dict[int, threading.Event] = {}
         self._lock = threading.RLock()
         self.computed = 0                 # how many layer details were computed (evictions show)
 
@@ -91,16 +94,28 @@ class LayerCache:
             self._evict(keep=layer)
 
     def get(self, layer: int) -> LayerDetail:
-        with self._lock:
-            detail = self._layers.get(layer)
-            if detail is not None:
-                self._layers.move_to_end(layer)
-                return detail
+        while True:
+            with self._lock:
+                detail = self._layers.get(layer)
+                if detail is not None:
+                    self._layers.move_to_end(layer)
+                    return detail
+                under_way = self._under_way.get(layer)
+                if under_way is None:
+                    done = self._under_way[layer] = threading.Event()
+                    break
+            under_way.wait()          # then it is cached (or it failed, or went: compute it here)
+        try:
             detail = self._compute(layer)
-            self.computed += 1
-            self._layers[layer] = detail
-            self._evict(keep=layer)
+            with self._lock:
+                self.computed += 1
+                self._layers[layer] = detail
+                self._evict(keep=layer)
             return detail
+        finally:
+            with self._lock:
+                del self._under_way[layer]
+            done.set()
 
     def has(self, layer: int) -> bool:
         with self._lock:
