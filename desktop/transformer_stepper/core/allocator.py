@@ -7,10 +7,9 @@ cores: 128 tokens 38 -> 22 ms, 512 tokens 200 -> 116 ms (tests/bench/bench_core.
 is that the process keeps its peak heap instead of returning it; freed memory is reused by the
 next trace. A no-op where the C library is not glibc.
 
-The heap so kept is the largest trace's working set, and it is reused only by a trace as big:
-where a trace is big (a long text on a wide model), `return_freed_memory()` hands the free
-pages back once it has been replaced (GPT-2-small-shaped, 1,000 tokens: peak after visiting
-every stage 3.0x -> 1.4x the trace; the trim took 2-9 ms)."""
+The heap so kept is the largest working set so far. Where traces are big (a long text on a
+wide model), `return_freed_memory()` hands its free pages back (malloc_trim, 1-10 ms); the
+window calls it when idle (ui/session.py RETURN_MEMORY_FROM)."""
 from __future__ import annotations
 
 import ctypes

@@ -26,11 +26,12 @@ from .workers import (ComputeResult, InterventionResult, LoadResult, Task, Worke
 DEFAULT_TEXT = "The queen rode to the bank of the river and she was tired"
 TEXT_DEBOUNCE_MS = 40
 # with a trace this big on screen, the freed heap goes back to the system once the workers
-# are idle (core/allocator.py): the process otherwise keeps the pages of every pass, layer and
-# view computation over it (GPT-2-small-shaped, 1,000 tokens: peak after visiting every stage
-# 2.7x -> 1.6x the trace; the trim takes 1-10 ms); a smaller trace's stay for the next to reuse
+# have been idle a second (core/allocator.py): the process otherwise keeps the pages of every
+# pass, layer and view computation over it. The price is paid by the next whole-text pass,
+# which faults its pages in again (GPT-2-small-shaped, 1,000 tokens: ~0.3 s of system time on
+# a 2.3 s pass; tests/bench/bench_ui_big.py); a smaller trace's heap stays for the next to reuse
 RETURN_MEMORY_FROM = 128 << 20
-RETURN_MEMORY_AFTER_MS = 150
+RETURN_MEMORY_AFTER_MS = 1000
 
 
 class Session(ViewState):
