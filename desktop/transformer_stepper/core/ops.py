@@ -13,6 +13,8 @@ _ERF_A = tuple(F32(a) for a in (0.254829592, -0.284496736, 1.421413741, -1.45315
 _SQRT_HALF = F32(np.sqrt(0.5))
 _SQRT_2_OVER_PI = F32(np.sqrt(2.0 / np.pi))
 _GELU_CUBIC = F32(0.044715)
+_HALF_ERF_A = tuple(a * F32(0.5) for a in _ERF_A)
+_GELU_BLOCK = 1 << 15            # elements: a block's five streams (128 KiB each) fit in L2
 
 
 def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
@@ -24,12 +26,15 @@ def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
 
 
 def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float):
-    # [n_seq, d], [d], [d] -> (normalized [n_seq, d] before the affine part, output [n_seq, d])
-    mean = x.mean(axis=-1, keepdims=True)
-    centred = x - mean
-    variance = np.mean(np.square(centred), axis=-1, keepdims=True)
-    normalized = centred * (1.0 / np.sqrt(variance + F32(eps)))
-    return normalized, normalized * g + b
+    # [n_seq, d], [d], [d] -> (normalized [n_seq, d] before the affine part, output [n_seq, d]);
+    # in place in two buffers (the same arithmetic as new arrays, so the same bits)
+    centred = x - x.mean(axis=-1, keepdims=True)
+    scratch = np.square(centred)
+    variance = scratch.mean(axis=-1, keepdims=True)
+    centred *= 1.0 / np.sqrt(variance + F32(eps))         # now the normalized part
+    out = np.multiply(centred, g, out=scratch)
+    out += b
+    return centred, out
 
 
 def rms_norm(x: np.ndarray, g: np.ndarray, eps: float):
@@ -62,8 +67,36 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 
 def gelu_erf(x: np.ndarray) -> np.ndarray:
-    # exact GELU, x * Phi(x) (BERT's "gelu")
-    return x * (F32(0.5) + F32(0.5) * erf(x * _SQRT_HALF))
+    # [...] -> [...]: exact GELU, x * Phi(x) (BERT's "gelu"), with erf(z) = sign(z) * (1 - q),
+    # q = poly(t) * exp(-z^2) (A&S 7.1.26, z = x / sqrt 2). For either sign of x that is
+    # x * Phi(x) = max(x, 0) - |x| * q / 2: no copysign (numpy's is scalar code), and the
+    # halving is folded into the coefficients (exact). ~20 passes, run block by block so they
+    # stay in cache (MiniLM [512, 1536], one core: 4.7 ms as whole-array passes, 2.4 ms).
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty_like(flat)
+    size = min(_GELU_BLOCK, flat.size)
+    z_block, t_block, q_block = (np.empty(size, out.dtype) for _ in range(3))
+    a1, a2, a3, a4, a5 = _HALF_ERF_A
+    for start in range(0, flat.size, _GELU_BLOCK):
+        x_part, o = flat[start:start + _GELU_BLOCK], out[start:start + _GELU_BLOCK]
+        z, t, q = z_block[:len(o)], t_block[:len(o)], q_block[:len(o)]
+        np.abs(x_part, out=o)                       # |x|
+        np.multiply(o, _SQRT_HALF, out=z)           # |z|
+        np.multiply(z, _ERF_P, out=t)
+        t += F32(1.0)
+        np.reciprocal(t, out=t)                     # t = 1 / (1 + p|z|)
+        np.multiply(t, a5, out=q)
+        for coefficient in (a4, a3, a2, a1):
+            q += coefficient
+            q *= t
+        np.square(z, out=z)
+        np.negative(z, out=z)
+        np.exp(z, out=z)
+        q *= z                                      # q / 2
+        q *= o                                      # |x| * q / 2
+        np.maximum(x_part, F32(0), out=o)
+        o -= q
+    return out.reshape(np.shape(x))
 
 
 def gelu_tanh(x: np.ndarray) -> np.ndarray:
