@@ -14,11 +14,21 @@ _SQRT_HALF = F32(np.sqrt(0.5))
 _SQRT_2_OVER_PI = F32(np.sqrt(2.0 / np.pi))
 _GELU_CUBIC = F32(0.044715)
 _HALF_ERF_A = tuple(a * F32(0.5) for a in _ERF_A)
+FEW_ROWS = 128                   # linear: below this many rows, the weight goes on the left
 _GELU_BLOCK = 1 << 15            # elements: a block's five streams (128 KiB each) fit in L2
 
 
 def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     # [..., d_in], [d_in, d_out], [d_out] -> [..., d_out]
+    if x.ndim == 2 and len(x) < FEW_ROWS:
+        # few rows: OpenBLAS multiplies faster with the weight on the left, y.T = w.T @ x.T
+        # (MiniLM, 16 rows, one thread: [384, 1536] 436 -> 256 us, [384, 384] 115 -> 67 us;
+        # the whole pass 11.7 -> 8.5 ms; no gain from 128 rows on). The product comes out
+        # transposed; adding the bias copies it back to rows.
+        y_t = (w.T @ x.T).T
+        if b is None:
+            return np.ascontiguousarray(y_t)
+        return np.add(y_t, b, out=np.empty(y_t.shape, dtype=y_t.dtype))
     y = x @ w
     if b is not None:
         y += b
