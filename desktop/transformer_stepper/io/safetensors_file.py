@@ -122,7 +122,10 @@ class SafetensorsFile:
                 if self.path.stat().st_size <= self._data_start:
                     self._map = np.zeros(0, dtype=np.uint8)
                 else:
-                    self._map = np.memmap(self.path, dtype=np.uint8, mode="r", offset=self._data_start)
+                    # a plain ndarray view of the mapping: numpy's memmap subclass runs Python
+                    # (__array_wrap__/__array_finalize__) on every product with a weight
+                    self._map = np.memmap(self.path, dtype=np.uint8, mode="r",
+                                          offset=self._data_start).view(np.ndarray)
             except (OSError, ValueError) as exc:
                 raise ModelError(f"{self.path}: cannot map the file ({exc})") from None
         return self._map
