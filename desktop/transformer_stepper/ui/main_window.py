@@ -79,6 +79,11 @@ class MainWindow(QMainWindow):
         self._idle_build.setInterval(IDLE_BUILD_MS)
         self._idle_build.timeout.connect(self._build_one_view)
         self._unfinished: list[StageView] = []  # built while idle, figures not yet finished
+        # a new trace or a redrawn view: the explanation's numbers follow in a turn of their own
+        self._explain_soon = QTimer(self)
+        self._explain_soon.setSingleShot(True)
+        self._explain_soon.setInterval(0)
+        self._explain_soon.timeout.connect(self._update_explanation)
         self._refresh_model_widgets()
         self._show_stage(self.session.stage_key)
         self.focus_stage()
@@ -386,7 +391,7 @@ class MainWindow(QMainWindow):
         truncated = f" (truncated to {trace.config.n_ctx})" if trace.truncated else ""
         self.tokens_label.setText(f"{trace.n_seq} tokens{truncated}")
         self.time_label.setText(f"forward pass {1000 * self.session.compute_seconds:.0f} ms")
-        self._update_explanation()
+        self._explain_soon.start()           # (the view draws the new trace itself, being shown)
 
     def _on_text_changed(self, text: str) -> None:
         if self.text_box.text() != text:
@@ -478,6 +483,11 @@ class MainWindow(QMainWindow):
         return (session.model is not None and not self._unfinished
                 and all(s.key in self.views for s in session.available_stages()))
 
+    def settled(self) -> bool:
+        """The shown stage is drawn for the current state, every figure of it painted, and the
+        explanation says its numbers (nothing left for a later turn)."""
+        return self.current_view().painted() and not self._explain_soon.isActive()
+
     def view(self, key: str) -> StageView:
         """The stage's view, created the first time it is needed."""
         if key not in self.views:
@@ -493,7 +503,7 @@ class MainWindow(QMainWindow):
 
     def _view_updated(self) -> None:
         if self.sender() is self.views.get(self.session.stage_key):
-            self._update_explanation()
+            self._explain_soon.start()
 
     def _update_stepping(self) -> None:
         session = self.session
@@ -509,6 +519,7 @@ class MainWindow(QMainWindow):
         self._update_explanation()
 
     def _update_explanation(self) -> None:
+        self._explain_soon.stop()
         key = self.session.stage_key
         view = self.views.get(key)
         stage = stages.stage(key)
@@ -543,6 +554,7 @@ class MainWindow(QMainWindow):
         # the idle builder restarts itself: stopped, or it builds views after they are closed
         self._idle_build.stop()
         self._prebuild.stop()
+        self._explain_soon.stop()
         self._unfinished.clear()
         self.save_settings()
         self.tabs.shutdown()
