@@ -63,3 +63,20 @@ def test_status_bar_shows_trace_and_process_memory(qtbot, loaded_window):
     text = window.memory_label.text()
     assert text.startswith("trace ") and "MiB" in text
     assert window.session.trace_memory() == window.session.trace.nbytes() > 0
+
+
+def test_the_next_layer_is_computed_once_the_text_rests_not_while_it_is_drawn(qtbot, loaded_window):
+    """A new trace brings the shown layer's detail; the next layer's follows once the text has
+    rested (NEXT_LAYER_DELAY_MS), so no worker competes with the window drawing the trace, and
+    a text still being typed costs no next layer per keystroke."""
+    window = loaded_window("gpt2")
+    session = window.session
+    assert session.layer == 0
+    for text in ("the money", "the money in", "the money in the bank"):     # typed on
+        with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+            session.set_text(text, immediate=True)
+        assert session.layer_ready(0) and not session.layer_ready(1)
+    with qtbot.waitSignal(session.layerReady, timeout=10_000) as ready:
+        pass                                                   # the text rests
+    assert ready.args == [1] and session.layer_ready(1)
+    assert session.trace.text == "the money in the bank"

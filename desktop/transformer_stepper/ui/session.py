@@ -24,6 +24,10 @@ from .workers import (ComputeResult, InterventionResult, LoadResult, Task, Worke
 # every word is in the built-in model's vocabulary; its pronoun head links "she" to "queen"
 DEFAULT_TEXT = "The queen rode to the bank of the river and she was tired"
 TEXT_DEBOUNCE_MS = 40
+# a new trace's next layer is computed once the text rests this long: not while the window
+# draws the trace (a worker beside the GUI thread makes its turns up to twice as long on two
+# cores), nor for every keystroke of a text still being typed
+NEXT_LAYER_DELAY_MS = 300
 
 
 class Session(ViewState):
@@ -60,6 +64,10 @@ class Session(ViewState):
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(debounce_ms)
         self._debounce.timeout.connect(self.compute_now)
+        self._prepare_next = QTimer(self)
+        self._prepare_next.setSingleShot(True)
+        self._prepare_next.setInterval(NEXT_LAYER_DELAY_MS)
+        self._prepare_next.timeout.connect(lambda: self.prepare_layer(self._layer + 1))
 
     def _new_generation(self) -> GenerationControl:
         return GenerationControl(self)   # generate / undo / the user's token (decoders)
@@ -209,7 +217,7 @@ class Session(ViewState):
     def _announce_trace(self) -> None:
         self.prepare_layer(self._layer)
         self.traceChanged.emit()
-        self.prepare_layer(self._layer + 1)          # the next layer, while the user reads
+        self._prepare_next.start()                  # the next layer, while the user reads
         if self._interventions:
             self._run_interventions()
             self.interventionsChanged.emit()
@@ -342,6 +350,7 @@ class Session(ViewState):
     def shutdown(self, msecs: int = -1) -> bool:
         """Drop every pending result and wait for the workers (teardown, window close)."""
         self._debounce.stop()
+        self._prepare_next.stop()
         self._latest_load = self._latest_compute = self._latest_intervention = -1
         self._compute_again = False
         return self.workers.wait(msecs)
