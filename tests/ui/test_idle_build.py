@@ -97,3 +97,56 @@ def test_a_closed_window_builds_no_more_views(qtbot, loaded_window):
     assert not set(keys) <= built, "every view was built before the window closed"
     qtbot.wait(40 * len(keys) * 3)
     assert set(window.views) == built
+
+
+def test_a_redrawn_view_paints_its_figures_one_per_event_loop_turn(qtbot, loaded_window):
+    """New data for the shown view: its figures take the new values at once, and repaint one
+    per event-loop turn (a timer fires between two figures' paints), once each, the
+    explanation after."""
+    from PySide6.QtCore import QEvent, QObject
+
+    window = loaded_window("gpt2")
+    session = window.session
+    session.set_stage("feed_forward")
+    view = window.current_view()
+    qtbot.waitUntil(window.settled, timeout=10_000)
+    figures = [figure for _, figure in view.figures() if figure.isVisible()]
+    assert len(figures) >= 4
+    turn = [0]
+    first_paint: dict[int, int] = {}            # figure -> the turn of its first paint
+    paints: list[int] = []
+
+    class PaintWatch(QObject):
+        def eventFilter(self, watched, event):
+            if event.type() == QEvent.Type.Paint:
+                first_paint.setdefault(id(watched), turn[0])
+                paints.append(id(watched))
+            return False
+
+    watch = PaintWatch()
+    for figure in figures:
+        figure.viewport().installEventFilter(watch)
+    ticker = QTimer()
+    ticker.setInterval(0)                         # once per turn of the event loop
+    ticker.timeout.connect(lambda: turn.__setitem__(0, turn[0] + 1))
+    ticker.start()
+    session.traceChanged.connect(first_paint.clear)        # paints from now on
+    session.traceChanged.connect(paints.clear)
+    try:
+        with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+            session.set_text("the money in the bank of the river", immediate=True)
+        assert view.is_current() and not view.painted() and not window.settled()
+        assert view.hidden.values.shape[0] == session.trace.n_seq      # the new values, drawn
+        assert not first_paint                    # ... and not painted in this turn
+        qtbot.waitUntil(window.settled, timeout=10_000)
+    finally:
+        ticker.stop()
+        session.traceChanged.disconnect(first_paint.clear)
+        session.traceChanged.disconnect(paints.clear)
+        for figure in figures:
+            figure.viewport().removeEventFilter(watch)
+    turns = [first_paint.get(id(figure.viewport())) for figure in figures]
+    assert None not in turns, "every figure repainted"
+    assert len(set(turns)) == len(figures), f"figures painted in the same turn: {turns}"
+    assert len(paints) == len(figures), "a figure painted twice (pyqtgraph's deferred range)"
+    assert "{" not in window.explanation.toPlainText() and str(session.trace.n_seq) in window.explanation.toPlainText()

@@ -342,19 +342,22 @@ class StageView(QWidget):
         self._paint_next.start()
 
     def _paint_one(self) -> None:
+        """Let the next held figure repaint; a turn after the last one, nothing is left."""
         while self._unpainted:
             figure = self._unpainted.pop(0)
             if not isValid(figure):
                 continue
+            # what pyqtgraph leaves for the paint (auto-range, the view's transform) done now:
+            # changed during the paint, it would ask for a second paint in the next turn
+            figure.scene().prepareForPaint()
             figure.setUpdatesEnabled(True)          # (repaints it; a hidden one costs nothing)
             if figure.isVisible():
-                break
-        if self._unpainted:
-            self._paint_next.start()
+                self._paint_next.start()
+                return
 
     def painted(self) -> bool:
         """Drawn for the current state, and every figure has had its turn to repaint."""
-        return self.is_current() and not self._unpainted
+        return self.is_current() and not self._unpainted and not self._paint_next.isActive()
 
     def _note_cache(self, trace: Trace) -> None:
         reused = trace.n_seq - trace.computed_rows
