@@ -336,7 +336,9 @@ class StageView(QWidget):
         if self.session.inline_work or not self.isVisible():
             return
         for _, figure in self._figures:
-            if figure.updatesEnabled():
+            # (not figure.updatesEnabled(): a stack switching to this view has every child's
+            # updates off for the moment; this figure's own stay off until its turn)
+            if not any(figure is held for held in self._unpainted):
                 figure.setUpdatesEnabled(False)
                 self._unpainted.append(figure)
         self._paint_next.start()
