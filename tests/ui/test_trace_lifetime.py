@@ -80,3 +80,27 @@ def test_the_next_layer_is_computed_once_the_text_rests_not_while_it_is_drawn(qt
         pass                                                   # the text rests
     assert ready.args == [1] and session.layer_ready(1)
     assert session.trace.text == "the money in the bank"
+
+
+def test_the_embedding_tables_summary_is_computed_in_a_worker(qtbot, loaded_window, monkeypatch):
+    """E's overview and row norms read the whole table (0.2 s for a 30,522-row one, mapped
+    from the weights file): once per model, off the GUI thread."""
+    from transformer_stepper.ui.stages import embedding
+
+    window = loaded_window("gpt2")
+    session = window.session
+    computed: list[int] = []
+    real = embedding._table_summary
+
+    def summary(model):
+        if model not in embedding._table_cache:
+            computed.append(threading.get_ident())
+        return real(model)
+
+    monkeypatch.setattr(embedding, "_table_summary", summary)
+    embedding._table_cache.pop(session.model, None)
+    session.set_stage("embedding")
+    view = window.current_view()
+    qtbot.waitUntil(view.is_current, timeout=10_000)
+    assert computed and threading.get_ident() not in computed
+    assert view.nearest.values.size > 0
