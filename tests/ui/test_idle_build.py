@@ -173,6 +173,25 @@ def test_a_redrawn_view_paints_its_figures_one_per_event_loop_turn(qtbot, loaded
     assert len(watch.paints) == len(figures), "a figure painted twice (pyqtgraph's deferred range)"
     text = window.explanation.toPlainText()
     assert "{" not in text and str(session.trace.n_seq) in text
+    # the histograms, drawn in their figure's turn, are the new trace's; an export of the view
+    # right after the next trace draws what still waits at once
+    assert_histogram_of(view, session)
+    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+        session.set_text("a river", immediate=True)
+    assert not view.painted()
+    assert "activation_distributions" in dict(view.plots())
+    assert_histogram_of(view, session)
+
+
+def assert_histogram_of(view, session) -> None:
+    import numpy as np
+
+    from transformer_stepper.core import measures
+
+    pre = session.trace.layer("mlp_pre_act", session.layer)
+    limit = max(measures.robust_limit(pre, 99.9), 1e-6)
+    _, counts = measures.histogram(np.clip(pre, -limit, limit), bins=80, limit=limit)
+    np.testing.assert_array_equal(view.distribution.curves[0].y, np.log10(counts + 1.0).astype(np.float32))
 
 
 def test_a_view_shown_by_a_step_paints_its_figures_one_per_turn(qtbot, loaded_window):

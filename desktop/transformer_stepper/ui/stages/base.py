@@ -5,7 +5,7 @@ the window answers between them (a view's figures take 30–60 ms to repaint at 
 from __future__ import annotations
 
 import weakref
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -67,8 +67,9 @@ class StageView(QWidget):
         self._drawn: Optional[tuple] = None
         self._pending: Optional[weakref.ref] = None      # the trace a worker computes for
         self._failed: Optional[tuple] = None             # (trace ref, message): work that failed
-        # figures with new data that wait for their own turn to repaint (updates held)
-        self._unpainted: list[Figure] = []
+        # figures with new data that wait for their own turn to repaint (updates held), each
+        # with what it still has to draw then (draw_in_its_turn) or None
+        self._unpainted: list[list] = []
         self._paint_next = QTimer(self)
         self._paint_next.setSingleShot(True)
         self._paint_next.setInterval(0)           # (a timer: the events already waiting go first)
@@ -268,6 +269,7 @@ class StageView(QWidget):
     def plots(self) -> list[tuple[str, object]]:
         """(plot name, pyqtgraph GraphicsLayout standing on its own as a figure), up to date."""
         self.ensure_current()
+        self._draw_waiting()
         return [(name, figure.figure) for name, figure in self._figures if not figure.isHidden()]
 
     # -- bookkeeping ---------------------------------------------------------------------------
@@ -338,17 +340,40 @@ class StageView(QWidget):
         for _, figure in self._figures:
             # (not figure.updatesEnabled(): a stack switching to this view has every child's
             # updates off for the moment; this figure's own stay off until its turn)
-            if not any(figure is held for held in self._unpainted):
+            if not any(figure is held for held, _ in self._unpainted):
                 figure.setUpdatesEnabled(False)
-                self._unpainted.append(figure)
+                self._unpainted.append([figure, None])
         self._paint_next.start()
 
+    def draw_in_its_turn(self, figure: Figure, draw: Callable[[], None]) -> None:
+        """For update_data: `draw()` fills `figure` in the turn the figure repaints in, not in
+        the turn that redraws the view (numbers that take a while: histograms of a layer's
+        786k hidden values); at once where nothing waits (a hidden view, an export)."""
+        for entry in self._unpainted:
+            if entry[0] is figure:
+                entry[1] = draw
+                return
+        draw()
+
+    def _draw_waiting(self) -> None:
+        """What figures still have to draw, drawn now (an export reads them)."""
+        for entry in self._unpainted:
+            draw, entry[1] = entry[1], None
+            if draw is not None:
+                draw()
+
     def _paint_one(self) -> None:
-        """Let the next held figure repaint; a turn after the last one, nothing is left."""
+        """Let the next held figure draw what it waits to and repaint; a turn after the last
+        one, nothing is left."""
         while self._unpainted:
-            figure = self._unpainted.pop(0)
+            figure, draw = self._unpainted.pop(0)
             if not isValid(figure):
                 continue
+            if draw is not None:
+                if self.is_current():
+                    draw()
+                else:             # the state moved on while the view was hidden: all of it
+                    self._drawn = None               # is drawn again when it is shown
             # what pyqtgraph leaves for the paint (auto-range, the view's transform) done now:
             # changed during the paint, it would ask for a second paint in the next turn
             figure.scene().prepareForPaint()
