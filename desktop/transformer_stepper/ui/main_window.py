@@ -42,6 +42,7 @@ def resident_memory() -> Optional[int]:
 MODEL_FILES = "Model files (*.safetensors *.npz *.json);;All files (*)"
 PREBUILD_DELAY_MS = 400
 IDLE_BUILD_MS = 60          # the pause between two views built while idle
+IDLE_FINISH_MS = 0          # ... and between two colour bars of the view built (a turn each)
 
 
 def default_settings() -> QSettings:
@@ -376,7 +377,7 @@ class MainWindow(QMainWindow):
         self._update_stepping()
 
     def _on_trace(self) -> None:
-        self._idle_build.start()
+        self._idle_build.start(IDLE_BUILD_MS)
         trace = self.session.trace
         self.text_problem.setVisible(False)
         if trace is None:
@@ -462,20 +463,20 @@ class MainWindow(QMainWindow):
         if session.model is None:
             return
         if session.busy or QApplication.mouseButtons() != Qt.MouseButton.NoButton:
-            self._idle_build.start()            # later: the user or a worker is active
+            self._idle_build.start(IDLE_BUILD_MS)   # later: the user or a worker is active
             return
-        if self._unfinished:                    # the view built last turn: its colour bars
-            view = self._unfinished.pop()
-            if isValid(view):
-                view.finish_building()
-            self._idle_build.start()
-            return
+        if self._unfinished:                    # the view built last: its colour bars, one
+            view = self._unfinished[-1]         # per turn (a view may have six)
+            if isValid(view) and view.finish_one():
+                self._idle_build.start(IDLE_FINISH_MS)
+                return
+            self._unfinished.pop()
         keys = [s.key for s in session.available_stages()]
         here = keys.index(session.stage_key) if session.stage_key in keys else 0
         missing = [key for key in keys[here:] + keys[:here] if key not in self.views]
         if missing:
             self._unfinished.append(self.view(missing[0]))
-            self._idle_build.start()
+            self._idle_build.start(IDLE_BUILD_MS)
 
     def views_built(self) -> bool:
         """Every stage of the model has its view (built while idle, or visited), finished."""
