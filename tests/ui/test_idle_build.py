@@ -215,3 +215,19 @@ def test_a_view_shown_by_a_step_paints_its_figures_one_per_turn(qtbot, loaded_wi
         turns = watch.stop()
     assert None not in turns, "every figure painted"
     assert len(set(turns)) == len(figures), f"figures painted in the same turn: {turns}"
+
+
+def test_a_built_view_is_finished_one_figure_per_call(qtbot, open_session):
+    """The idle builder finishes a view's colour bars in turns of their own: finish_one makes
+    one figure's, and says when none is left."""
+    from transformer_stepper.ui.stages import create_view
+
+    session = open_session("gpt2")
+    view = create_view("position_addition", session)
+    qtbot.addWidget(view)
+    unfinished = [figure for _, figure in view.figures() if not figure.finished]
+    assert len(unfinished) >= 3
+    for left in range(len(unfinished) - 1, -1, -1):
+        assert view.finish_one()
+        assert sum(not figure.finished for _, figure in view.figures()) == left
+    assert not view.finish_one()
