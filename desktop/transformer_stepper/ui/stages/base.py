@@ -1,14 +1,14 @@
 """What every stage view shares: figures in a grid, a readout line for hover values, and the
 bookkeeping that redraws only what changed, and only when the view is on screen (or asked for
-its plots, e.g. by an export). After new data the figures repaint one per event-loop turn, so
-the window answers between them (a view's figures take 30–60 ms to repaint at 512 tokens)."""
+its plots, e.g. by an export). After new data the figures repaint one per event-loop turn
+(paint_turns.py), so the window answers between them."""
 from __future__ import annotations
 
 import weakref
 from typing import Callable, Optional
 
 import numpy as np
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 from shiboken6 import isValid
 
@@ -16,6 +16,7 @@ from ...core import stages
 from ...core.labels import ACTIVATION_LABELS, NORM_LABELS
 from ...core.trace import Trace
 from ..connections import Connections
+from ..paint_turns import PaintTurns
 from ..plots.common import Figure
 from ..view_state import ViewState
 from ..workers import Task
@@ -67,13 +68,7 @@ class StageView(QWidget):
         self._drawn: Optional[tuple] = None
         self._pending: Optional[weakref.ref] = None      # the trace a worker computes for
         self._failed: Optional[tuple] = None             # (trace ref, message): work that failed
-        # figures with new data that wait for their own turn to repaint (updates held), each
-        # with what it still has to draw then (draw_in_its_turn) or None
-        self._unpainted: list[list] = []
-        self._paint_next = QTimer(self)
-        self._paint_next.setSingleShot(True)
-        self._paint_next.setInterval(0)           # (a timer: the events already waiting go first)
-        self._paint_next.timeout.connect(self._paint_one)
+        self._turns = PaintTurns(self)          # new data: the figures repaint one per turn
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 2)
         outer.setSpacing(4)
@@ -277,7 +272,7 @@ class StageView(QWidget):
     def plots(self) -> list[tuple[str, object]]:
         """(plot name, pyqtgraph GraphicsLayout standing on its own as a figure), up to date."""
         self.ensure_current()
-        self._draw_waiting()
+        self._turns.draw_waiting()
         return [(name, figure.figure) for name, figure in self._figures if not figure.isHidden()]
 
     # -- bookkeeping ---------------------------------------------------------------------------
@@ -340,59 +335,28 @@ class StageView(QWidget):
         self.updated.emit()
 
     def _paint_in_turns(self) -> None:
-        """New data for every figure: hold the figures' repaints and let them repaint one per
-        event-loop turn (first in the order placed), rather than all in the turn that drew
-        them. A hidden view (drawn ahead, or for an export) paints when shown or rendered."""
-        if self.session.inline_work or not self.isVisible():
-            return
-        for _, figure in self._figures:
-            # (not figure.updatesEnabled(): a stack switching to this view has every child's
-            # updates off for the moment; this figure's own stay off until its turn)
-            if not any(figure is held for held, _ in self._unpainted):
-                figure.setUpdatesEnabled(False)
-                self._unpainted.append([figure, None])
-        self._paint_next.start()
+        """New data for every figure: they repaint one per event-loop turn (first in the order
+        placed), not all in the turn that drew them. A hidden view (drawn ahead, or for an
+        export) paints when shown or rendered."""
+        if not self.session.inline_work and self.isVisible():
+            self._turns.hold([figure for _, figure in self._figures])
 
     def draw_in_its_turn(self, figure: Figure, draw: Callable[[], None]) -> None:
         """For update_data: `draw()` fills `figure` in the turn the figure repaints in, not in
         the turn that redraws the view (numbers that take a while: histograms of a layer's
         786k hidden values); at once where nothing waits (a hidden view, an export)."""
-        for entry in self._unpainted:
-            if entry[0] is figure:
-                entry[1] = draw
-                return
-        draw()
+        if not self._turns.draw_later(figure, lambda: self._draw_if_current(draw)):
+            draw()
 
-    def _draw_waiting(self) -> None:
-        """What figures still have to draw, drawn now (an export reads them)."""
-        for entry in self._unpainted:
-            draw, entry[1] = entry[1], None
-            if draw is not None:
-                draw()
-
-    def _paint_one(self) -> None:
-        """Let the next held figure draw what it waits to and repaint; a turn after the last
-        one, nothing is left."""
-        while self._unpainted:
-            figure, draw = self._unpainted.pop(0)
-            if not isValid(figure):
-                continue
-            if draw is not None:
-                if self.is_current():
-                    draw()
-                else:             # the state moved on while the view was hidden: all of it
-                    self._drawn = None               # is drawn again when it is shown
-            # what pyqtgraph leaves for the paint (auto-range, the view's transform) done now:
-            # changed during the paint, it would ask for a second paint in the next turn
-            figure.scene().prepareForPaint()
-            figure.setUpdatesEnabled(True)          # (repaints it; a hidden one costs nothing)
-            if figure.isVisible():
-                self._paint_next.start()
-                return
+    def _draw_if_current(self, draw: Callable[[], None]) -> None:
+        if self.is_current():
+            draw()
+        else:                 # the state moved on while the view was hidden: all of it is
+            self._drawn = None                   # drawn again when it is shown
 
     def painted(self) -> bool:
         """Drawn for the current state, and every figure has had its turn to repaint."""
-        return self.is_current() and not self._unpainted and not self._paint_next.isActive()
+        return self.is_current() and not self._turns.pending()
 
     def _note_cache(self, trace: Trace) -> None:
         reused = trace.n_seq - trace.computed_rows
@@ -437,5 +401,5 @@ class StageView(QWidget):
 
     def close(self) -> bool:
         self._connections.disconnect_all()
-        self._paint_next.stop()
+        self._turns.stop()
         return super().close()
