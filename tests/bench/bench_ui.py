@@ -52,9 +52,11 @@ def wait_for(app, condition, timeout_s: float = 60.0) -> None:
 
 
 def settle(app, window) -> None:
-    """Handle the posted events: the stage switch itself, then the paint it scheduled."""
+    """Handle the posted events: the stage switch itself, then the paint it scheduled, and the
+    turns after it in which a redrawn view's figures repaint (window.settled)."""
     app.processEvents()
     app.processEvents()
+    wait_for(app, window.settled)
 
 
 def ms(seconds: float) -> str:
@@ -137,14 +139,14 @@ def bench_walk_stalls(app, window) -> None:
             break
         steps += 1
         meter.label = f"{session.stage_key}@{session.layer} (first visit or redraw)"
-        wait_for(app, window.current_view().is_current)
+        wait_for(app, window.settled)
         app.processEvents()
     for key in ("softmax", "feed_forward", "qkv"):
         session.set_stage(key)
         for layer in range(session.model.config.n_layer):
             meter.label = f"{key} layer {layer}"
             session.set_layer(layer)
-            wait_for(app, window.current_view().is_current)
+            wait_for(app, window.settled)
             app.processEvents()
     meter.stop()
     label, worst = meter.worst()
@@ -171,7 +173,8 @@ def bench_keystroke(app, window) -> None:
             window.text_box.setFocus()
             start = time.perf_counter()
             QTest.keyClick(window.text_box, "s" if i % 2 == 0 else "t")
-            wait_for(app, lambda: bool(updated) and session.trace.text == window.text_box.text())
+            wait_for(app, lambda: bool(updated) and session.trace.text == window.text_box.text()
+                     and window.settled())
             window.repaint()
             end = time.perf_counter()
             view.updated.disconnect()
@@ -202,7 +205,8 @@ def bench_long_text_stall(app, window) -> None:
         window.current_view().updated.connect(lambda: updated.append(1))
         start = time.perf_counter()
         session.set_text(text, immediate=True)
-        wait_for(app, lambda: bool(updated) and session.trace.text == text, timeout_s=120)
+        wait_for(app, lambda: bool(updated) and session.trace.text == text and window.settled(),
+                 timeout_s=120)
         window.repaint()
         app.processEvents()
         stall = meter.stop()

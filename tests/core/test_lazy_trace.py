@@ -8,7 +8,7 @@ from tests.core.test_forward import KINDS as BASE_KINDS
 from tests.core.test_forward import TEXT as BASE_TEXT
 from tests.core.test_forward import make_model
 from transformer_stepper.core.forward import context, forward
-from transformer_stepper.core.trace import Recorder
+from transformer_stepper.core.trace import LayerCache, Recorder
 
 
 KINDS = [*BASE_KINDS, "llama"]                 # llama: rotary, RMSNorm, SwiGLU, GQA
@@ -53,6 +53,77 @@ def test_evicted_layer_recomputes_identically_within_a_tiny_budget(kind):
     for name, value in first.items():
         np.testing.assert_array_equal(trace.layer(name, 0), value, err_msg=name)
     assert trace.cache.computed == computed + 1, "layer 0 was evicted and computed again"
+
+
+def test_a_layer_computed_in_one_thread_does_not_hold_up_readers_of_another():
+    """The app prepares the next layer in a worker while the GUI thread reads the shown one:
+    the reader must not wait for that computation; a second asker of the same layer waits
+    for it and gets its result (computed once)."""
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    def compute(layer: int) -> dict:
+        if layer == 1:
+            started.set()
+            release.wait(10)
+        return {"x": np.full(4, layer, np.float32)}
+
+    cache = LayerCache(compute, budget=1 << 20)
+    ready = cache.get(0)
+    results = []
+    workers = [threading.Thread(target=lambda: results.append(cache.get(1))) for _ in range(2)]
+    workers[0].start()
+    assert started.wait(10)
+    workers[1].start()                         # asks for the layer under way: waits
+    try:
+        # while layer 1 is computed, layer 0, what is cached and its size answer at once
+        reader = threading.Thread(target=lambda: results.append(
+            (cache.get(0), cache.has(1), cache.layers(), cache.nbytes())))
+        reader.start()
+        reader.join(2)
+        assert not reader.is_alive(), "a reader waited for another layer's computation"
+        assert results == [(ready, False, [0], 16)]
+    finally:
+        release.set()
+    for worker in workers:
+        worker.join(10)
+    assert results[1] is results[2] and results[1]["x"][0] == 1
+    assert cache.computed == 2                 # layers 0 and 1, each once
+
+
+def test_a_failed_computation_is_not_cached_and_a_waiting_asker_tries_again():
+    import threading
+
+    calls, started, release = [], threading.Event(), threading.Event()
+
+    def compute(layer: int) -> dict:
+        calls.append(layer)
+        if len(calls) == 1:
+            started.set()
+            release.wait(10)
+            raise MemoryError("no room")
+        return {"x": np.zeros(2, np.float32)}
+
+    cache = LayerCache(compute, budget=1 << 20)
+    errors, results = [], []
+
+    def first() -> None:
+        try:
+            cache.get(3)
+        except MemoryError as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert started.wait(10)
+    waiter = threading.Thread(target=lambda: results.append(cache.get(3)))
+    waiter.start()
+    release.set()
+    thread.join(10)
+    waiter.join(10)
+    assert len(errors) == 1 and len(results) == 1 and calls == [3, 3]
+    assert cache.layers() == [3]
 
 
 def test_budget_bounds_the_cached_bytes():

@@ -279,6 +279,8 @@ def test_long_tick_labels_get_room_on_the_first_paint(qtbot, open_session):
     session = open_session("bert")
     view = create_view("embedding", session)
     qtbot.addWidget(view)
+    view.ensure_current()                   # E's overview and norms: a worker computes them first
+    qtbot.waitUntil(lambda: session.workers.active() == 0, timeout=10_000)
     figure = view.nearest
     root = ET.fromstring(encode(render(plot_of(view, "nearest_tokens"), ExportOptions(format="svg"))))
     placed = {text: x for text, x, _ in _text_positions(root)}

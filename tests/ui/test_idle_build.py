@@ -97,3 +97,137 @@ def test_a_closed_window_builds_no_more_views(qtbot, loaded_window):
     assert not set(keys) <= built, "every view was built before the window closed"
     qtbot.wait(40 * len(keys) * 3)
     assert set(window.views) == built
+
+
+class PaintTurns:
+    """Which event-loop turn each figure of `figures` first paints in (a zero-interval timer
+    counts the turns), and how many paints there were, from start() to stop()."""
+
+    def __init__(self, figures) -> None:
+        from PySide6.QtCore import QEvent, QObject
+
+        self.figures = figures
+        self.turn = 0
+        self.first: dict[int, int] = {}
+        self.paints: list[int] = []
+        watcher = self
+
+        class Watch(QObject):
+            def eventFilter(self, watched, event):
+                if event.type() == QEvent.Type.Paint:
+                    watcher.first.setdefault(id(watched), watcher.turn)
+                    watcher.paints.append(id(watched))
+                return False
+
+        self.watch = Watch()
+        self.ticker = QTimer()
+        self.ticker.setInterval(0)                # once per turn of the event loop
+        self.ticker.timeout.connect(self._tick)
+
+    def _tick(self) -> None:
+        self.turn += 1
+
+    def start(self) -> None:
+        self.clear()
+        for figure in self.figures:
+            figure.viewport().installEventFilter(self.watch)
+        self.ticker.start()
+
+    def clear(self) -> None:
+        self.first.clear()
+        self.paints.clear()
+
+    def stop(self) -> list:
+        self.ticker.stop()
+        for figure in self.figures:
+            figure.viewport().removeEventFilter(self.watch)
+        return [self.first.get(id(figure.viewport())) for figure in self.figures]
+
+
+def test_a_redrawn_view_paints_its_figures_one_per_event_loop_turn(qtbot, loaded_window):
+    """New data for the shown view: its figures take the new values at once, and repaint one
+    per event-loop turn (a timer fires between two figures' paints), once each, the
+    explanation after."""
+    window = loaded_window("gpt2")
+    session = window.session
+    session.set_stage("feed_forward")
+    view = window.current_view()
+    qtbot.waitUntil(window.settled, timeout=10_000)
+    figures = [figure for _, figure in view.figures() if figure.isVisible()]
+    assert len(figures) >= 4
+    watch = PaintTurns(figures)
+    watch.start()
+    session.traceChanged.connect(watch.clear)          # the paints from the new trace on
+    try:
+        with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+            session.set_text("the money in the bank of the river", immediate=True)
+        assert view.is_current() and not view.painted() and not window.settled()
+        assert view.hidden.values.shape[0] == session.trace.n_seq      # the new values, drawn
+        assert not watch.paints                   # ... and not painted in this turn
+        qtbot.waitUntil(window.settled, timeout=10_000)
+    finally:
+        session.traceChanged.disconnect(watch.clear)
+        turns = watch.stop()
+    assert None not in turns, "every figure repainted"
+    assert len(set(turns)) == len(figures), f"figures painted in the same turn: {turns}"
+    assert len(watch.paints) == len(figures), "a figure painted twice (pyqtgraph's deferred range)"
+    text = window.explanation.toPlainText()
+    assert "{" not in text and str(session.trace.n_seq) in text
+    # the histograms, drawn in their figure's turn, are the new trace's; an export of the view
+    # right after the next trace draws what still waits at once
+    assert_histogram_of(view, session)
+    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+        session.set_text("a river", immediate=True)
+    assert not view.painted()
+    assert "activation_distributions" in dict(view.plots())
+    assert_histogram_of(view, session)
+
+
+def assert_histogram_of(view, session) -> None:
+    import numpy as np
+
+    from transformer_stepper.core import measures
+
+    pre = session.trace.layer("mlp_pre_act", session.layer)
+    limit = max(measures.robust_limit(pre, 99.9), 1e-6)
+    _, counts = measures.histogram(np.clip(pre, -limit, limit), bins=80, limit=limit)
+    np.testing.assert_array_equal(view.distribution.curves[0].y, np.log10(counts + 1.0).astype(np.float32))
+
+
+def test_a_view_shown_by_a_step_paints_its_figures_one_per_turn(qtbot, loaded_window):
+    """A step to another stage shows a view drawn for the new layer: its figures paint one per
+    turn too (the stack switching views has every child's updates off for the moment: the
+    figures' own stay off until their turn)."""
+    window = loaded_window("gpt2")
+    session = window.session
+    session.set_stage("layer_output")
+    qtbot.waitUntil(window.settled, timeout=10_000)
+    qtbot.waitUntil(window.views_built, timeout=20_000)
+    target = window.views["qkv"]
+    figures = [figure for _, figure in target.figures() if not getattr(figure, "unused", False)]
+    watch = PaintTurns(figures)
+    watch.start()
+    try:
+        assert session.step(+1) and session.stage_key == "qkv" and session.layer == 1
+        assert window.current_view() is target and target.is_current() and not watch.paints
+        qtbot.waitUntil(window.settled, timeout=10_000)
+    finally:
+        turns = watch.stop()
+    assert None not in turns, "every figure painted"
+    assert len(set(turns)) == len(figures), f"figures painted in the same turn: {turns}"
+
+
+def test_a_built_view_is_finished_one_figure_per_call(qtbot, open_session):
+    """The idle builder finishes a view's colour bars in turns of their own: finish_one makes
+    one figure's, and says when none is left."""
+    from transformer_stepper.ui.stages import create_view
+
+    session = open_session("gpt2")
+    view = create_view("position_addition", session)
+    qtbot.addWidget(view)
+    unfinished = [figure for _, figure in view.figures() if not figure.finished]
+    assert len(unfinished) >= 3
+    for left in range(len(unfinished) - 1, -1, -1):
+        assert view.finish_one()
+        assert sum(not figure.finished for _, figure in view.figures()) == left
+    assert not view.finish_one()

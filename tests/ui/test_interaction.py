@@ -15,6 +15,7 @@ def test_selecting_a_token_changes_dependent_plots_everywhere(qtbot, loaded_wind
     softmax = window.current_view()
     session.set_stage("embedding")
     embedding = window.current_view()
+    qtbot.waitUntil(embedding.is_current, timeout=10_000)    # E's norms: once, in a worker
     first = session.selected_token
     row_before = softmax.row.values.copy()
     vector_before = embedding.vector.values.copy()

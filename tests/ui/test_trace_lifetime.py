@@ -75,16 +75,58 @@ def test_with_a_big_trace_freed_memory_goes_back_once_the_workers_are_idle(qtbot
                                                                           monkeypatch):
     from transformer_stepper.ui import session as session_module
 
-    trims = []
-    monkeypatch.setattr(session_module, "return_freed_memory", lambda: trims.append(1))
+    trims = []                      # whether the workers were idle at each trim
     session = open_session("gpt2")
+    monkeypatch.setattr(session_module, "return_freed_memory", lambda: trims.append(session.workers.idle))
+    session._return_memory.setInterval(100)        # a second of idleness in the app
     assert session.workers.wait(10_000)
-    qtbot.wait(3 * session_module.RETURN_MEMORY_AFTER_MS)
+    qtbot.wait(300)
     assert trims == [], "a small trace's freed heap stays for the next trace"
     monkeypatch.setattr(session_module, "RETURN_MEMORY_FROM", 1)      # every trace is big now
     with qtbot.waitSignal(session.traceChanged, timeout=10_000):
         session.set_text("the money in the bank", immediate=True)
-    qtbot.waitUntil(lambda: trims == [1], timeout=5_000)
-    assert session.workers.idle
-    qtbot.wait(3 * session_module.RETURN_MEMORY_AFTER_MS)
-    assert trims == [1], "once per idle turn of the workers"
+    assert trims == [], "not while the window takes the trace"
+    qtbot.waitUntil(lambda: session.layer_ready(1), timeout=5_000)     # the next layer, once rested
+    qtbot.waitUntil(lambda: len(trims) >= 2, timeout=5_000)
+    assert all(trims), "only while no worker runs"
+
+
+def test_the_next_layer_is_computed_once_the_text_rests_not_while_it_is_drawn(qtbot, loaded_window):
+    """A new trace brings the shown layer's detail; the next layer's follows once the text has
+    rested (NEXT_LAYER_DELAY_MS), so no worker competes with the window drawing the trace, and
+    a text still being typed costs no next layer per keystroke."""
+    window = loaded_window("gpt2")
+    session = window.session
+    assert session.layer == 0
+    for text in ("the money", "the money in", "the money in the bank"):     # typed on
+        with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+            session.set_text(text, immediate=True)
+        assert session.layer_ready(0) and not session.layer_ready(1)
+    with qtbot.waitSignal(session.layerReady, timeout=10_000) as ready:
+        pass                                                   # the text rests
+    assert ready.args == [1] and session.layer_ready(1)
+    assert session.trace.text == "the money in the bank"
+
+
+def test_the_embedding_tables_summary_is_computed_in_a_worker(qtbot, loaded_window, monkeypatch):
+    """E's overview and row norms read the whole table (0.2 s for a 30,522-row one, mapped
+    from the weights file): once per model, off the GUI thread."""
+    from transformer_stepper.ui.stages import embedding
+
+    window = loaded_window("gpt2")
+    session = window.session
+    computed: list[int] = []
+    real = embedding._table_summary
+
+    def summary(model):
+        if model not in embedding._table_cache:
+            computed.append(threading.get_ident())
+        return real(model)
+
+    monkeypatch.setattr(embedding, "_table_summary", summary)
+    embedding._table_cache.pop(session.model, None)
+    session.set_stage("embedding")
+    view = window.current_view()
+    qtbot.waitUntil(view.is_current, timeout=10_000)
+    assert computed and threading.get_ident() not in computed
+    assert view.nearest.values.size > 0

@@ -184,11 +184,13 @@ def shown_pairs(n_pairs: int, count: int = 4) -> list[int]:
 
 def robust_limit(values: np.ndarray, percentile: float = 99.5) -> float:
     """A colour limit that a handful of outliers (BERT's huge dimensions) do not wash out."""
-    finite = np.abs(values[np.isfinite(values)])
+    flat = np.ravel(values)
+    finite = flat if np.isfinite(flat).all() else flat[np.isfinite(flat)]   # (no copy when all are)
     if finite.size == 0:
         return 1.0
     if finite.size > 50_000:            # a strided sample is enough to place a colour limit
         finite = finite[:: finite.size // 50_000 + 1]
+    finite = np.abs(finite)             # (of the sample only)
     limit = float(np.percentile(finite, percentile))
     return limit if limit > 0 else float(finite.max() or 1.0)
 

@@ -76,15 +76,16 @@ class LayerCache:
     """Detailed layers by index, least recently used first, within a byte budget. The layer
     just computed is always kept, even when it alone exceeds the budget. Thread-safe: the app
     prepares layers in a worker while the GUI thread reads them. A layer is computed outside
-    the lock (asking whether a layer is ready never waits for another one's computation), once:
-    a second thread asking for a layer under way waits for it."""
+    the lock (reading a ready layer, its size or what is cached never waits for another layer's
+    computation, 0.1 s at 512 tokens), and by one thread at a time: a second asker of the
+    same layer waits for the first one's result."""
 
     def __init__(self, compute: Callable[[int], LayerDetail], budget: int) -> None:
         self._compute = compute
         self.budget = int(budget)
         self._layers: OrderedDict[int, LayerDetail] = OrderedDict()
-        self._under_way: dict[int, threading.Event] = {}
         self._lock = threading.RLock()
+        self._computing: dict[int, threading.Event] = {}   # layer -> set when its computation ends
         self.computed = 0                 # how many layer details were computed (evictions show)
 
     def put(self, layer: int, detail: LayerDetail) -> None:
@@ -100,11 +101,11 @@ class LayerCache:
                 if detail is not None:
                     self._layers.move_to_end(layer)
                     return detail
-                under_way = self._under_way.get(layer)
-                if under_way is None:
-                    done = self._under_way[layer] = threading.Event()
+                running = self._computing.get(layer)
+                if running is None:
+                    done = self._computing[layer] = threading.Event()
                     break
-            under_way.wait()          # then it is cached (or it failed, or went: compute it here)
+            running.wait()      # then read it (or, had it failed or been evicted, compute it)
         try:
             detail = self._compute(layer)
             with self._lock:
@@ -114,7 +115,7 @@ class LayerCache:
             return detail
         finally:
             with self._lock:
-                del self._under_way[layer]
+                del self._computing[layer]
             done.set()
 
     def has(self, layer: int) -> bool:

@@ -42,6 +42,7 @@ def resident_memory() -> Optional[int]:
 MODEL_FILES = "Model files (*.safetensors *.npz *.json);;All files (*)"
 PREBUILD_DELAY_MS = 400
 IDLE_BUILD_MS = 60          # the pause between two views built while idle
+IDLE_FINISH_MS = 0          # ... and between two colour bars of the view built (a turn each)
 
 
 def default_settings() -> QSettings:
@@ -79,6 +80,11 @@ class MainWindow(QMainWindow):
         self._idle_build.setInterval(IDLE_BUILD_MS)
         self._idle_build.timeout.connect(self._build_one_view)
         self._unfinished: list[StageView] = []  # built while idle, figures not yet finished
+        # a new trace or a redrawn view: the explanation's numbers follow in a turn of their own
+        self._explain_soon = QTimer(self)
+        self._explain_soon.setSingleShot(True)
+        self._explain_soon.setInterval(0)
+        self._explain_soon.timeout.connect(self._update_explanation)
         self._refresh_model_widgets()
         self._show_stage(self.session.stage_key)
         self.focus_stage()
@@ -371,7 +377,7 @@ class MainWindow(QMainWindow):
         self._update_stepping()
 
     def _on_trace(self) -> None:
-        self._idle_build.start()
+        self._idle_build.start(IDLE_BUILD_MS)
         trace = self.session.trace
         self.text_problem.setVisible(False)
         if trace is None:
@@ -386,7 +392,7 @@ class MainWindow(QMainWindow):
         truncated = f" (truncated to {trace.config.n_ctx})" if trace.truncated else ""
         self.tokens_label.setText(f"{trace.n_seq} tokens{truncated}")
         self.time_label.setText(f"forward pass {1000 * self.session.compute_seconds:.0f} ms")
-        self._update_explanation()
+        self._explain_soon.start()           # (the view draws the new trace itself, being shown)
 
     def _on_text_changed(self, text: str) -> None:
         if self.text_box.text() != text:
@@ -457,26 +463,31 @@ class MainWindow(QMainWindow):
         if session.model is None:
             return
         if session.busy or QApplication.mouseButtons() != Qt.MouseButton.NoButton:
-            self._idle_build.start()            # later: the user or a worker is active
+            self._idle_build.start(IDLE_BUILD_MS)   # later: the user or a worker is active
             return
-        if self._unfinished:                    # the view built last turn: its colour bars
-            view = self._unfinished.pop()
-            if isValid(view):
-                view.finish_building()
-            self._idle_build.start()
-            return
+        if self._unfinished:                    # the view built last: its colour bars, one
+            view = self._unfinished[-1]         # per turn (a view may have six)
+            if isValid(view) and view.finish_one():
+                self._idle_build.start(IDLE_FINISH_MS)
+                return
+            self._unfinished.pop()
         keys = [s.key for s in session.available_stages()]
         here = keys.index(session.stage_key) if session.stage_key in keys else 0
         missing = [key for key in keys[here:] + keys[:here] if key not in self.views]
         if missing:
             self._unfinished.append(self.view(missing[0]))
-            self._idle_build.start()
+            self._idle_build.start(IDLE_BUILD_MS)
 
     def views_built(self) -> bool:
         """Every stage of the model has its view (built while idle, or visited), finished."""
         session = self.session
         return (session.model is not None and not self._unfinished
                 and all(s.key in self.views for s in session.available_stages()))
+
+    def settled(self) -> bool:
+        """The shown stage is drawn for the current state, every figure of it painted, and the
+        explanation says its numbers (nothing left for a later turn)."""
+        return self.current_view().painted() and not self._explain_soon.isActive()
 
     def view(self, key: str) -> StageView:
         """The stage's view, created the first time it is needed."""
@@ -493,7 +504,7 @@ class MainWindow(QMainWindow):
 
     def _view_updated(self) -> None:
         if self.sender() is self.views.get(self.session.stage_key):
-            self._update_explanation()
+            self._explain_soon.start()
 
     def _update_stepping(self) -> None:
         session = self.session
@@ -509,6 +520,7 @@ class MainWindow(QMainWindow):
         self._update_explanation()
 
     def _update_explanation(self) -> None:
+        self._explain_soon.stop()
         key = self.session.stage_key
         view = self.views.get(key)
         stage = stages.stage(key)
@@ -543,6 +555,7 @@ class MainWindow(QMainWindow):
         # the idle builder restarts itself: stopped, or it builds views after they are closed
         self._idle_build.stop()
         self._prebuild.stop()
+        self._explain_soon.stop()
         self._unfinished.clear()
         self.save_settings()
         self.tabs.shutdown()

@@ -32,6 +32,10 @@ TEXT_DEBOUNCE_MS = 40
 # a 2.3 s pass; tests/bench/bench_ui_big.py); a smaller trace's heap stays for the next to reuse
 RETURN_MEMORY_FROM = 128 << 20
 RETURN_MEMORY_AFTER_MS = 1000
+# a new trace's next layer is computed once the text rests this long: not while the window
+# draws the trace (a worker beside the GUI thread makes its turns up to twice as long on two
+# cores), nor for every keystroke of a text still being typed
+NEXT_LAYER_DELAY_MS = 300
 
 
 class Session(ViewState):
@@ -72,6 +76,10 @@ class Session(ViewState):
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(debounce_ms)
         self._debounce.timeout.connect(self.compute_now)
+        self._prepare_next = QTimer(self)
+        self._prepare_next.setSingleShot(True)
+        self._prepare_next.setInterval(NEXT_LAYER_DELAY_MS)
+        self._prepare_next.timeout.connect(lambda: self.prepare_layer(self._layer + 1))
 
     def _new_generation(self) -> GenerationControl:
         return GenerationControl(self)   # generate / undo / the user's token (decoders)
@@ -221,7 +229,7 @@ class Session(ViewState):
     def _announce_trace(self) -> None:
         self.prepare_layer(self._layer)
         self.traceChanged.emit()
-        self.prepare_layer(self._layer + 1)          # the next layer, while the user reads
+        self._prepare_next.start()                  # the next layer, while the user reads
         if self._interventions:
             self._run_interventions()
             self.interventionsChanged.emit()
@@ -363,6 +371,7 @@ class Session(ViewState):
     def shutdown(self, msecs: int = -1) -> bool:
         """Drop every pending result and wait for the workers (teardown, window close)."""
         self._debounce.stop()
+        self._prepare_next.stop()
         self._latest_load = self._latest_compute = self._latest_intervention = -1
         self._compute_again = False
         return self.workers.wait(msecs)

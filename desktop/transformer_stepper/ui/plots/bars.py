@@ -6,10 +6,10 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QWidget
 
-from .common import BAR_BRUSH, MUTED, SELECTED, Figure, format_value, nearest_index
+from .common import BAR_BRUSH, MUTED, SELECTED, Figure, format_value, nearest_index, solid_brush
 
 
 class Bars(Figure):
@@ -25,7 +25,7 @@ class Bars(Figure):
         self.values = np.zeros(0, dtype=np.float32)
         self.labels: list[str] = []
         self.notes: Optional[list[str]] = None
-        self._base_brushes: list[QColor] = []
+        self._base_brushes: list[QBrush] = []
         if horizontal:
             self.bars = pg.BarGraphItem(x0=[], y=[], height=0.75, width=[], brush=BAR_BRUSH, pen=None)
             self.plot.invertY(True)       # rank 1 on top
@@ -45,13 +45,14 @@ class Bars(Figure):
         self.notes = list(notes) if notes is not None else None
         n = len(self.values)
         positions = np.arange(n)
-        brushes = [QColor(BAR_BRUSH)] * n
+        brushes = [solid_brush(BAR_BRUSH)] * n
         if muted is not None:
-            brushes = [QColor(MUTED) if m else b for m, b in zip(muted, brushes)]
+            grey = solid_brush(MUTED)
+            brushes = [grey if m else b for m, b in zip(muted, brushes)]
         self._base_brushes = list(brushes)
         brushes = list(brushes)
         if highlight is not None and 0 <= highlight < n:
-            brushes[highlight] = QColor(SELECTED)
+            brushes[highlight] = solid_brush(SELECTED)
         self._emphasise(highlight)
         heights = np.nan_to_num(self.values, nan=0.0, neginf=0.0, posinf=0.0)
         if self.horizontal:
@@ -77,7 +78,7 @@ class Bars(Figure):
         n = len(self.values)
         base = list(self._base_brushes)
         if index is not None and 0 <= index < n:
-            base[index] = QColor(SELECTED)
+            base[index] = solid_brush(SELECTED)
         self.bars.setOpts(brushes=base)
         self._emphasise(index)
 

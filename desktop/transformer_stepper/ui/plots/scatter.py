@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QWidget
 
-from .common import BAR_BRUSH, SELECTED, Figure, format_value
+from .common import BAR_BRUSH, SELECTED, Figure, format_value, solid_brush
 
 
 class Scatter(Figure):
@@ -29,12 +29,14 @@ class Scatter(Figure):
         self.labels = list(labels) if labels is not None else None
         colour = QColor(BAR_BRUSH)
         colour.setAlpha(alpha)
-        brushes = [pg.mkBrush(colour)] * len(self.x)
-        sizes = np.full(len(self.x), size, dtype=float)
         if highlight is not None and 0 <= highlight < len(self.x):
-            brushes[highlight] = pg.mkBrush(SELECTED)
+            brushes = [solid_brush(colour)] * len(self.x)
+            sizes = np.full(len(self.x), size, dtype=float)
+            brushes[highlight] = solid_brush(SELECTED)
             sizes[highlight] = size * 2
-        self.points.setData(x=self.x, y=self.y, brush=brushes, size=sizes)
+            self.points.setData(x=self.x, y=self.y, brush=brushes, size=sizes)
+        else:                 # one brush and size for all (no per-point lists to go through)
+            self.points.setData(x=self.x, y=self.y, brush=solid_brush(colour), size=size)
         self.plot.enableAutoRange()
 
     def _nearest(self, x: float, y: float) -> Optional[int]:

@@ -1,10 +1,11 @@
 """What every stage view shares: figures in a grid, a readout line for hover values, and the
 bookkeeping that redraws only what changed, and only when the view is on screen (or asked for
-its plots, e.g. by an export)."""
+its plots, e.g. by an export). After new data the figures repaint one per event-loop turn
+(paint_turns.py), so the window answers between them."""
 from __future__ import annotations
 
 import weakref
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
@@ -15,6 +16,7 @@ from ...core import stages
 from ...core.labels import ACTIVATION_LABELS, NORM_LABELS
 from ...core.trace import Trace
 from ..connections import Connections
+from ..paint_turns import PaintTurns
 from ..plots.common import Figure
 from ..view_state import ViewState
 from ..workers import Task
@@ -66,6 +68,7 @@ class StageView(QWidget):
         self._drawn: Optional[tuple] = None
         self._pending: Optional[weakref.ref] = None      # the trace a worker computes for
         self._failed: Optional[tuple] = None             # (trace ref, message): work that failed
+        self._turns = PaintTurns(self)          # new data: the figures repaint one per turn
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 2)
         outer.setSpacing(4)
@@ -249,10 +252,18 @@ class StageView(QWidget):
 
     # -- the export contract ----------------------------------------------------------------
     def finish_building(self) -> None:
-        """Make what the figures defer (see Figure.finish): the window's idle turn after
-        building the view."""
+        """Make what the figures defer (see Figure.finish)."""
+        while self.finish_one():
+            pass
+
+    def finish_one(self) -> bool:
+        """Make what one figure defers (a heatmap's colour bar, ~8 ms): the window's idle turns
+        after building the view, one figure per turn. False when none was left."""
         for _, figure in self._figures:
-            figure.finish()
+            if not figure.finished:
+                figure.finish()
+                return True
+        return False
 
     def figures(self) -> list[tuple[str, Figure]]:
         """(plot name, Figure widget), as placed (the window gives each its export menu)."""
@@ -261,6 +272,7 @@ class StageView(QWidget):
     def plots(self) -> list[tuple[str, object]]:
         """(plot name, pyqtgraph GraphicsLayout standing on its own as a figure), up to date."""
         self.ensure_current()
+        self._turns.draw_waiting()
         return [(name, figure.figure) for name, figure in self._figures if not figure.isHidden()]
 
     # -- bookkeeping ---------------------------------------------------------------------------
@@ -308,6 +320,7 @@ class StageView(QWidget):
         drawn, key, selected = self._drawn, self.data_key(), self.session.selected_token
         self.placeholder.setVisible(False)
         if drawn is None or drawn[0]() is not trace or drawn[1] != key:
+            self._paint_in_turns()
             self.update_data()
         self.update_selection()
         self._drawn = (weakref.ref(trace), key, selected)
@@ -320,6 +333,30 @@ class StageView(QWidget):
         for widget in self._extras:
             widget.setVisible(True)
         self.updated.emit()
+
+    def _paint_in_turns(self) -> None:
+        """New data for every figure: they repaint one per event-loop turn (first in the order
+        placed), not all in the turn that drew them. A hidden view (drawn ahead, or for an
+        export) paints when shown or rendered."""
+        if not self.session.inline_work and self.isVisible():
+            self._turns.hold([figure for _, figure in self._figures])
+
+    def draw_in_its_turn(self, figure: Figure, draw: Callable[[], None]) -> None:
+        """For update_data: `draw()` fills `figure` in the turn the figure repaints in, not in
+        the turn that redraws the view (numbers that take a while: histograms of a layer's
+        786k hidden values); at once where nothing waits (a hidden view, an export)."""
+        if not self._turns.draw_later(figure, lambda: self._draw_if_current(draw)):
+            draw()
+
+    def _draw_if_current(self, draw: Callable[[], None]) -> None:
+        if self.is_current():
+            draw()
+        else:                 # the state moved on while the view was hidden: all of it is
+            self._drawn = None                   # drawn again when it is shown
+
+    def painted(self) -> bool:
+        """Drawn for the current state, and every figure has had its turn to repaint."""
+        return self.is_current() and not self._turns.pending()
 
     def _note_cache(self, trace: Trace) -> None:
         reused = trace.n_seq - trace.computed_rows
@@ -365,4 +402,5 @@ class StageView(QWidget):
 
     def close(self) -> bool:
         self._connections.disconnect_all()
+        self._turns.stop()
         return super().close()

@@ -42,15 +42,8 @@ class FeedForwardView(StageView):
         else:
             self.hidden.set_title(f"Hidden activations {act}(x·W1 + b1): {trace.n_seq} × {config.d_ff}, layer {layer}")
             self.hidden.set_data(self.layer_array("mlp_act"), self.labels)
-        pre, post = self.layer_array("mlp_pre_act"), self.layer_array("mlp_act")
-        limit = max(measures.robust_limit(pre, 99.9), 1e-6)
-        curves = []
-        before = "gate x·W_gate" if config.gated_mlp else "before"
-        for name, values, color in ((before, pre, PALETTE[0]), (f"after {act}", post, PALETTE[1])):
-            edges, counts = measures.histogram(np.clip(values, -limit, limit), bins=80, limit=limit)
-            curves.append(Curve(name, np.log10(counts + 1.0).astype(np.float32), x=edges, color=color,
-                                step=True))
-        self.distribution.set_curves(curves)
+        # two histograms of every hidden value (786k at 512 tokens): in the figure's own turn
+        self.draw_in_its_turn(self.distribution, self._draw_distribution)
         down = "· W_down" if config.gated_mlp else "· W2 + b2"
         self.output.set_title(f"Feed-forward output: {down} ({config.d_ff} → {config.d_model})")
         self.output.set_data(self.layer_array("mlp_out"), self.labels)
@@ -60,7 +53,20 @@ class FeedForwardView(StageView):
         else:
             self.after.set_title("+ residual = the layer's output (pre-LN: no norm here)")
             self.after.set_data(self.layer_array("mlp_residual"), self.labels)
-        self.positive_fraction = float(np.mean(post > 0))
+        self.positive_fraction = float(np.mean(self.layer_array("mlp_act") > 0))
+
+    def _draw_distribution(self) -> None:
+        config = self.trace.config
+        act = ACTIVATION_SHORT[config.activation]
+        pre, post = self.layer_array("mlp_pre_act"), self.layer_array("mlp_act")
+        limit = max(measures.robust_limit(pre, 99.9), 1e-6)
+        curves = []
+        before = "gate x·W_gate" if config.gated_mlp else "before"
+        for name, values, color in ((before, pre, PALETTE[0]), (f"after {act}", post, PALETTE[1])):
+            edges, counts = measures.histogram(np.clip(values, -limit, limit), bins=80, limit=limit)
+            curves.append(Curve(name, np.log10(counts + 1.0).astype(np.float32), x=edges, color=color,
+                                step=True))
+        self.distribution.set_curves(curves)
 
     def update_selection(self) -> None:
         i = self.selected

@@ -41,17 +41,25 @@ class LayerOutputView(StageView):
         base = states[0]
         self.cosines = np.stack([measures.cosine_rows(s, base) for s in states])   # [L+1, n]
         self.similarity.set_title(f"Cosine between tokens after layer {layer}")
-        self.similarity.set_data(measures.cosine_matrix(self.layer_array("layer_out")), self.labels,
-                                 self.labels, levels=(-1.0, 1.0))
+        self.draw_in_its_turn(self.similarity, self._draw_similarity)     # [n_seq, n_seq]
         # (for GPT-2 the last entry has ln_f applied, as Hugging Face's hidden_states: the
         # explanation says so; the axis stays short)
         self.layer_names = ["embed"] + [f"layer {i}" for i in range(config.n_layer)]
         self.layer_line.setValue(layer + 1)
 
+    def _draw_similarity(self) -> None:
+        self.similarity.set_data(measures.cosine_matrix(self.layer_array("layer_out")), self.labels,
+                                 self.labels, levels=(-1.0, 1.0))
+        self.similarity.set_highlight(row=self.selected)          # (on the new rows)
+
     def update_selection(self) -> None:
         i = self.selected
         self.hidden.set_highlight(row=i)
         self.similarity.set_highlight(row=i)
+        self.draw_in_its_turn(self.drift, self._draw_drift)     # 33 curves: in its own turn
+
+    def _draw_drift(self) -> None:
+        i = self.selected
         n = self.cosines.shape[1]
         curves = [Curve("mean of all tokens", self.cosines.mean(axis=1), color="#555", width=2.5)]
         others = [j for j in range(n) if j != i][:MAX_TOKEN_CURVES]

@@ -6,13 +6,12 @@ from typing import NamedTuple, Optional
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
-from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 from ...core.trace import Trace
 
 from ..plots import Bars
-from ..plots.common import BAR_BRUSH, MUTED, SELECTED, Figure, nearest_index
+from ..plots.common import BAR_BRUSH, MUTED, SELECTED, Figure, nearest_index, solid_brush
 from .base import StageView
 
 
@@ -46,9 +45,10 @@ class TokenSpans(Figure):
 
     def select(self, selected: int) -> None:
         n = len(self.rows)
-        brushes = [QColor(MUTED) if s else QColor(BAR_BRUSH) for s in self.special]
+        grey, plain = solid_brush(MUTED), solid_brush(BAR_BRUSH)
+        brushes = [grey if s else plain for s in self.special]
         if 0 <= selected < n:
-            brushes[selected] = QColor(SELECTED)
+            brushes[selected] = solid_brush(SELECTED)
         self.spans.setOpts(x0=self.starts - 0.5, y=np.arange(n), width=self.ends - self.starts,
                            brushes=brushes)
 
