@@ -94,8 +94,8 @@ def print_gemm_limit(rows: list[dict], theirs: dict) -> None:
                      f"{torch_gemm / hf['forward_best_s']:>8.2f} {gemm / hf['forward_best_s']:>14.2f}")
         print(line)
     print("GEMM/first: the share of the first view's time its products need at numpy's speed (1.0 = "
-          "the pass is all GEMM); floor first/HF: numpy's GEMM time over HF's whole pass, the lowest "
-          "first/HF any numpy pass could reach")
+          "the pass is all GEMM)" + ("; floor first/HF: numpy's GEMM time over HF's whole pass, the "
+                                      "lowest first/HF any numpy pass could reach" if theirs else ""))
 
 
 def main() -> None:
