@@ -78,7 +78,7 @@ def test_with_a_big_trace_freed_memory_goes_back_once_the_workers_are_idle(qtbot
     trims = []                      # whether the workers were idle at each trim
     session = open_session("gpt2")
     monkeypatch.setattr(session_module, "return_freed_memory", lambda: trims.append(session.workers.idle))
-    session._return_memory.setInterval(100)        # a second of idleness in the app
+    session._return_memory.setInterval(100)        # idleness, shorter than the app's
     assert session.workers.wait(10_000)
     qtbot.wait(300)
     assert trims == [], "a small trace's freed heap stays for the next trace"

@@ -26,12 +26,12 @@ from .workers import (ComputeResult, InterventionResult, LoadResult, Task, Worke
 DEFAULT_TEXT = "The queen rode to the bank of the river and she was tired"
 TEXT_DEBOUNCE_MS = 40
 # with a trace this big on screen, the freed heap goes back to the system once the workers
-# have been idle a second (core/allocator.py): the process otherwise keeps the pages of every
-# pass, layer and view computation over it. The price is paid by the next whole-text pass,
-# which faults its pages in again (GPT-2-small-shaped, 1,000 tokens: ~0.3 s of system time on
-# a 2.3 s pass; tests/bench/bench_ui_big.py); a smaller trace's heap stays for the next to reuse
+# have been idle a quarter second (core/allocator.py): the process otherwise keeps the pages
+# of every pass, layer and view computation over it. The price is paid by the next whole-text
+# pass, which faults its pages in again (GPT-2-small-shaped, 1,000 tokens: ~0.3 s of system
+# time on a 2.3 s pass; tests/bench/bench_ui_big.py); a smaller trace's heap stays for reuse
 RETURN_MEMORY_FROM = 128 << 20
-RETURN_MEMORY_AFTER_MS = 1000
+RETURN_MEMORY_AFTER_MS = 250
 # a new trace's next layer is computed once the text rests this long: not while the window
 # draws the trace (a worker beside the GUI thread makes its turns up to twice as long on two
 # cores), nor for every keystroke of a text still being typed
