@@ -15,7 +15,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import time
 import tracemalloc
 from pathlib import Path

@@ -3,7 +3,6 @@ process, now and at its peak over a block of code (sampled every 5 ms in a threa
 from __future__ import annotations
 
 import threading
-import time
 from contextlib import contextmanager
 
 

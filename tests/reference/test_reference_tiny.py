@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import struct
 
-import numpy as np
 import pytest
 
 from reference_helpers import (HF_OUTPUTS, TINY_FIXTURES, assert_trace_matches, load_reference,

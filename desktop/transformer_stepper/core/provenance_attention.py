@@ -13,7 +13,6 @@ def explain_score(model, trace, name: str, index: tuple) -> Explanation:
     layer, head, i, j = index
     config, n = trace.config, Names(trace)
     q, k = _layer(trace, "q", layer)[head, i], _layer(trace, "k", layer)[head, j]
-    raw = float(np.dot(q.astype(np.float64), k.astype(np.float64)))
     terms, rest, total = _terms(q.astype(np.float64) * k, lambda c: f"q[{c}] · k[{c}]",
                                 lambda c: (q[c], k[c]))
     d_head = config.d_head
@@ -38,7 +37,7 @@ def explain_score(model, trace, name: str, index: tuple) -> Explanation:
     python = (f"import numpy as np\n"
               f"q = trace.layer('q', {layer})[{head}, {i}]\n"
               f"k = trace.layer('k', {layer})[{head}, {j}]\n"
-              + (f"value = q @ k\n" if name == "scores_raw" else
+              + ("value = q @ k\n" if name == "scores_raw" else
                  f"value = q @ k / np.sqrt({d_head})\n"
                  + (f"value += trace.attention_mask[{i}, {j}]   # 0, or -inf after the query\n"
                     if trace.attention_mask is not None else "")))
