@@ -256,3 +256,24 @@ def test_a_view_built_in_steps_makes_a_few_figures_a_step_and_the_rest_when_need
     names = [name for name, _ in half.plots()]       # drawn for an export: built whole first
     assert len(half.figures()) == 5 and {"q", "k", "v"} <= set(names)
     assert half.is_current()
+
+
+def test_the_next_stage_is_painted_ahead_one_figure_per_turn(qtbot, loaded_window):
+    """While the user reads a stage, the next one is drawn and painted off screen, a figure
+    per event-loop turn; stepping to it then shows what was painted."""
+    window = loaded_window("gpt2")
+    session = window.session
+    qtbot.waitUntil(window.views_built, timeout=20_000)
+    session.set_stage("qkv")
+    qtbot.waitUntil(window.settled, timeout=10_000)
+    ahead = window.views["scores"]
+    figures = [figure for _, figure in ahead.figures() if not figure.isHidden()]
+    watch = PaintTurns(figures)
+    watch.start()
+    try:
+        window._prebuild.start(0)                  # (the reader's pause, shortened)
+        qtbot.waitUntil(lambda: len(watch.first) == len(figures), timeout=10_000)
+    finally:
+        turns = watch.stop()
+    assert not ahead.isVisible() and ahead.is_current()
+    assert len(set(turns)) == len(figures), f"painted in the same turn: {turns}"
