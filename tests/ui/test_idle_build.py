@@ -231,3 +231,49 @@ def test_a_built_view_is_finished_one_figure_per_call(qtbot, open_session):
         assert view.finish_one()
         assert sum(not figure.finished for _, figure in view.figures()) == left
     assert not view.finish_one()
+
+
+def test_a_view_built_in_steps_makes_a_few_figures_a_step_and_the_rest_when_needed(qtbot, open_session):
+    """The idle builder builds a view in steps (a figure takes 6-10 ms to make): each step
+    makes a few figures; a view drawn or exported mid-build builds the rest first."""
+    from transformer_stepper.ui.stages import create_view
+
+    session = open_session("bert")                 # token types: position addition's 8 figures
+    view = create_view("position_addition", session, in_steps=True)
+    qtbot.addWidget(view)
+    counts = [len(view.figures())]
+    while True:
+        more = view.build_step()
+        counts.append(len(view.figures()))
+        if not more:
+            break
+    assert counts[0] == 0 and counts[-1] == 8, counts
+    assert max(b - a for a, b in zip(counts, counts[1:])) <= 3, counts
+    assert not view.build_step()
+    half = create_view("qkv", session, in_steps=True)
+    qtbot.addWidget(half)
+    assert half.build_step() and len(half.figures()) == 2
+    names = [name for name, _ in half.plots()]       # drawn for an export: built whole first
+    assert len(half.figures()) == 5 and {"q", "k", "v"} <= set(names)
+    assert half.is_current()
+
+
+def test_the_next_stage_is_painted_ahead_one_figure_per_turn(qtbot, loaded_window):
+    """While the user reads a stage, the next one is drawn and painted off screen, a figure
+    per event-loop turn; stepping to it then shows what was painted."""
+    window = loaded_window("gpt2")
+    session = window.session
+    qtbot.waitUntil(window.views_built, timeout=20_000)
+    session.set_stage("qkv")
+    qtbot.waitUntil(window.settled, timeout=10_000)
+    ahead = window.views["scores"]
+    figures = [figure for _, figure in ahead.figures() if not figure.isHidden()]
+    watch = PaintTurns(figures)
+    watch.start()
+    try:
+        window._prebuild.start(0)                  # (the reader's pause, shortened)
+        qtbot.waitUntil(lambda: len(watch.first) == len(figures), timeout=10_000)
+    finally:
+        turns = watch.stop()
+    assert not ahead.isVisible() and ahead.is_current()
+    assert len(set(turns)) == len(figures), f"painted in the same turn: {turns}"

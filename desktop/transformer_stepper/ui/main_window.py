@@ -23,6 +23,7 @@ from .stages import StageView, create_view
 from .explanation_panel import ExplanationPanel
 from .generate_bar import GenerateBar
 from .intervened_toggle import InterventionBanner, show_intervened_action
+from .paint_turns import TURN_MS
 from .tabs import TabHost
 from .token_strip import TokenStripArea
 
@@ -42,7 +43,7 @@ def resident_memory() -> Optional[int]:
 MODEL_FILES = "Model files (*.safetensors *.npz *.json);;All files (*)"
 PREBUILD_DELAY_MS = 400
 IDLE_BUILD_MS = 60          # the pause between two views built while idle
-IDLE_FINISH_MS = 0          # ... and between two colour bars of the view built (a turn each)
+IDLE_STEP_MS = TURN_MS      # ... and between two steps of building one (a turn each)
 
 
 def default_settings() -> QSettings:
@@ -73,6 +74,11 @@ class MainWindow(QMainWindow):
         self._prebuild.setSingleShot(True)
         self._prebuild.setInterval(PREBUILD_DELAY_MS)
         self._prebuild.timeout.connect(self._build_next_view)
+        self._ahead: list = []                  # ... its figures, painted off screen one per turn
+        self._paint_ahead = QTimer(self)
+        self._paint_ahead.setSingleShot(True)
+        self._paint_ahead.setInterval(TURN_MS)
+        self._paint_ahead.timeout.connect(self._paint_one_ahead)
         # while nothing happens, build the stages' views one per turn (a view's plots take
         # 20–100 ms to make), so a stage's first visit only draws
         self._idle_build = QTimer(self)
@@ -454,28 +460,42 @@ class MainWindow(QMainWindow):
         if target[1] == session.layer and not view.is_current():
             view.ensure_current()
         view.resize(self.stack.size())
-        view.grab()
+        view.layout().activate()                # the figures' sizes on screen
+        # painted off screen one figure per turn (a view's figures take 30-60 ms at 512
+        # tokens): showing the view then only copies what they painted
+        self._ahead = [figure for _, figure in view.figures() if not figure.isHidden()]
+        self._paint_ahead.start()
+
+    def _paint_one_ahead(self) -> None:
+        while self._ahead:
+            figure = self._ahead.pop(0)
+            if isValid(figure) and not figure.isVisible():     # (shown meanwhile: painted)
+                figure.grab()
+                break
+        if self._ahead:
+            self._paint_ahead.start()
 
     def _build_one_view(self) -> None:
-        """Build one not yet built view of the model's stages (skeleton only: a hidden view
-        draws when shown), the nearest after the current stage first; again after a pause."""
+        """Build the model's stages' views one step per turn (a view built in steps: a few
+        figures a turn), the nearest after the current stage first, then their colour bars one
+        per turn (skeletons only: a hidden view draws when shown); the next view after a pause."""
         session = self.session
         if session.model is None:
             return
         if session.busy or QApplication.mouseButtons() != Qt.MouseButton.NoButton:
             self._idle_build.start(IDLE_BUILD_MS)   # later: the user or a worker is active
             return
-        if self._unfinished:                    # the view built last: its colour bars, one
-            view = self._unfinished[-1]         # per turn (a view may have six)
-            if isValid(view) and view.finish_one():
-                self._idle_build.start(IDLE_FINISH_MS)
+        if self._unfinished:                    # the view built last: its figures, then its
+            view = self._unfinished[-1]         # colour bars, one per turn (a view may have six)
+            if isValid(view) and (view.build_step() or view.finish_one()):
+                self._idle_build.start(IDLE_STEP_MS)
                 return
             self._unfinished.pop()
         keys = [s.key for s in session.available_stages()]
         here = keys.index(session.stage_key) if session.stage_key in keys else 0
         missing = [key for key in keys[here:] + keys[:here] if key not in self.views]
         if missing:
-            self._unfinished.append(self.view(missing[0]))
+            self._unfinished.append(self.view(missing[0], in_steps=True))
             self._idle_build.start(IDLE_BUILD_MS)
 
     def views_built(self) -> bool:
@@ -489,14 +509,17 @@ class MainWindow(QMainWindow):
         explanation says its numbers (nothing left for a later turn)."""
         return self.current_view().painted() and not self._explain_soon.isActive()
 
-    def view(self, key: str) -> StageView:
-        """The stage's view, created the first time it is needed."""
+    def view(self, key: str, in_steps: bool = False) -> StageView:
+        """The stage's view, created the first time it is needed, built whole (`in_steps`: the
+        idle builder builds it in steps; asked for meanwhile, the rest is built now)."""
         if key not in self.views:
-            view = create_view(key, self.session, self.stack)
+            view = create_view(key, self.session, self.stack, in_steps=in_steps)
             install_plot_menus(view)             # right-click: Export as PNG / SVG
             view.updated.connect(self._view_updated)
             self.stack.addWidget(view)
             self.views[key] = view
+        elif not in_steps:
+            self.views[key].build_all()
         return self.views[key]
 
     def current_view(self) -> StageView:
@@ -555,6 +578,8 @@ class MainWindow(QMainWindow):
         # the idle builder restarts itself: stopped, or it builds views after they are closed
         self._idle_build.stop()
         self._prebuild.stop()
+        self._paint_ahead.stop()
+        self._ahead.clear()
         self._explain_soon.stop()
         self._unfinished.clear()
         self.save_settings()

@@ -35,13 +35,15 @@ missing = [s.key for s in STAGES if s.key not in VIEWS]
 assert not missing, f"stages without a view: {missing}"
 
 
-def create_view(stage_key: str, session, parent: Optional[QWidget] = None) -> StageView:
-    """A stage's view, drawn from the session's current trace (needs no main window)."""
+def create_view(stage_key: str, session, parent: Optional[QWidget] = None,
+                in_steps: bool = False) -> StageView:
+    """A stage's view, drawn from the session's current trace (needs no main window);
+    `in_steps`: built by StageView.build_step (the window's idle turns)."""
     try:
         view_class = VIEWS[stage_key]
     except KeyError:
         raise KeyError(f"no view for stage {stage_key!r}") from None
-    return view_class(session, parent)
+    return view_class(session, parent, in_steps=in_steps)
 
 
 __all__ = ["StageView", "VIEWS", "create_view"]

@@ -4,8 +4,9 @@ its plots, e.g. by an export). After new data the figures repaint one per event-
 (paint_turns.py), so the window answers between them."""
 from __future__ import annotations
 
+import inspect
 import weakref
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
@@ -52,12 +53,16 @@ def intervention_note(interventions, stage: stages.Stage, layer: int, head: int)
 
 class StageView(QWidget):
     """Subclasses set `stage_key`, build their figures in `build()` (once), and fill them in
-    `update_data()` (trace, layer, head changed) and `update_selection()` (selected token)."""
+    `update_data()` (trace, layer, head changed) and `update_selection()` (selected token).
+    A `build()` that yields between figures is a build in steps: the window builds such a view
+    while idle one step per event-loop turn (a figure takes 6-10 ms to make); anything that
+    draws or exports the view first builds the rest."""
 
     stage_key = ""
     updated = Signal()               # redrawn: the explanation may have new numbers
 
-    def __init__(self, session: ViewState, parent: Optional[QWidget] = None) -> None:
+    def __init__(self, session: ViewState, parent: Optional[QWidget] = None,
+                 in_steps: bool = False) -> None:
         super().__init__(parent)
         self.session = session
         self.stage = stages.stage(self.stage_key)
@@ -105,7 +110,10 @@ class StageView(QWidget):
         # gives it its export menu; a view may make a model's own plots when first needed)
         self.on_new_figure = None
         self._connections = Connections()
-        self.build()
+        steps = self.build()
+        self._build_steps: Optional[Iterator] = steps if inspect.isgenerator(steps) else None
+        if not in_steps:
+            self.build_all()
         self.listen(session.traceChanged, self._on_data)
         self.listen(session.shownTraceChanged, self._on_data)     # clean <-> intervened
         self.listen(session.selectionChanged, self._on_selection)
@@ -118,8 +126,20 @@ class StageView(QWidget):
             self.ensure_current()
 
     # -- for subclasses -------------------------------------------------------------------
-    def build(self) -> None:
+    def build(self) -> Optional[Iterator]:
         raise NotImplementedError
+
+    def build_step(self) -> bool:
+        """One more step of a build in steps; False when the view is built."""
+        if self._build_steps is not None:
+            if next(self._build_steps, StopIteration) is not StopIteration:
+                return True
+            self._build_steps = None
+        return False
+
+    def build_all(self) -> None:
+        while self.build_step():
+            pass
 
     def update_data(self) -> None:
         raise NotImplementedError
@@ -299,6 +319,7 @@ class StageView(QWidget):
     def ensure_current(self) -> None:
         """Redraw what changed since the last drawing; nothing if nothing did. Signals may
         arrive in any order and more than once: the comparison makes repeats free."""
+        self.build_all()
         trace = self.trace
         if trace is None:
             self.placeholder.setVisible(True)

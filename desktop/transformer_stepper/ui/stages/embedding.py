@@ -1,6 +1,8 @@
 """2. Embedding lookup: ids -> rows of the embedding table E (one-hot x E = row selection)."""
 from __future__ import annotations
 
+from typing import Iterator
+
 import weakref
 
 import numpy as np
@@ -31,7 +33,7 @@ def _table_summary(model: Model) -> tuple[np.ndarray, np.ndarray]:
 class EmbeddingView(StageView):
     stage_key = "embedding"
 
-    def build(self) -> None:
+    def build(self) -> Iterator[None]:      # in steps (StageView)
         self.table = self.add_figure("embedding_table", Heatmap(
             "Embedding table E (lines: this text's rows)", "dimension",
             "token id (row of E)", value_label="value", row_names="id", col_names="dim",
@@ -40,6 +42,7 @@ class EmbeddingView(StageView):
             "The rows of E for this text's ids", "dimension", "token", value_label="value",
             row_names="token", col_names="dim"), 0, 1,
             explain=lambda r, c: ("token_embeddings", (r, c)))
+        yield
         self.vector = self.add_figure("selected_vector", Bars(
             "Embedding vector of the selected token", "dimension", "value", tokens=False), 1, 1)
         self.nearest = self.add_figure("nearest_tokens", Bars(

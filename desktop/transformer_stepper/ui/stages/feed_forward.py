@@ -1,6 +1,8 @@
 """10. Feed-forward and residual: W1, activation, W2, + the residual, LayerNorm (post-LN)."""
 from __future__ import annotations
 
+from typing import Iterator
+
 import numpy as np
 
 from ...core.labels import ACTIVATION_SHORT
@@ -18,14 +20,16 @@ def _heatmap(title: str, x_label: str = "dimension") -> Heatmap:
 class FeedForwardView(StageView):
     stage_key = "feed_forward"
 
-    def build(self) -> None:
+    def build(self) -> Iterator[None]:      # in steps (StageView)
         self.hidden = self.add_figure("hidden_activations", _heatmap("Hidden activations", "hidden unit"), 0, 0, 1, 2,
             explain=lambda r, c: ("mlp_gated" if self.trace.config.gated_mlp else "mlp_act", (self.session.layer, r, c)))
         self.distribution = self.add_figure("activation_distributions", Lines(
             "Values before and after the activation (all tokens)", "value", "count (log10)"), 0, 2)
+        yield
         self.shape = self.add_figure("activation_function", Scatter(
             "The selected token's hidden units: before vs after", "before (x·W1 + b1)",
             "after activation"), 1, 2)
+        yield
         self.output = self.add_figure("feed_forward_output", _heatmap("· W2 + b2"), 1, 0,
                                       explain=self.cell("mlp_out"))
         self.after = self.add_figure("after_residual", _heatmap("+ residual"), 1, 1,

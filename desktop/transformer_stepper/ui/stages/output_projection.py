@@ -1,6 +1,8 @@
 """9. Output projection and residual: heads side by side, · W_O, + the residual, LayerNorm."""
 from __future__ import annotations
 
+from typing import Iterator
+
 import numpy as np
 import pyqtgraph as pg
 
@@ -15,16 +17,18 @@ def _heatmap(title: str) -> Heatmap:
 class OutputProjectionView(StageView):
     stage_key = "output_projection"
 
-    def build(self) -> None:
+    def build(self) -> Iterator[None]:      # in steps (StageView)
         self.concat = self.add_figure("heads_concat", _heatmap("Heads side by side (concat)"), 0, 0,
                                       explain=self.cell("heads_concat"))
         self.projected = self.add_figure("attention_output", _heatmap("· W_O + b_O"), 0, 1,
                                          explain=self.cell("attn_out"))
+        yield
         self.change = self.add_figure("attention_change", Bars(
             "How much attention changes each token: |attn out| / |x|", "token", "ratio",
             value_name="|attn out| / |x|"), 0, 2)
         self.residual = self.add_figure("residual", _heatmap("x + attention output"), 1, 0,
                                         explain=self.cell("attn_residual"))
+        yield
         self.norm = self.add_figure("layernorm", _heatmap("LayerNorm"), 1, 1,
                                     explain=lambda r, c: (f"{self.norm_name}_out", (self.session.layer, r, c)))
         self.norm_effect = self.add_figure("layernorm_effect", Bars(

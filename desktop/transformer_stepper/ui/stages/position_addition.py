@@ -1,7 +1,7 @@
 """4. Position addition: x = e + p (+ t), then the embedding LayerNorm where the model has one."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterator, Optional
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from .base import StageView
 class PositionAdditionView(StageView):
     stage_key = "position_addition"
 
-    def build(self) -> None:
+    def build(self) -> Iterator[None]:      # in steps (StageView)
         def heatmap(title: str) -> Heatmap:
             return Heatmap(title, "dimension", "token", value_label="value",
                            row_names="token", col_names="dim")
@@ -23,9 +23,10 @@ class PositionAdditionView(StageView):
                                  explain=lambda r, c: ("token_embeddings", (r, c)))
         self.p = self.add_figure("position_embeddings", heatmap("p: position vectors"), 0, 1,
                                  explain=lambda r, c: ("position_embeddings", (r, c)))
+        yield
         self._heatmap = heatmap
         # t (token types) and q, k turning (rotary) are made for a model that has them: each
-        # plot takes 7-14 ms to make, and a view is built in one event-loop turn
+        # plot takes 7-14 ms to make
         self.t: Optional[Heatmap] = None
         self.q_turn: Optional[Lines] = None
         self.k_turn: Optional[Lines] = None
@@ -33,12 +34,14 @@ class PositionAdditionView(StageView):
                                    explain=lambda r, c: ("embedding_sum", (r, c)))
         self.ln = self.add_figure("embedding_layernorm", heatmap("LayerNorm(e + p + t)"), 1, 1,
                                   explain=lambda r, c: ("embedding_output", (r, c)))
+        yield
         self.concat = self.add_figure("concatenation_alternative", heatmap(
             "The alternative: [e | p] concatenated"), 1, 2)
         self.magnitude = self.add_figure("magnitude_per_dimension", Lines(
             "Size of e and p per dimension (RMS over tokens)", "dimension", "RMS"), 2, 0, 1, 2)
         self.cosine = self.add_figure("cosine_e_sum", Bars(
             "cos(e, e + p) per token", "token", "cosine", value_name="cosine"), 2, 2)
+        yield
         self._placed_for = None
         config = self.session.model.config if self.session.model is not None else None
         self._make_figures(config is None or config.n_token_types > 0,

@@ -2,6 +2,8 @@
 token-type rows."""
 from __future__ import annotations
 
+from typing import Iterator
+
 import numpy as np
 import pyqtgraph as pg
 
@@ -30,18 +32,20 @@ def shown_dimensions(d_model: int) -> list[int]:
 class PositionEncodingView(StageView):
     stage_key = "position_encoding"
 
-    def build(self) -> None:
+    def build(self) -> Iterator[None]:      # in steps (StageView)
         self.table = self.add_figure("position_table", Heatmap(
             "Position vectors p for this text's positions", "dimension", "position",
             value_label="value", row_names="position", col_names="dim"), 0, 0)
         self.curves = self.add_figure("position_curves", Lines(
             "A few dimensions of p across positions", "position", "value"), 0, 1)
+        yield
         self.similarity = self.add_figure("position_similarity", Heatmap(
             "Cosine similarity between position vectors", "position", "position",
             value_label="cosine", row_names="position", col_names="position"), 1, 0)
         self.wavelengths = self.add_figure("wavelengths", Lines(
             "Wavelength of each dimension's sinusoid", "dimension", "wavelength (positions, log10)",
             legend=False), 1, 1)
+        yield
         self.token_types = self.add_figure("token_type_rows", Heatmap(
             "Token-type (segment) rows", "dimension", "token type", value_label="value",
             row_names="type", col_names="dim", click=None), 1, 1)

@@ -1,6 +1,8 @@
 """5. Q/K/V projection: x·W + b for the selected layer, split into heads; the selected head."""
 from __future__ import annotations
 
+from typing import Iterator
+
 import numpy as np
 
 from ..plots import Heatmap
@@ -10,19 +12,21 @@ from .base import StageView
 class QKVView(StageView):
     stage_key = "qkv"
 
-    def build(self) -> None:
+    def build(self) -> Iterator[None]:      # in steps (StageView)
         self.x = self.add_figure("attention_input", Heatmap(
             "x: what the projections read", "dimension", "token", value_label="value",
             row_names="token", col_names="dim"), 0, 0, 1, 2, explain=self.cell("attn_in"))
         self.w = self.add_figure("query_weights", Heatmap(
             "W_Q: this head's columns", "head dimension", "input dimension", value_label="weight",
             row_names="input dim", col_names="head dim", click=None), 0, 2)
+        yield
         self.q = self.add_figure("q", Heatmap("q = x·W_Q + b_Q (this head)", "head dimension",
                                               "token", value_label="value", row_names="token",
                                               col_names="head dim"), 1, 0, explain=self.head_cell("q"))
         self.k = self.add_figure("k", Heatmap("k = x·W_K + b_K (this head)", "head dimension",
                                               "token", value_label="value", row_names="token",
                                               col_names="head dim"), 1, 1, explain=self.head_cell("k"))
+        yield
         self.v = self.add_figure("v", Heatmap("v = x·W_V + b_V (this head)", "head dimension",
                                               "token", value_label="value", row_names="token",
                                               col_names="head dim"), 1, 2, explain=self.head_cell("v"))
