@@ -24,7 +24,11 @@ from .workers import (ComputeResult, InterventionResult, LoadResult, Task, Worke
 
 # every word is in the built-in model's vocabulary; its pronoun head links "she" to "queen"
 DEFAULT_TEXT = "The queen rode to the bank of the river and she was tired"
-TEXT_DEBOUNCE_MS = 40
+# typing waits this long for the next key before tracing: a pass still running for an older
+# text is cancelled at its next layer, and a decoder re-traces only the changed tail, so a
+# short wait costs little (MiniLM, 72 tokens: keystroke -> plots painted 72-106 ms at 15 ms,
+# 103-138 at 40; tests/bench/bench_ui.py)
+TEXT_DEBOUNCE_MS = 15
 # with a trace this big on screen, the freed heap goes back to the system once the workers
 # have been idle a quarter second (core/allocator.py): the process otherwise keeps the pages
 # of every pass, layer and view computation over it. The price is paid by the next whole-text
