@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import sys
 
 _M_TRIM_THRESHOLD = -1
@@ -23,7 +24,10 @@ _TRIM_THRESHOLD = 1 << 30
 _done = False
 
 
+@functools.cache
 def _libc():
+    # found once: find_library runs ldconfig in a subprocess (1-3 ms), and the window trims
+    # on the GUI thread each time its workers go idle
     try:
         return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     except OSError:
