@@ -295,7 +295,7 @@ class Model:
         same = (previous.input_ids[:n] == ids[:n]) & (previous.arrays["token_type_ids"][:n] == types[:n])
         return n if same.all() else int(np.argmin(same))
 
-    def retrace(self, previous: Trace, encoded: Encoded, text: str = "",
+    def retrace(self, previous: Optional[Trace], encoded: Encoded, text: str = "",
                 detail_layers: tuple[int, ...] = (),
                 after_layer: Optional[Callable[[int], None]] = None) -> Trace:
         """The trace of `encoded` (an edited text) from `previous`, a trace of this model: the
@@ -303,13 +303,13 @@ class Model:
         layers with their keys and values cached, as a generation step does. Typing at the end
         of a long text so computes the new tokens only, and deleting there computes nothing.
         Equal to `trace_encoded(encoded)` to float rounding (the shared rows were summed in a
-        pass over another length); with no shared row it is that pass. `detail_layers` are
-        computed before it returns."""
+        pass over another length); with no shared row (or no `previous`) it is that pass.
+        `detail_layers` are ready when it returns."""
         ids, types = self._checked_ids(encoded)
         shared = self.shared_rows(previous, encoded)
         if not shared:
-            return self.trace_encoded(encoded, text, previous.cache.budget if previous else DEFAULT_DETAIL_BUDGET,
-                                      detail_layers, after_layer=after_layer)
+            budget = DEFAULT_DETAIL_BUDGET if previous is None else previous.cache.budget
+            return self.trace_encoded(encoded, text, budget, detail_layers, after_layer=after_layer)
         base = previous if shared == previous.n_seq else self.truncate(previous, shared)
         details = {}
         if shared < len(ids):

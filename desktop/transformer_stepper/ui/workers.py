@@ -128,10 +128,7 @@ def compute_trace(model: Model, text: str, layer: int = 0, previous: Optional[Tr
     # under LONG_TEXT the extra thread only costs: tests/bench/bench_ui_big.py, bench_ui.py)
     threads = os.cpu_count() if len(encoded.input_ids) >= LONG_TEXT else None
     with blas_threads(threads):
-        if model.shared_rows(previous, encoded):
-            trace = model.retrace(previous, encoded, text, detail_layers=detail, after_layer=after_layer)
-        else:
-            trace = model.trace_encoded(encoded, text, detail_layers=detail, after_layer=after_layer)
+        trace = model.retrace(previous, encoded, text, detail_layers=detail, after_layer=after_layer)
     return ComputeResult(model, text, trace, time.perf_counter() - start)
 
 
