@@ -56,22 +56,30 @@ def rms_norm(x: np.ndarray, g: np.ndarray, eps: float):
     return normalized, normalized * g
 
 
-def erf(x: np.ndarray) -> np.ndarray:
-    # [...] -> [...], float32. Abramowitz & Stegun 7.1.26 by Horner's rule, in place in two
-    # buffers (a new array per step made it the pass's slowest elementwise op)
-    a = np.abs(x)
-    t = _ERF_P * a
-    t += 1.0
+def _erf_tail(z: np.ndarray, t: np.ndarray, q: np.ndarray, coefficients) -> np.ndarray:
+    # z = |argument| -> q = poly(t) * exp(-z^2), t = 1 / (1 + p z): Abramowitz & Stegun
+    # 7.1.26, erf(z) = 1 - q with _ERF_A, by Horner's rule in the given buffers (z is
+    # overwritten with exp(-z^2))
+    np.multiply(z, _ERF_P, out=t)
+    t += F32(1.0)
     np.reciprocal(t, out=t)
-    a1, a2, a3, a4, a5 = _ERF_A
-    poly = t * a5
+    a1, a2, a3, a4, a5 = coefficients
+    np.multiply(t, a5, out=q)
     for coefficient in (a4, a3, a2, a1):
-        poly += coefficient
-        poly *= t
-    np.square(a, out=a)
-    np.negative(a, out=a)
-    np.exp(a, out=a)
-    poly *= a
+        q += coefficient
+        q *= t
+    np.square(z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    q *= z
+    return q
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    # [...] -> [...], float32, in place in three buffers (a new array per step made it the
+    # pass's slowest elementwise op when GELU used it)
+    a = np.abs(x)
+    poly = _erf_tail(a, np.empty_like(a), np.empty_like(a), _ERF_A)
     np.subtract(F32(1.0), poly, out=poly)
     poly[x == 0] = 0.0               # erf(0) = 0 exactly (the approximation leaves ~1e-9)
     return np.copysign(poly, x, out=poly)
@@ -87,23 +95,12 @@ def gelu_erf(x: np.ndarray) -> np.ndarray:
     out = np.empty_like(flat)
     size = min(_GELU_BLOCK, flat.size)
     z_block, t_block, q_block = (np.empty(size, out.dtype) for _ in range(3))
-    a1, a2, a3, a4, a5 = _HALF_ERF_A
     for start in range(0, flat.size, _GELU_BLOCK):
         x_part, o = flat[start:start + _GELU_BLOCK], out[start:start + _GELU_BLOCK]
         z, t, q = z_block[:len(o)], t_block[:len(o)], q_block[:len(o)]
         np.abs(x_part, out=o)                       # |x|
         np.multiply(o, _SQRT_HALF, out=z)           # |z|
-        np.multiply(z, _ERF_P, out=t)
-        t += F32(1.0)
-        np.reciprocal(t, out=t)                     # t = 1 / (1 + p|z|)
-        np.multiply(t, a5, out=q)
-        for coefficient in (a4, a3, a2, a1):
-            q += coefficient
-            q *= t
-        np.square(z, out=z)
-        np.negative(z, out=z)
-        np.exp(z, out=z)
-        q *= z                                      # q / 2
+        _erf_tail(z, t, q, _HALF_ERF_A)             # q / 2
         q *= o                                      # |x| * q / 2
         np.maximum(x_part, F32(0), out=o)
         o -= q
