@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 import numpy as np
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout, QHBoxLayout,
                                QLabel, QPushButton, QSpinBox, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
@@ -23,6 +23,7 @@ from .connections import Connections
 from .difference_map import DifferenceMap
 from .plots import Bars
 from .session import Session
+from .timers import one_shot
 
 TOP_CHANGES = 6
 
@@ -116,10 +117,7 @@ class InterventionsView(QWidget):
         grid.setColumnStretch(1, 3)
         for figure in (self.changes, self.moved, self.stage_map.heatmap):
             figure.hovered.connect(self.summary.setToolTip)
-        self._debounce = QTimer(self)
-        self._debounce.setSingleShot(True)
-        self._debounce.setInterval(60)
-        self._debounce.timeout.connect(self.run)
+        self._debounce = one_shot(self, 60, self.run)
         self._connections = Connections([(session.modelChanged, self._on_model),
                                          (session.traceChanged, self._changed),
                                          (session.selectionChanged, self._draw),

@@ -25,6 +25,7 @@ from .generate_bar import GenerateBar
 from .intervened_toggle import InterventionBanner, show_intervened_action
 from .paint_turns import TURN_MS
 from .tabs import TabHost
+from .timers import one_shot
 from .token_strip import TokenStripArea
 
 def resident_memory() -> Optional[int]:
@@ -70,27 +71,15 @@ class MainWindow(QMainWindow):
         self._restore_settings()
         # building a view takes 0.1-0.3 s (pyqtgraph items): the next stage's is built while
         # the user reads this one, so stepping forward only shows it
-        self._prebuild = QTimer(self)
-        self._prebuild.setSingleShot(True)
-        self._prebuild.setInterval(PREBUILD_DELAY_MS)
-        self._prebuild.timeout.connect(self._build_next_view)
+        self._prebuild = one_shot(self, PREBUILD_DELAY_MS, self._build_next_view)
         self._ahead: list = []                  # ... its figures, painted off screen one per turn
-        self._paint_ahead = QTimer(self)
-        self._paint_ahead.setSingleShot(True)
-        self._paint_ahead.setInterval(TURN_MS)
-        self._paint_ahead.timeout.connect(self._paint_one_ahead)
+        self._paint_ahead = one_shot(self, TURN_MS, self._paint_one_ahead)
         # while nothing happens, build the stages' views one per turn (a view's plots take
         # 20–100 ms to make), so a stage's first visit only draws
-        self._idle_build = QTimer(self)
-        self._idle_build.setSingleShot(True)
-        self._idle_build.setInterval(IDLE_BUILD_MS)
-        self._idle_build.timeout.connect(self._build_one_view)
+        self._idle_build = one_shot(self, IDLE_BUILD_MS, self._build_one_view)
         self._unfinished: list[StageView] = []  # built while idle, figures not yet finished
         # a new trace or a redrawn view: the explanation's numbers follow in a turn of their own
-        self._explain_soon = QTimer(self)
-        self._explain_soon.setSingleShot(True)
-        self._explain_soon.setInterval(0)
-        self._explain_soon.timeout.connect(self._update_explanation)
+        self._explain_soon = one_shot(self, 0, self._update_explanation)
         self._refresh_model_widgets()
         self._show_stage(self.session.stage_key)
         self.focus_stage()

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QWidget
 from shiboken6 import isValid
+
+from .timers import one_shot
 
 
 TURN_MS = 4
@@ -20,13 +22,10 @@ class PaintTurns(QObject):
     def __init__(self, parent: Optional[QObject] = None) -> None:
         super().__init__(parent)
         self._held: list[list] = []         # [figure, what it draws in its turn or None]
-        self._next = QTimer(self)
-        self._next.setSingleShot(True)
         # a timer, so the events already waiting go first (the last figure's paint); a few ms,
         # so timers that fell due meanwhile go first too (a 0 ms one is due at once, and runs
         # before them in the turn after the paint)
-        self._next.setInterval(TURN_MS)
-        self._next.timeout.connect(self._release_one)
+        self._next = one_shot(self, TURN_MS, self._release_one)
 
     def hold(self, figures) -> None:
         """Hold these figures' repaints until their turns, first in the order given.

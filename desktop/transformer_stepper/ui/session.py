@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
 
 from ..core.allocator import return_freed_memory
 from ..core.trace import Trace
 from .generation import GenerationControl
+from .timers import one_shot
 from .view_state import ViewState
 from .workers import (ComputeResult, InterventionResult, LoadResult, Task, WorkerPool, compute_trace,
                       load_and_trace, prepare_layer, run_interventions)
@@ -56,10 +57,7 @@ class Session(ViewState):
     def __init__(self, parent: Optional[QObject] = None, debounce_ms: int = TEXT_DEBOUNCE_MS) -> None:
         super().__init__(parent=parent)
         self.workers = WorkerPool(on_idle=self._workers_idle)
-        self._return_memory = QTimer(self)
-        self._return_memory.setSingleShot(True)
-        self._return_memory.setInterval(RETURN_MEMORY_AFTER_MS)
-        self._return_memory.timeout.connect(self._return_freed_memory)
+        self._return_memory = one_shot(self, RETURN_MEMORY_AFTER_MS, self._return_freed_memory)
         self._model_path: Optional[str] = None
         self._text = DEFAULT_TEXT
         self.compute_seconds = 0.0
@@ -76,14 +74,8 @@ class Session(ViewState):
         self._intervention: Optional[InterventionResult] = None   # for the current clean trace
         self._latest_intervention = -1
         self._show_intervened = False
-        self._debounce = QTimer(self)
-        self._debounce.setSingleShot(True)
-        self._debounce.setInterval(debounce_ms)
-        self._debounce.timeout.connect(self.compute_now)
-        self._prepare_next = QTimer(self)
-        self._prepare_next.setSingleShot(True)
-        self._prepare_next.setInterval(NEXT_LAYER_DELAY_MS)
-        self._prepare_next.timeout.connect(lambda: self.prepare_layer(self._layer + 1))
+        self._debounce = one_shot(self, debounce_ms, self.compute_now)
+        self._prepare_next = one_shot(self, NEXT_LAYER_DELAY_MS, lambda: self.prepare_layer(self._layer + 1))
 
     def _new_generation(self) -> GenerationControl:
         return GenerationControl(self)   # generate / undo / the user's token (decoders)

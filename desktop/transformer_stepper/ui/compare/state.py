@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
 import numpy as np
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
 
 from ...core.compare import MAX_SENTENCES, Comparison, attention_rows, combine, sentences_of
 from ...core.model import Model
@@ -25,6 +25,7 @@ from ...core.trace import Trace
 from ...core.labels import token_labels
 from ..connections import Connections
 from ..session import Session
+from ..timers import one_shot
 from ..workers import Task, WorkerPool
 
 TEXT_DEBOUNCE_MS = 30          # a pause this long in typing recomputes
@@ -97,10 +98,7 @@ class CompareState(QObject):
         self._latest = -1
         self._computing = False
         self._again = False
-        self._debounce = QTimer(self)
-        self._debounce.setSingleShot(True)
-        self._debounce.setInterval(debounce_ms)
-        self._debounce.timeout.connect(self.compute_now)
+        self._debounce = one_shot(self, debounce_ms, self.compute_now)
         self._connections = Connections([(session.modelChanged, self._on_model),
                                          (session.layerChanged, self._on_layer)])
 

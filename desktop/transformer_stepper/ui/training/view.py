@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QHeaderView,
                                QLabel, QLineEdit, QProgressBar, QPushButton, QSlider, QSpinBox,
                                QSplitter, QTableWidget, QTableWidgetItem,
@@ -24,6 +24,7 @@ from ...io.model_folder import save_model_folder, write_model_folder
 from .. import explanations
 from ..export.menu import install_plot_menu, warn
 from ..explanation_panel import ExplanationPanel
+from ..timers import one_shot
 from .figures import EmbeddingMap, GradientStrip, LossFigure, SeparationFigure
 from .worker import Frame, Outcome, TrainingWorker
 
@@ -60,10 +61,7 @@ class TrainingView(QWidget):
         self._pending: Optional[Frame] = None
         self._started = 0.0
         self._temporary = tempfile.TemporaryDirectory(prefix="transformer-stepper-snapshots-")
-        self._draw_timer = QTimer(self)
-        self._draw_timer.setSingleShot(True)
-        self._draw_timer.setInterval(0)
-        self._draw_timer.timeout.connect(self._draw_pending)
+        self._draw_timer = one_shot(self, 0, self._draw_pending)
         self._build()
         self._set_running(False)
         self._explain()
