@@ -79,19 +79,12 @@ class StageView(QWidget):
         outer.setSpacing(4)
         self.controls = QVBoxLayout()
         outer.addLayout(self.controls)
-        # attention stages after a generation step: which keys and values came from the cache
-        self.cache_note = QLabel()
-        self.cache_note.setObjectName("cache_note")
-        self.cache_note.setWordWrap(True)
-        self.cache_note.setStyleSheet("color: #2d6f2d; background: #e3f4e1; padding: 3px 6px;")
-        self.cache_note.setVisible(False)
+        # attention stages after a pass that reused cached positions: which keys and values
+        # came from the cache
+        self.cache_note = _note("cache_note", "#2d6f2d", "#e3f4e1")
         outer.addWidget(self.cache_note)
         # the intervened pass shown: what the interventions change at this stage, layer and head
-        self.intervention_note = QLabel()
-        self.intervention_note.setObjectName("intervention_note")
-        self.intervention_note.setWordWrap(True)
-        self.intervention_note.setStyleSheet("color: #5c3d00; background: #ffe9b3; padding: 3px 6px;")
-        self.intervention_note.setVisible(False)
+        self.intervention_note = _note("intervention_note", "#5c3d00", "#ffe9b3")
         outer.addWidget(self.intervention_note)
         self.placeholder = QLabel("Open a model and type a sentence to see this stage.")
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -425,3 +418,13 @@ class StageView(QWidget):
         self._connections.disconnect_all()
         self._turns.stop()
         return super().close()
+
+
+def _note(name: str, color: str, background: str) -> QLabel:
+    """A hidden, wrapping one-line note above a view's figures, in its own colours."""
+    note = QLabel()
+    note.setObjectName(name)
+    note.setWordWrap(True)
+    note.setStyleSheet(f"color: {color}; background: {background}; padding: 3px 6px;")
+    note.setVisible(False)
+    return note
