@@ -145,7 +145,7 @@ class KVCache:
 
 def position_table(config: ModelConfig, params: Mapping[str, np.ndarray], n_seq: int,
                    start: int = 0) -> np.ndarray:
-    # -> [n_seq, d_model] for positions start..: learned rows (from position_offset on), or
+    # Stage 3. -> [n_seq, d_model] for positions start..: learned rows (from position_offset on), or
     # the fixed sinusoids; concat: [n_seq, d_position], sinusoids as wide as the position part
     if config.position == "sinusoidal":
         return ops.sinusoid_table(start + n_seq, config.d_model)[start:]
@@ -167,13 +167,18 @@ def _position_embeddings(config: ModelConfig, params, n_seq: int, start: int,
     return position_embeddings
 
 
+def lookup(params, input_ids):
+    # Stage 2. [n_seq] ids -> [n_seq, d_token]: rows of E (one-hot(ids) · E = row selection)
+    return rows(params, "wte", input_ids)
+
+
 def embed(params, config: ModelConfig, input_ids, token_type_ids, record, start: int = 0,
           interventions: tuple = ()) -> np.ndarray:
-    # [n_seq] ids at positions start.. -> [n_seq, d_model]
+    # Stage 4. [n_seq] ids at positions start.. -> [n_seq, d_model]: e (+ p) (+ t), normed
     n_seq = len(input_ids)
     if interventions:
         input_ids = interventions_lib.swapped_ids(interventions, input_ids)
-    token_embeddings = rows(params, "wte", input_ids)     # one-hot x E = row selection
+    token_embeddings = lookup(params, input_ids)
     record("token_embeddings", token_embeddings, None)
     x = token_embeddings
     if config.embed_scale != 1.0:
@@ -209,60 +214,137 @@ def _bias(params, name: str, present: bool) -> Optional[np.ndarray]:
     return params[name] if present else None
 
 
+# The attention stages, each one picoGPT-short function (core/stages.py names them; the
+# stepper's views, provenance and the README point at them). `attention` below runs them in
+# order and adds what is not math: recording, the KV cache, in-place buffers, interventions.
+
+def project_qkv(params, config: ModelConfig, x, layer: int):
+    # [n_seq, d_model] -> q [n_head, n_seq, d_head], k, v [n_kv_head, n_seq, d_head]: x·W + b
+    p = f"h.{layer}.attn."
+
+    def heads(name: str, n_heads: int) -> np.ndarray:
+        return ops.split_heads(ops.linear(x, params[p + name + ".w"],
+                                          _bias(params, p + name + ".b", config.qkv_bias)), n_heads)
+    return heads("q", config.n_head), heads("k", config.n_kv_heads), heads("v", config.n_kv_heads)
+
+
+def norm_qk(params, config: ModelConfig, q, k, layer: int):
+    # q [n_head, n, d_head], k [n_kv_head, n, d_head] -> the same, each head RMS-normed (Qwen3)
+    p = f"h.{layer}.attn."
+    return (ops.rms_norm(q, params[p + "q_norm.g"], config.ln_eps)[1],
+            ops.rms_norm(k, params[p + "k_norm.g"], config.ln_eps)[1])
+
+
+def qkv(params, config: ModelConfig, x, layer: int, ctx: "Context"):
+    # Stage 5. [n_seq, d_model] -> q [n_head, n_seq, d_head], k, v [n_kv_head, n_seq, d_head]
+    q, k, v = project_qkv(params, config, x, layer)
+    if config.qk_norm:
+        q, k = norm_qk(params, config, q, k, layer)
+    if ctx.cos is not None:
+        q, k = rotate_qk(q, k, ctx)
+    return q, k, v
+
+
+def rotate_qk(q, k, ctx: "Context"):
+    # rotary: q and k (not x) turned by their positions' angles; [h, n, d_head] each
+    return ops.rotate(q, ctx.cos, ctx.sin), ops.rotate(k, ctx.cos, ctx.sin)
+
+
+def attention_scale(config: ModelConfig) -> np.float32:
+    # the factor scores are multiplied by: 1/√d_head
+    return F32(1.0 / np.sqrt(config.d_head))
+
+
+def dot_products(q, k):
+    # [n_head, n_q, d_head], [n_head, n_k, d_head] -> [n_head, n_q, n_k]: q·kᵀ ("scores_raw")
+    return q @ k.transpose(0, 2, 1)
+
+
+def scale_and_mask(raw, scale, mask, out=None):
+    # [n_head, n_q, n_k] -> raw · scale + mask (0 where a query may look, -inf where not)
+    scaled = np.multiply(raw, scale, out=out)
+    if mask is not None:
+        scaled += mask
+    return scaled
+
+
+def scores(q, k, scale, mask):
+    # Stage 6. [n_head, n_q, d_head], [n_head, n_k, d_head], [n_q, n_k] -> [n_head, n_q, n_k]
+    return scale_and_mask(dot_products(q, k), scale, mask)
+
+
+def attention_weights(scores, out=None):
+    # Stage 7. [n_head, n_q, n_k] -> softmax over the keys: each row sums to 1
+    return ops.softmax(scores, out=out)
+
+
+def weighted_sum(weights, v):
+    # Stage 8. [n_head, n_q, n_k], [n_head, n_k, d_head] -> [n_head, n_q, d_head]: Σ_j w_ij v_j
+    return weights @ v
+
+
+def output_projection(params, config: ModelConfig, heads_concat, layer: int):
+    # Stage 9. [n_seq, n_head * d_head] -> [n_seq, d_model]: concat(heads)·W_O + b
+    p = f"h.{layer}.attn."
+    return ops.linear(heads_concat, params[p + "o.w"], _bias(params, p + "o.b", config.o_bias))
+
+
+def _tempered_weights(scores, temperatures: dict) -> np.ndarray:
+    # the temperature intervention: softmax(scores / T) for the heads it names
+    tempered = scores.copy()
+    for head, temperature in temperatures.items():
+        tempered[head] /= F32(temperature)
+    return attention_weights(tempered, out=tempered)
+
+
+def _ablate(head_outputs, ablations: dict) -> None:
+    # the ablation intervention, in place, before W_O (as a hook on o_proj would)
+    for head, mode in ablations.items():
+        head_outputs[head] = 0 if mode == "zero" else head_outputs[head].mean(axis=0)
+
+
 def attention(params, config: ModelConfig, x, ctx: Context, layer: int, record,
               cache: Optional[KVCache] = None) -> np.ndarray:
-    # [n_seq, d_model] -> [n_seq, d_model]. With a cache, x holds only the newest rows: their
-    # keys and values are appended to the cached ones and their queries read all of them.
-    p = f"h.{layer}.attn."
+    # [n_seq, d_model] -> [n_seq, d_model]: stages 5-9 in order. With a cache, x holds only
+    # the newest rows: their keys and values are appended to the cached ones and their
+    # queries read all of them.
     record("attn_in", x, layer)
-    n_kv, d_head = config.n_kv_heads, config.d_head
-    q = ops.split_heads(ops.linear(x, params[p + "q.w"], _bias(params, p + "q.b", config.qkv_bias)),
-                        config.n_head)                      # [n_head, n_seq, d_head]
-    k = ops.split_heads(ops.linear(x, params[p + "k.w"], _bias(params, p + "k.b", config.qkv_bias)), n_kv)
-    v = ops.split_heads(ops.linear(x, params[p + "v.w"], _bias(params, p + "v.b", config.qkv_bias)), n_kv)
-    if config.qk_norm:                                      # per head, over d_head (Qwen3)
-        q = ops.rms_norm(q, params[p + "q_norm.g"], config.ln_eps)[1]
-        k = ops.rms_norm(k, params[p + "k_norm.g"], config.ln_eps)[1]
+    q, k, v = project_qkv(params, config, x, layer)
+    if config.qk_norm:
+        q, k = norm_qk(params, config, q, k, layer)
     if ctx.cos is not None:                                 # rotary: turn q and k, not x
         record("q_unrotated", q, layer)
         record("k_unrotated", _repeat_kv(config, k), layer)
-        q = ops.rotate(q, ctx.cos, ctx.sin)
-        k = ops.rotate(k, ctx.cos, ctx.sin)
+        q, k = rotate_qk(q, k, ctx)
     if cache is not None:
         k, v = cache.append(layer, k, v)                   # [n_kv, n_keys, d_head]
     k, v = _repeat_kv(config, k), _repeat_kv(config, v)    # [n_head, n_keys, d_head]
     record("q", q, layer)
     record("k", k, layer)
     record("v", v, layer)
-    in_place = not keeps_detail(record, layer)
-    scores_raw = q @ k.transpose(0, 2, 1)                 # [n_head, n_seq, n_seq]
-    record("scores_raw", scores_raw, layer)
-    scores = np.multiply(scores_raw, F32(1.0 / np.sqrt(d_head)), out=scores_raw if in_place else None)
-    if ctx.mask is not None:
-        scores += ctx.mask                                 # 0 where allowed, -inf where blocked
-    record("scores", scores, layer)
+    in_place = not keeps_detail(record, layer)             # nothing kept: reuse the n² buffer
+    raw = dot_products(q, k)
+    record("scores_raw", raw, layer)
+    scaled = scale_and_mask(raw, attention_scale(config), ctx.mask, out=raw if in_place else None)
+    record("scores", scaled, layer)
     ablations, temperatures = interventions_lib.head_edits(ctx.interventions, layer)
-    if temperatures:                                       # softmax(scores / T) for those heads
-        tempered = scores.copy()
-        for head, temperature in temperatures.items():
-            tempered[head] /= F32(temperature)
-        weights = ops.softmax(tempered, out=tempered)
+    if temperatures:
+        weights = _tempered_weights(scaled, temperatures)
     else:
-        weights = ops.softmax(scores, out=scores if in_place else None)
+        weights = attention_weights(scaled, out=scaled if in_place else None)
     record("attn_weights", weights, layer)
-    head_outputs = weights @ v                             # [n_head, n_seq, d_head]
-    for head, mode in ablations.items():                   # before W_O, as a hook on o_proj would
-        head_outputs[head] = 0 if mode == "zero" else head_outputs[head].mean(axis=0)
+    head_outputs = weighted_sum(weights, v)
+    _ablate(head_outputs, ablations)
     record("head_outputs", head_outputs, layer)
-    heads_concat = ops.merge_heads(head_outputs)          # [n_seq, n_head * d_head]
+    heads_concat = ops.merge_heads(head_outputs)           # [n_seq, n_head * d_head]
     record("heads_concat", heads_concat, layer)
-    attn_out = ops.linear(heads_concat, params[p + "o.w"], _bias(params, p + "o.b", config.o_bias))
+    attn_out = output_projection(params, config, heads_concat, layer)
     record("attn_out", attn_out, layer)
     return attn_out
 
 
 def feed_forward(params, config: ModelConfig, x, layer: int, record) -> np.ndarray:
-    # [n_seq, d_model] -> [n_seq, d_model]: proj(act(fc(x))), or gated: proj(act(gate(x)) * up(x))
+    # Stage 10. [n_seq, d_model] -> [n_seq, d_model]: proj(act(fc(x))), or gated: proj(act(gate(x)) * up(x))
     p = f"h.{layer}.mlp."
     activation = ops.ACTIVATIONS[config.activation]
     record("mlp_in", x, layer)
@@ -298,7 +380,7 @@ def _norm(params, config, name, x, layer, record):
 
 def block(params, config: ModelConfig, x, ctx: Context, layer: int, record,
           cache: Optional[KVCache] = None) -> np.ndarray:
-    # [n_seq, d_model] -> [n_seq, d_model]; ln_1 belongs to attention, ln_2 to the feed-forward
+    # Stage 11. [n_seq, d_model] -> [n_seq, d_model]; ln_1 belongs to attention, ln_2 to the feed-forward
     record("layer_in", x, layer)
     if config.norm == "pre":
         x = x + attention(params, config, _norm(params, config, "ln_1", x, layer, record), ctx,
@@ -366,7 +448,7 @@ def vocabulary_logits(params, config: ModelConfig, h) -> np.ndarray:
 
 
 def lm_head(params, config: ModelConfig, h, record) -> np.ndarray:
-    # [n_seq, d_model] -> [n_seq, n_vocab]
+    # Stage 12. [n_seq, d_model] -> [n_seq, n_vocab]
     logits = vocabulary_logits(params, config, head_hidden(params, config, h, record))
     record("logits", logits, None)
     return logits

@@ -3,8 +3,9 @@ view registered under its key in ui/stages/, and an explanation in resources/exp
 Each entry also names the trace arrays behind it, which the array export writes."""
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from .config import ModelConfig
 
@@ -25,6 +26,24 @@ class Stage:
     # the trace arrays this stage computes (its results; an array the view shows as an input
     # belongs to the stage that computed it): what the interventions' difference grid compares
     computes: tuple[str, ...] = ()
+    # the one core function that computes the stage, as a dotted name under the package
+    # ("core.forward.scores"): the stage list's tooltip, provenance and the README point at it
+    function: str = ""
+
+    def compute_function(self) -> Callable:
+        """The function `function` names (imported on use: core.generate imports the model,
+        which must not import the stage list back)."""
+        package = __package__.rpartition(".")[0]
+        parts = self.function.split(".")
+        for cut in range(len(parts) - 1, 0, -1):         # the longest prefix that is a module
+            try:
+                owner = importlib.import_module(".".join([package, *parts[:cut]]))
+            except ModuleNotFoundError:
+                continue
+            for name in parts[cut:]:
+                owner = getattr(owner, name)
+            return owner
+        raise LookupError(f"stage {self.key}: no function {self.function}")
 
     def available(self, config: Optional[ModelConfig]) -> bool:
         return not self.unavailable_because(config)
@@ -45,47 +64,60 @@ class Stage:
 
 STAGES: tuple[Stage, ...] = (
     Stage("tokenize", 1, "Tokenize", per_layer=False,
+          function="core.tokenize.Tokenizer.encode",
           arrays=(("input_ids", ""), ("offsets", ""), ("special_tokens_mask", ""),
                   ("token_type_ids", ""))),
     Stage("embedding", 2, "Embedding lookup", per_layer=False,
+          function="core.forward.lookup",
           arrays=(("input_ids", ""), ("token_embeddings", "")),
           computes=("token_embeddings", "token_embeddings_scaled")),
     Stage("position_encoding", 3, "Position encoding", per_layer=False, needs_positions=True,
+          function="core.forward.position_table",
           arrays=(("position_embeddings", ""), ("token_type_embeddings", "")),
           computes=("position_embeddings", "token_type_embeddings", "rope_angles")),
     Stage("position_addition", 4, "Position addition", per_layer=False, needs_positions=True,
+          function="core.forward.embed",
           arrays=(("token_embeddings", ""), ("position_embeddings", ""),
                   ("token_type_embeddings", ""), ("embedding_sum", ""),
                   ("embedding_ln_normalized", ""), ("embedding_output", "")),
           computes=("embedding_sum", "embedding_output")),
     Stage("qkv", 5, "Q/K/V projection", per_layer=True, per_head=True,
+          function="core.forward.qkv",
           arrays=(("attn_in", "layer"), ("q", "head"), ("k", "head"), ("v", "head")),
           computes=("attn_in", "q_unrotated", "k_unrotated", "q", "k", "v")),
     Stage("scores", 6, "Scores", per_layer=True, per_head=True,
+          function="core.forward.scores",
           arrays=(("scores_raw", "head"), ("scores", "head"), ("mask", "")),
           computes=("scores_raw", "scores")),
     Stage("softmax", 7, "Softmax", per_layer=True, per_head=True,
+          function="core.forward.attention_weights",
           arrays=(("scores", "head"), ("attn_weights", "head")),
           computes=("attn_weights",)),
     Stage("weighted_sum", 8, "Weighted sum", per_layer=True, per_head=True,
+          function="core.forward.weighted_sum",
           arrays=(("attn_weights", "head"), ("v", "head"), ("head_outputs", "head")),
           computes=("head_outputs",)),
     Stage("output_projection", 9, "Output projection and residual", per_layer=True,
+          function="core.forward.output_projection",
           arrays=(("heads_concat", "layer"), ("attn_out", "layer"), ("attn_residual", "layer"),
                   ("ln_1_out", "layer")),
           computes=("heads_concat", "attn_out", "attn_residual")),
     Stage("feed_forward", 10, "Feed-forward and residual", per_layer=True,
+          function="core.forward.feed_forward",
           arrays=(("mlp_in", "layer"), ("mlp_pre_act", "layer"), ("mlp_act", "layer"),
                   ("mlp_out", "layer"), ("mlp_residual", "layer"), ("ln_2_out", "layer")),
           computes=("mlp_in", "mlp_pre_act", "mlp_act", "mlp_up", "mlp_gated", "mlp_out", "mlp_residual")),
     Stage("layer_output", 11, "Layer output", per_layer=True,
+          function="core.forward.block",
           arrays=(("layer_in", "layer"), ("layer_out", "layer")),
           computes=("layer_out",)),
     Stage("prediction", 12, "Prediction", per_layer=False, needs_lm_head=True,
+          function="core.forward.lm_head",
           arrays=(("final_ln_out", ""), ("head_transform", ""), ("logits", "")),
           computes=("final_ln_out", "logits")),
     # the lens is not in the trace (it needs the model's head): io/array_export.py's _lens_arrays
-    Stage("logit_lens", 13, "Logit lens", per_layer=False, needs_lm_head=True),
+    Stage("logit_lens", 13, "Logit lens", per_layer=False, needs_lm_head=True,
+          function="core.generate.lens_logits"),
 )
 
 _BY_KEY = {stage.key: stage for stage in STAGES}
@@ -96,6 +128,11 @@ def stage(key: str) -> Stage:
         return _BY_KEY[key]
     except KeyError:
         raise KeyError(f"unknown stage {key!r} (known: {', '.join(_BY_KEY)})") from None
+
+
+def stage_computing(name: str) -> Optional[Stage]:
+    """The stage whose function computes the trace array `name` ("scores" -> Scores), or None."""
+    return next((s for s in STAGES if name in s.computes), None)
 
 
 def available_stages(config: Optional[ModelConfig]) -> list[Stage]:

@@ -368,7 +368,8 @@ class MainWindow(QMainWindow):
             reason = stage.unavailable_because(model.config if model else None)
             flags = item.flags()
             item.setFlags(flags & ~Qt.ItemFlag.ItemIsEnabled if reason else flags | Qt.ItemFlag.ItemIsEnabled)
-            item.setToolTip(f"this model {reason}" if reason else "")
+            item.setToolTip(f"this model {reason}" if reason
+                            else f"computed by transformer_stepper.{stage.function}")
         self._update_stepping()
 
     def _on_trace(self) -> None:

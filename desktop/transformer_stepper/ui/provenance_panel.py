@@ -14,6 +14,7 @@ from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (QDockWidget, QHBoxLayout, QLabel, QMainWindow, QPlainTextEdit,
                                QPushButton, QTextBrowser, QVBoxLayout, QWidget)
 
+from ..core import stages
 from ..core.interventions import describe_all
 from ..core.provenance import Explanation, explain
 from .connections import Connections
@@ -57,6 +58,10 @@ def explanation_html(e: Explanation) -> str:
     parts.append("<p>Steps:</p><table cellspacing='0' cellpadding='2' width='100%'>" + steps + "</table>")
     for note in e.notes:
         parts.append(f"<p style='color: #555;'>{html.escape(note)}</p>")
+    owner = stages.stage_computing(e.name)
+    if owner is not None:
+        parts.append(f"<p style='color: #555;'>Stage {owner.number} ({html.escape(owner.title)}) "
+                     f"computes it: <code>transformer_stepper.{owner.function}</code></p>")
     for source in e.sources:
         parts.append("<hr/>" + explanation_html(source))
     return "".join(parts)
