@@ -90,10 +90,6 @@ def _terms(products: np.ndarray, label: Callable[[int], str], factors: Callable[
     return terms, rest, total
 
 
-def _f(value) -> float:
-    return float(np.float64(value))
-
-
 def _layer(trace, name: str, layer: int) -> np.ndarray:
     return trace.layer(name, layer)
 
@@ -106,11 +102,6 @@ class Names:
 
     def token(self, i: int) -> str:
         return f"{i} '{self.tokens[i]}'" if 0 <= i < len(self.tokens) else str(i)
-
-
-def _check_index(shape: tuple[int, ...], index: tuple[int, ...], what: str) -> None:
-    if len(index) != len(shape) or any(not 0 <= k < n for k, n in zip(index, shape)):
-        raise IndexError(f"{what}: index {index} is outside the shape {shape}")
 
 
 # -- a linear map's output: x · W[:, col] + b[col] ----------------------------------------

@@ -341,11 +341,6 @@ class Trace:
             seen[id(value)] = value.nbytes
         return sum(seen.values()) + self.cache.nbytes()
 
-    def iter_layers(self) -> Iterator[tuple[int, LayerDetail]]:
-        """Every layer's detail in turn, within the budget (exports walk layers this way)."""
-        for i in range(self.config.n_layer):
-            yield i, self.detail(i)
-
     def to_dict(self) -> dict[str, np.ndarray]:
         """Everything, as named arrays with no Python objects (for .npz without pickle)."""
         out = {name: self[name] for name in self.names()}

@@ -296,7 +296,6 @@ class MainWindow(QMainWindow):
 
     # -- opening models -----------------------------------------------------------------------
     def open_model(self, path: Optional[str]) -> None:
-        self._pending_path = path
         self.session.open_model(path)
 
     def open_folder_dialog(self) -> None:

@@ -172,7 +172,7 @@ class CompareView(QWidget):
         self.preset_box.blockSignals(True)
         self.preset_box.clear()
         for preset in presets.all_presets(self.settings):
-            self.preset_box.addItem(preset.name if preset.builtin else f"{preset.name}", preset)
+            self.preset_box.addItem(preset.name, preset)
         index = self.preset_box.findText(current) if current else 0
         self.preset_box.setCurrentIndex(max(index, 0))
         self.preset_box.blockSignals(False)
