@@ -150,14 +150,11 @@ class Model:
         arrays, residual = recorder.finish()
         arrays["token_type_ids"] = types.copy()
         arrays["token_type_ids"].flags.writeable = False
-        return Trace(config=self.config, text=text, tokens=encoded.tokens,
-                     input_ids=ids.copy(), offsets=encoded.offsets.copy(),
-                     special_tokens_mask=encoded.special_tokens_mask.copy(),
-                     arrays=arrays, residual=residual,
-                     compute_layer=self._layer_computer(residual["layer_in"], ctx),
-                     attention_mask=ctx.mask, truncated=encoded.truncated, detail_budget=detail_budget,
-                     recorded_details=recorder.details, kv_cache=cache, interventions=interventions,
-                     logits_of=self._logit_computer(arrays, residual))
+        return self._trace(arrays, residual, ctx, text=text, tokens=encoded.tokens,
+                           input_ids=ids.copy(), offsets=encoded.offsets.copy(),
+                           special_tokens_mask=encoded.special_tokens_mask.copy(),
+                           truncated=encoded.truncated, detail_budget=detail_budget,
+                           recorded_details=recorder.details, kv_cache=cache, interventions=interventions)
 
     def intervene(self, trace: Trace, interventions: Sequence,
                   detail_layers: tuple[int, ...] = ()) -> Trace:
@@ -190,12 +187,19 @@ class Model:
         def compute_layer(layer: int) -> LayerDetail:        # the clean trace's, before `first`
             return trace.detail(layer) if layer < first else compute(layer)
 
-        return Trace(config=self.config, text=trace.text, tokens=trace.tokens, input_ids=trace.input_ids,
-                     offsets=trace.offsets, special_tokens_mask=trace.special_tokens_mask,
-                     arrays=arrays, residual=residual, compute_layer=compute_layer,
-                     attention_mask=ctx.mask, truncated=trace.truncated, detail_budget=trace.cache.budget,
-                     recorded_details=details, interventions=interventions,
-                     logits_of=self._logit_computer(arrays, residual))
+        return self._trace(arrays, residual, ctx, compute_layer=compute_layer, text=trace.text,
+                           tokens=trace.tokens, input_ids=trace.input_ids, offsets=trace.offsets,
+                           special_tokens_mask=trace.special_tokens_mask, truncated=trace.truncated,
+                           detail_budget=trace.cache.budget, recorded_details=details,
+                           interventions=interventions)
+
+    def _trace(self, arrays, residual, ctx, compute_layer=None, **fields) -> Trace:
+        """The one place a Trace is made: its layers' detail computed on demand by the same
+        block function from their stored inputs, its mask and head from the same pass.
+        `fields`: the tokens and what the caller knows (budget, cache, interventions ...)."""
+        return Trace(config=self.config, arrays=arrays, residual=residual,
+                     compute_layer=compute_layer or self._layer_computer(residual["layer_in"], ctx),
+                     attention_mask=ctx.mask, logits_of=self._logit_computer(arrays, residual), **fields)
 
     def _layer_computer(self, layer_inputs, ctx) -> Callable[[int], LayerDetail]:
         params, config = self.params, self.config
@@ -250,16 +254,15 @@ class Model:
         for piece in pieces:
             offsets.append((len(text), len(text) + len(piece)))
             text += piece
-        return Trace(config=self.config, text=text,
-                     tokens=trace.tokens + tuple(self.tokenizer.id_to_token(i) for i in new_ids),
-                     input_ids=np.concatenate([trace.input_ids, new_ids]),
-                     offsets=np.concatenate([trace.offsets, np.asarray(offsets, dtype=np.int64)]),
-                     special_tokens_mask=np.concatenate([trace.special_tokens_mask, np.zeros(n_new, bool)]),
-                     arrays=arrays, residual=residual,
-                     compute_layer=self._layer_computer(residual["layer_in"], full_ctx),
-                     attention_mask=full_ctx.mask, detail_budget=trace.cache.budget, kv_cache=cache,
-                     generated=np.concatenate([trace.generated, np.ones(n_new, bool)]),
-                     computed_rows=n_new, logits_of=self._logit_computer(arrays, residual))
+        return self._trace(arrays, residual, full_ctx, text=text,
+                           tokens=trace.tokens + tuple(self.tokenizer.id_to_token(i) for i in new_ids),
+                           input_ids=np.concatenate([trace.input_ids, new_ids]),
+                           offsets=np.concatenate([trace.offsets, np.asarray(offsets, dtype=np.int64)]),
+                           special_tokens_mask=np.concatenate([trace.special_tokens_mask,
+                                                               np.zeros(n_new, bool)]),
+                           detail_budget=trace.cache.budget, kv_cache=cache,
+                           generated=np.concatenate([trace.generated, np.ones(n_new, bool)]),
+                           computed_rows=n_new)
 
     def _grown(self, trace: Trace, new_ids: np.ndarray, types: np.ndarray,
                after_layer: Optional[Callable[[int], None]] = None):
@@ -319,14 +322,11 @@ class Model:
             ctx = context(self.config, shared)
             if base is previous:             # the same tokens: the same layers, detail too
                 details = {layer: previous.detail(layer) for layer in previous.cache.layers()}
-        trace = Trace(config=self.config, text=text, tokens=encoded.tokens, input_ids=ids.copy(),
-                      offsets=np.asarray(encoded.offsets, dtype=np.int64).copy(),
-                      special_tokens_mask=np.asarray(encoded.special_tokens_mask, bool).copy(),
-                      arrays=arrays, residual=residual,
-                      compute_layer=self._layer_computer(residual["layer_in"], ctx),
-                      attention_mask=ctx.mask, truncated=encoded.truncated,
-                      detail_budget=previous.cache.budget, recorded_details=details, kv_cache=cache,
-                      computed_rows=len(ids) - shared, logits_of=self._logit_computer(arrays, residual))
+        trace = self._trace(arrays, residual, ctx, text=text, tokens=encoded.tokens, input_ids=ids.copy(),
+                            offsets=np.asarray(encoded.offsets, dtype=np.int64).copy(),
+                            special_tokens_mask=np.asarray(encoded.special_tokens_mask, bool).copy(),
+                            truncated=encoded.truncated, detail_budget=previous.cache.budget,
+                            recorded_details=details, kv_cache=cache, computed_rows=len(ids) - shared)
         for layer in detail_layers:
             if 0 <= layer < self.config.n_layer:
                 trace.prepare(layer)
@@ -352,13 +352,12 @@ class Model:
         arrays = {name: cut(value) for name, value in trace.arrays.items()}
         ctx = context(self.config, n_seq, interventions=trace.interventions)
         end = int(trace.offsets[n_seq][0]) if trace.offsets[n_seq][1] > 0 else len(trace.text)
-        return Trace(config=self.config, text=trace.text[:end], tokens=trace.tokens[:n_seq],
-                     input_ids=trace.input_ids[:n_seq].copy(), offsets=trace.offsets[:n_seq].copy(),
-                     special_tokens_mask=trace.special_tokens_mask[:n_seq].copy(),
-                     arrays=arrays, residual=residual, compute_layer=self._layer_computer(residual["layer_in"], ctx),
-                     attention_mask=ctx.mask, detail_budget=trace.cache.budget, kv_cache=cache,
-                     generated=trace.generated[:n_seq].copy(), computed_rows=0,
-                     interventions=trace.interventions, logits_of=self._logit_computer(arrays, residual))
+        return self._trace(arrays, residual, ctx, text=trace.text[:end], tokens=trace.tokens[:n_seq],
+                           input_ids=trace.input_ids[:n_seq].copy(), offsets=trace.offsets[:n_seq].copy(),
+                           special_tokens_mask=trace.special_tokens_mask[:n_seq].copy(),
+                           detail_budget=trace.cache.budget, kv_cache=cache,
+                           generated=trace.generated[:n_seq].copy(), computed_rows=0,
+                           interventions=trace.interventions)
 
 
 class LogitHead:
