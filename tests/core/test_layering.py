@@ -1,5 +1,6 @@
-"""The arrows run one way: cli → ui, io, core; ui → core, io; io → core; core → nothing in the
-package. core and io never import Qt (nor torch/transformers, which the app must never need):
+"""The arrows run one way: cli → ui, io, core; ui → state, core, io; state → core, io; io → core;
+core → nothing in the
+package. core, io and state never import Qt (nor torch/transformers, which the app must never need):
 checked in a fresh interpreter, importing every module of both. The import graph — read from
 the AST of every module, relative imports resolved, imports inside functions included, and
 importing `a.b.c` counted as importing the package `a.b` too (its __init__ runs first) — has no
@@ -24,7 +25,8 @@ ROOT = "(root)"             # transformer_stepper/__init__.py: the public API
 ALLOWED = {
     "core": set(),
     "io": {"core"},
-    "ui": {"core", "io", "runtime", ROOT},     # runtime: the app tunes the process; ROOT: __version__
+    "state": {"core", "io"},                   # what the app shows and its requests, without Qt
+    "ui": {"core", "io", "state", "runtime", ROOT},     # runtime: the app tunes the process; ROOT: __version__
     "cli": {"ui", "io", "core", "runtime", "desktop_entry", ROOT},
     "desktop_entry": {"core", "io"},
     "runtime": {"core"},
@@ -37,7 +39,7 @@ SCRIPT = r"""
 import importlib, json, pkgutil, sys
 import transformer_stepper, transformer_stepper.cli
 imported = ["transformer_stepper", "transformer_stepper.cli"]
-for package in ("transformer_stepper.core", "transformer_stepper.io"):
+for package in ("transformer_stepper.core", "transformer_stepper.io", "transformer_stepper.state"):
     module = importlib.import_module(package)
     imported.append(package)
     for info in pkgutil.walk_packages(module.__path__, package + "."):
@@ -49,13 +51,14 @@ print(json.dumps({"imported": imported, "loaded": loaded}))
 """
 
 
-def test_core_and_io_import_no_qt_and_no_torch():
+def test_core_io_and_state_import_no_qt_and_no_torch():
     result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert {"transformer_stepper.core.forward", "transformer_stepper.core.tokenize",
-            "transformer_stepper.io.loader", "transformer_stepper.io.safetensors_file"} <= set(report["imported"])
-    assert report["loaded"] == [], f"core/io pulled in {report['loaded']}"
+            "transformer_stepper.io.loader", "transformer_stepper.io.safetensors_file",
+            "transformer_stepper.state.session"} <= set(report["imported"])
+    assert report["loaded"] == [], f"core/io/state pulled in {report['loaded']}"
 
 
 # -- the import graph ---------------------------------------------------------------------

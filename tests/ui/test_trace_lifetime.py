@@ -73,7 +73,7 @@ def test_status_bar_shows_trace_and_process_memory(qtbot, loaded_window):
 
 def test_with_a_big_trace_freed_memory_goes_back_once_the_workers_are_idle(qtbot, open_session,
                                                                           monkeypatch):
-    from transformer_stepper.ui import session as session_module
+    from transformer_stepper.state import session as session_module
 
     trims = []                      # whether the workers were idle at each trim
     session = open_session("gpt2")

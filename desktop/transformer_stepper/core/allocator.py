@@ -9,7 +9,7 @@ next trace. A no-op where the C library is not glibc.
 
 The heap so kept is the largest working set so far. Where traces are big (a long text on a
 wide model), `return_freed_memory()` hands its free pages back (malloc_trim, 1-10 ms); the
-window calls it when idle (ui/session.py RETURN_MEMORY_FROM)."""
+window calls it when idle (state/session.py RETURN_MEMORY_FROM)."""
 from __future__ import annotations
 
 import ctypes

@@ -5,7 +5,7 @@ tab shows which next tokens gained or lost probability, how far each hidden stat
 the difference at every stage and layer (ui/difference_map.py; a click opens that stage in the
 Stepper). A chip line names the active interventions; Clear removes them all.
 
-The interventions and their trace belong to the session (ui/session.py), which re-runs the pass
+The interventions and their trace belong to the session (state/session.py), which re-runs the pass
 whenever the clean trace changes and lets the Stepper show it; this tab sets them and draws."""
 from __future__ import annotations
 

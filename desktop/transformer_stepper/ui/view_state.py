@@ -1,31 +1,18 @@
-"""What a view shows: the model and its trace, the layer, head, selected token, stage and
-softmax temperature, the tokens' axis labels, and the signals the views connect to.
-
-The stage views read this interface and nothing more. The live Session (session.py) is a
-ViewState that also hosts models: it opens them and traces text in workers, debounces typing and
-runs generation. A ViewState made directly holds one model and trace (an export's snapshot,
-export/snapshot.py): views compute what they read when they read it (`inline_work`), nothing is
-opened, traced or generated.
-
-The model and the trace change together and are announced once: when modelChanged is emitted,
-`trace` is the new model's trace (or None), never the previous model's."""
+"""The ViewModel (state/view.py) as the QObject the stage views connect to: each change the
+model notifies is emitted as the Qt signal of that name. Nothing else lives here: what a view
+shows and how it changes is the ViewModel's, tested without Qt (tests/state/)."""
 from __future__ import annotations
 
 from typing import Optional
 
-import numpy as np
 from PySide6.QtCore import QObject, Signal
 
-from ..core import stages
 from ..core.generate import Sampling
-from ..core.model import Model
-from ..core.trace import Trace
-from ..core.labels import default_token, token_labels
+from ..state.view import ViewModel
 
 
 class FixedSampling(QObject):
-    """Generation as a view state without a host sees it: the sampling the prediction view
-    draws the distribution with; nothing runs, so a click on a bar appends nothing."""
+    """Generation as a view state without a host sees it (state/view.py's, with a Qt signal)."""
     changed = Signal()
     running = False
 
@@ -37,7 +24,7 @@ class FixedSampling(QObject):
         pass
 
 
-class ViewState(QObject):
+class ViewState(QObject, ViewModel):
     modelChanged = Signal()              # a new model and its trace are in place; traceChanged follows
     traceChanged = Signal()              # a new trace (new text or new model)
     layerChanged = Signal(int)
@@ -48,171 +35,18 @@ class ViewState(QObject):
     temperatureChanged = Signal(float)
     provenanceRequested = Signal(str, object)   # where does trace value name[index] come from?
     shownTraceChanged = Signal()         # the stage views draw another trace (clean <-> intervened)
-    # views compute what they need where they draw (the live session: in its `workers`)
-    inline_work = True
 
-    def __init__(self, model: Optional[Model] = None, trace: Optional[Trace] = None, *,
-                 layer: int = 0, head: int = 0, selected: Optional[int] = None,
-                 temperature: float = 1.0, labels: Optional[list[str]] = None,
-                 stage_key: Optional[str] = None, parent: Optional[QObject] = None) -> None:
-        super().__init__(parent)
-        self._model = model
-        self._trace = trace
-        self._layer = layer
-        self._head = head
-        self._temperature = temperature
-        self._stage = stage_key or stages.STAGES[0].key
-        if trace is None:
-            self._labels: list[str] = []
-            self._selected = -1           # none yet: the first ordinary token once traced
-        else:
-            self._labels = list(labels) if labels is not None else token_labels(trace, model.tokenizer)
-            self._selected = default_token(trace) if selected is None else selected
-        self.generation = self._new_generation()
+    def __init__(self, *args, parent: Optional[QObject] = None, **state) -> None:
+        # QObject's __init__ hands `state` on to ViewModel's (cooperative initialisation)
+        if args:
+            state.update(zip(("model", "trace"), args))
+        super().__init__(parent, **state)
+        self.generation = self._new_generation()      # a QObject: once this one is whole
+
+    def _notify(self, name: str, *args) -> None:
+        getattr(self, name).emit(*args)
 
     def _new_generation(self) -> QObject:
         """What `generation` is: the prediction view reads `sampling`, listens to `changed` and
         calls `append(token id)` (the live session runs it: ui/generation.py)."""
         return FixedSampling(parent=self)
-
-    # -- what the views read -------------------------------------------------------------
-    @property
-    def model(self) -> Optional[Model]:
-        return self._model
-
-    @property
-    def trace(self) -> Optional[Trace]:
-        return self._trace
-
-    @property
-    def layer(self) -> int:
-        return self._layer
-
-    @property
-    def head(self) -> int:
-        return self._head
-
-    @property
-    def selected_token(self) -> int:
-        return self._selected
-
-    @property
-    def stage_key(self) -> str:
-        return self._stage
-
-    @property
-    def temperature(self) -> float:
-        return self._temperature
-
-    def token_labels(self) -> list[str]:
-        """How each token of the current trace reads on an axis (GPT-2's 'Ġ' shown as a space)."""
-        return self._labels
-
-    def available_stages(self) -> list[stages.Stage]:
-        return stages.available_stages(self._model.config if self._model else None)
-
-    # -- a layer's detail ------------------------------------------------------------------
-    def layer_ready(self, layer: Optional[int] = None, trace: Optional[Trace] = None) -> bool:
-        """Can the views read this layer's detail (default: the current layer) of `trace`
-        (default: the one shown) without computing it on the GUI thread? Here always:
-        computing where they draw is the point (an export draws every layer it walks, one at
-        a time)."""
-        return True
-
-    def prepare_layer(self, layer: int, trace: Optional[Trace] = None) -> None:
-        """Compute a layer's detail ahead of drawing (the live session: in a worker, then
-        layerReady); here the views compute it when they read it."""
-
-    # -- what the stage views draw -------------------------------------------------------------
-    @property
-    def shown_trace(self) -> Optional[Trace]:
-        """The trace the stage views draw (the live session: the intervened one while the
-        stepper shows it); here the trace."""
-        return self.trace
-
-    @property
-    def waiting_for_intervened(self) -> bool:
-        """The views wait for an intervened pass still running (never, here)."""
-        return False
-
-    # -- model and trace, together ------------------------------------------------------------
-    def _take_model(self, model: Model, trace: Optional[Trace]) -> None:
-        """A new model and its trace (None: not traced), with layer, head and stage kept within
-        it: set together, before any signal."""
-        config = model.config
-        self._model = model
-        self._layer = min(self._layer, config.n_layer - 1)
-        self._head = min(self._head, config.n_head - 1)
-        if not stages.stage(self._stage).available(config):
-            self._stage = stages.available_stages(config)[-1].key
-        self._take_trace(trace)
-
-    def _take_trace(self, trace: Optional[Trace]) -> None:
-        """A new trace of the current model (the previous one is released here: views keep no
-        reference), with the selection and layer kept within it."""
-        self._trace = trace
-        if trace is None:
-            self._labels = []
-            return
-        self._labels = token_labels(trace, self._model.tokenizer)
-        if self._selected >= trace.n_seq or self._selected < 0:
-            self._selected = default_token(trace)
-        self._layer = min(self._layer, trace.config.n_layer - 1)
-
-    # -- what the user (or an export) changes ------------------------------------------------
-    def set_layer(self, layer: int) -> None:
-        if self._model is None:
-            return
-        layer = int(np.clip(layer, 0, self._model.config.n_layer - 1))
-        if layer != self._layer:
-            self._layer = layer
-            self.prepare_layer(layer)
-            self.layerChanged.emit(layer)
-            self.prepare_layer(layer + 1)          # the next layer, while the user reads
-
-    def set_head(self, head: int) -> None:
-        if self._model is None:
-            return
-        head = int(np.clip(head, 0, self._model.config.n_head - 1))
-        if head != self._head:
-            self._head = head
-            self.headChanged.emit(head)
-
-    def select_token(self, index: int) -> None:
-        if self._trace is None or not 0 <= index < self._trace.n_seq:
-            return
-        if index != self._selected:
-            self._selected = int(index)
-            self.selectionChanged.emit(self._selected)
-
-    def set_stage(self, key: str) -> None:
-        stage = stages.stage(key)
-        if not stage.available(self._model.config if self._model else None):
-            return
-        if key != self._stage:
-            self._stage = key
-            self.stageChanged.emit(key)
-
-    def step(self, direction: int) -> bool:
-        """One stage forward (+1) or back (-1); past a layer's last stage into the next layer."""
-        if self._model is None:
-            return False
-        target = stages.step(self._stage, self._layer, direction, self._model.config)
-        if target is None:
-            return False
-        key, layer = target
-        self.set_layer(layer)
-        self.set_stage(key)
-        return True
-
-    def set_temperature(self, temperature: float) -> None:
-        temperature = float(max(temperature, 1e-3))
-        if temperature != self._temperature:
-            self._temperature = temperature
-            self.temperatureChanged.emit(temperature)
-
-    def request_provenance(self, name: str, index) -> None:
-        """Ask for the arithmetic behind the current trace's value name[index] (an Alt-click
-        on a plot); the provenance panel answers (ui/provenance_panel.py)."""
-        if self._trace is not None:
-            self.provenanceRequested.emit(name, tuple(int(k) for k in index))

@@ -1,29 +1,21 @@
-"""Work off the GUI thread: opening a model and running a traced forward pass.
+"""The app's scheduler (state/scheduler.py): jobs on a QThreadPool, single-shot QTimers.
 
-A Task runs one plain function on a QThreadPool; its result or its one-line error crosses back
-to the GUI thread only through Qt signals (queued, because the signals object lives in the GUI
-thread). Workers never touch a widget. Whoever starts a task decides whether its result is
-still wanted (the session's request counter); a stale result is simply dropped.
+A Task runs one Job (a plain function and its arguments) on the pool; its result or its
+one-line error crosses back to the GUI thread only through Qt signals (queued, because the
+signals object lives in the GUI thread). Workers never touch a widget. Whoever starts a job
+decides whether its result is still wanted (state/requests.py: the latest request wins); a
+stale result is simply dropped.
 
 A function that takes a `progress` keyword reports through it (`progress(done, total)`, e.g.
-layers of a forward pass), and through it a Task is cancelled: once `cancel()` is called, the
+layers of a forward pass), and through it a job is cancelled: once `cancel()` is called, the
 next report raises Cancelled inside the function, which ends with the `cancelled` signal."""
 from __future__ import annotations
 
-import os
-import time
-import traceback
-from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
-from ..core.differences import Difference, intervene_and_compare
-from ..core.blas import blas_threads
-from ..core.errors import ModelError
-from ..core.model import Model
-from ..core.trace import Trace
-from ..io.loader import load_model
+from ..state.scheduler import Cancelled, Job, run_job
 
 
 class TaskSignals(QObject):
@@ -33,142 +25,55 @@ class TaskSignals(QObject):
     cancelled = Signal(int)             # request id: stopped at a progress report
 
 
-class Cancelled(Exception):
-    """Raised inside a task's function at its next progress report after cancel()."""
-
-
 class Task(QRunnable):
     def __init__(self, request_id: int, function: Callable[..., Any], *args: Any,
-                 reports: bool = False) -> None:
+                 reports: bool = False, job: Optional[Job] = None) -> None:
         """`reports`: pass the function a `progress` keyword (and so make it cancellable)."""
         super().__init__()
         self.setAutoDelete(False)       # the Python side keeps it until its signal arrives
-        self.request_id = request_id
-        self.function = function
-        self.args = args
-        self.reports = reports
+        self.job = job or Job(request_id, function, args, reports)
+        self.request_id = self.job.number
         self.signals = TaskSignals()
-        self._cancelled = False
 
     def cancel(self) -> None:
         """Stop at the function's next progress report (a function that reports none runs on)."""
-        self._cancelled = True
+        self.job.cancel()
 
     def report(self, done: int, total: int) -> None:
-        if self._cancelled:
+        if self.job.cancelled:
             raise Cancelled()
         self.signals.progress.emit(self.request_id, done, total)
 
     def run(self) -> None:
-        # Qt may keep the finished runnable (and so this object) alive after its result is
-        # delivered: drop the arguments first, so a task never keeps a trace or model alive
-        function, args = self.function, self.args
-        self.function, self.args = None, ()
-        try:
-            result = function(*args, progress=self.report) if self.reports else function(*args)
-        except Cancelled:
-            self.signals.cancelled.emit(self.request_id)
-        except ModelError as exc:
-            self.signals.failed.emit(self.request_id, str(exc), True)
-        except MemoryError:
-            self.signals.failed.emit(self.request_id, "out of memory", True)
-        except Exception as exc:  # a bug: report it rather than lose it in a thread
-            traceback.print_exc()
-            self.signals.failed.emit(self.request_id, f"{type(exc).__name__}: {exc}", False)
+        # run_job drops the job's arguments first: Qt may keep the finished runnable (and so
+        # this object) alive after its result is delivered
+        outcome = run_job(self.job, self.report)
+        if outcome[0] == "done":
+            self.signals.finished.emit(self.request_id, outcome[1])
+        elif outcome[0] == "failed":
+            self.signals.failed.emit(self.request_id, outcome[1], outcome[2])
         else:
-            self.signals.finished.emit(self.request_id, result)
-        finally:
-            del function, args
-
-
-LONG_TEXT = 256          # tokens from which a forward pass runs BLAS on every core
-
-
-@dataclass(frozen=True)
-class LoadResult:
-    path: Optional[str]             # None = the built-in model
-    text: str
-    model: Model
-    trace: Optional[Trace]
-    trace_error: Optional[str]      # the model opened but the text did not trace
-    seconds: float                  # forward pass time
-
-
-@dataclass(frozen=True)
-class ComputeResult:
-    model: Model
-    text: str
-    trace: Trace
-    seconds: float
-
-
-def load_and_trace(path: Optional[str], text: str, layer: int = 0) -> LoadResult:
-    model = load_model(path)
-    start = time.perf_counter()
-    try:
-        trace = model.trace(text, detail_layers=(min(layer, model.config.n_layer - 1),))
-    except ModelError as exc:
-        return LoadResult(path, text, model, None, str(exc), 0.0)
-    return LoadResult(path, text, model, trace, None, time.perf_counter() - start)
-
-
-def compute_trace(model: Model, text: str, layer: int = 0, previous: Optional[Trace] = None,
-                  progress: Optional[Callable[[int, int], None]] = None) -> ComputeResult:
-    """The pass records the layer on screen, so the first view needs no second computation;
-    it reports each layer done (and stops there when the task is cancelled). A causal model
-    starts from `previous` (the trace on screen): the tokens it shares with the edited text
-    are taken from it, only the rest computed (Model.retrace)."""
-    start = time.perf_counter()
-    n_layer = model.config.n_layer
-    after_layer = None if progress is None else (lambda i: progress(i + 1, n_layer))
-    encoded = model.encode(text)
-    detail = (min(layer, n_layer - 1),)
-    # the app runs OpenBLAS on one thread (runtime.py); a long text's pass has matrices big
-    # enough to pay for every core (GPT-2-small-shaped, 1,000 tokens: 2.2-2.6 -> 1.8-2.2 s;
-    # under LONG_TEXT the extra thread only costs: tests/bench/bench_ui_big.py, bench_ui.py)
-    threads = os.cpu_count() if len(encoded.input_ids) >= LONG_TEXT else None
-    with blas_threads(threads):
-        trace = model.retrace(previous, encoded, text, detail_layers=detail, after_layer=after_layer)
-    return ComputeResult(model, text, trace, time.perf_counter() - start)
-
-
-@dataclass(frozen=True)
-class InterventionResult:
-    clean: Trace                    # the trace it was compared with
-    interventions: tuple
-    trace: Trace                    # the clean trace's tokens, intervened
-    differences: dict[tuple[str, Optional[int]], Difference]   # core.differences.stage_differences
-    seconds: float
-
-
-def run_interventions(model: Model, clean: Trace, interventions: tuple) -> InterventionResult:
-    """The intervened pass beside `clean`, and how far every stage moved
-    (core.differences.intervene_and_compare)."""
-    start = time.perf_counter()
-    trace, differences = intervene_and_compare(model, clean, interventions)
-    return InterventionResult(clean, tuple(interventions), trace, differences, time.perf_counter() - start)
-
-
-def prepare_layer(trace: Trace, layer: int) -> tuple[Trace, int]:
-    trace.prepare(layer)
-    return trace, layer
+            self.signals.cancelled.emit(self.request_id)
 
 
 class WorkerPool:
     """A private QThreadPool (so tests and shutdown can wait for exactly our work) that keeps
-    each running Task alive until its result has been delivered."""
+    each running Task alive until its result has been delivered; the Scheduler of
+    state/scheduler.py."""
 
     def __init__(self, max_threads: int = 2, on_idle: Optional[Callable[[], None]] = None) -> None:
         """`on_idle()` is called (on the GUI thread) each time the last running task ends."""
         self.pool = QThreadPool()
         self.pool.setMaxThreadCount(max_threads)
         self._running: set[Task] = set()
-        self._on_idle = on_idle
+        self.on_idle = on_idle
 
-    def start(self, task: Task, on_finished: Callable[[int, object], None],
+    def start(self, task: Union[Task, Job], on_finished: Callable[[int, object], None],
               on_failed: Callable[[int, str, bool], None],
               on_progress: Optional[Callable[[int, int, int], None]] = None,
               on_cancelled: Optional[Callable[[int], None]] = None) -> None:
+        if isinstance(task, Job):
+            task = Task(task.number, task.function, job=task)
         self._running.add(task)
         task.signals.finished.connect(on_finished)
         task.signals.failed.connect(on_failed)
@@ -180,11 +85,19 @@ class WorkerPool:
             ended.connect(lambda *_: self._ended(task))
         self.pool.start(task)
 
+    def timer(self, msecs: int, callback: Callable[[], None]) -> QTimer:
+        """A single-shot timer (start() again restarts it); its owner keeps it."""
+        timer = QTimer()
+        timer.setSingleShot(True)
+        timer.setInterval(msecs)
+        timer.timeout.connect(callback)
+        return timer
+
     def _ended(self, task: Task) -> None:
         if task in self._running:
             self._running.discard(task)
-            if not self._running and self._on_idle is not None:
-                self._on_idle()
+            if not self._running and self.on_idle is not None:
+                self.on_idle()
 
     @property
     def idle(self) -> bool:

@@ -26,6 +26,7 @@ from ...core.labels import token_labels
 from ..connections import Connections
 from ..session import Session
 from ..timers import one_shot
+from ...state.requests import Latest, Requests
 from ..workers import Task, WorkerPool
 
 TEXT_DEBOUNCE_MS = 30          # a pause this long in typing recomputes
@@ -94,8 +95,7 @@ class CompareState(QObject):
         self.message = ""
         self.active = False
         self._dirty = False
-        self._requests = 0
-        self._latest = -1
+        self._latest = Latest(Requests())
         self._computing = False
         self._again = False
         self._debounce = one_shot(self, debounce_ms, self.compute_now)
@@ -191,8 +191,7 @@ class CompareState(QObject):
         if self._traces_model is not model:
             self._traces.clear()
             self._traces_model = model
-        self._requests += 1
-        self._latest = self._requests
+        number = self._latest.new()
         positions = tuple(sorted(self.positions().items()))
         previous = None
         if self.result is not None:
@@ -200,7 +199,7 @@ class CompareState(QObject):
             if (old.model is model and old.texts == texts and old.word == self.word
                     and old.positions == positions):
                 previous = self.result.comparison
-        request = Request(self._requests, model, texts, self.word, positions,
+        request = Request(number, model, texts, self.word, positions,
                           self.session.layer, dict(self._traces), previous)
         self._computing = True
         self.busyChanged.emit(True)
@@ -216,7 +215,7 @@ class CompareState(QObject):
 
     def _on_done(self, number: int, result: Result) -> None:
         request = result.request
-        current = (number == self._latest and request.model is self.session.model
+        current = (self._latest.is_latest(number) and request.model is self.session.model
                    and request.texts == tuple(self.texts()) and request.word == self.word)
         if request.model is self._traces_model:
             for sentence in result.comparison.sentences:
@@ -232,7 +231,7 @@ class CompareState(QObject):
         self._finish()
 
     def _on_failed(self, number: int, message: str, user_error: bool) -> None:
-        if number == self._latest:
+        if self._latest.is_latest(number):
             self.failed.emit(message if user_error else f"comparing failed: {message}")
         self._finish()
 
@@ -250,7 +249,7 @@ class CompareState(QObject):
 
     def shutdown(self, msecs: int = -1) -> bool:
         self._debounce.stop()
-        self._latest = -1
+        self._latest.drop()
         self._again = False
         self._connections.disconnect_all()
         return self.workers.wait(msecs)

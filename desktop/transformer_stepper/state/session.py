@@ -1,0 +1,367 @@
+"""The live session, without Qt: model, text, trace and what the user is looking at, and the
+logic of the requests that change them.
+
+Opening a model and tracing text run through the scheduler (state/scheduler.py; in the app a
+QThreadPool, ui/workers.py); each kind of request has its Latest (state/requests.py), and a
+result that is no longer the latest (the user typed on, or opened another model) is dropped.
+Typing is debounced by a scheduler timer; a pass still running for an older text is cancelled
+at its next layer, and the latest text runs when it stops.
+
+Interventions live here too: the active ones, the intervened trace of the current text (run
+beside the clean one, again whenever the clean trace changes) and whether the stepper shows it.
+`trace` is always the clean model's; `shown_trace` is what the stage views draw, so showing the
+clean model again is only a flag: nothing is recomputed or restored.
+
+Besides the ViewModel's, it notifies busyChanged(bool, str), openFailed(str),
+computeFailed(str), textChanged(str), interventionsChanged() and interventionFailed(str)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..core.allocator import return_freed_memory
+from ..core.trace import Trace
+from .jobs import (ComputeResult, InterventionResult, LoadResult, compute_trace, load_and_trace,
+                   prepare_layer, run_interventions)
+from .requests import Latest, Requests
+from .scheduler import Job, Scheduler
+from .view import ViewModel
+
+# every word is in the built-in model's vocabulary; its pronoun head links "she" to "queen"
+DEFAULT_TEXT = "The queen rode to the bank of the river and she was tired"
+# typing waits this long for the next key before tracing: a pass still running for an older
+# text is cancelled at its next layer, and a decoder re-traces only the changed tail, so a
+# short wait costs little (MiniLM, 72 tokens: keystroke -> plots painted 72-106 ms at 15 ms,
+# 103-138 at 40; tests/bench/bench_ui.py)
+TEXT_DEBOUNCE_MS = 15
+# with a trace this big on screen, the freed heap goes back to the system once the workers
+# have been idle a quarter second (core/allocator.py): the process otherwise keeps the pages
+# of every pass, layer and view computation over it. The price is paid by the next whole-text
+# pass, which faults its pages in again (GPT-2-small-shaped, 1,000 tokens: ~0.3 s of system
+# time on a 2.3 s pass; tests/bench/bench_ui_big.py); a smaller trace's heap stays for reuse
+RETURN_MEMORY_FROM = 128 << 20
+RETURN_MEMORY_AFTER_MS = 250
+# a new trace's next layer is computed once the text rests this long: not while the window
+# draws the trace (a worker beside the GUI thread makes its turns up to twice as long on two
+# cores), nor for every keystroke of a text still being typed
+NEXT_LAYER_DELAY_MS = 300
+
+
+class SessionModel(ViewModel):
+    inline_work = False                  # views compute in workers (a snapshot for export: inline)
+
+    def __init__(self, scheduler: Optional[Scheduler] = None, debounce_ms: int = TEXT_DEBOUNCE_MS,
+                 **rest) -> None:
+        super().__init__(**rest)
+        if scheduler is None:
+            raise TypeError("a SessionModel needs a scheduler (ui/workers.py's WorkerPool in the app)")
+        self.workers = scheduler
+        scheduler.on_idle = self._workers_idle      # the heap goes back once nothing runs
+        self._return_memory = scheduler.timer(RETURN_MEMORY_AFTER_MS, self._return_freed_memory)
+        self._model_path: Optional[str] = None
+        self._text = DEFAULT_TEXT
+        self.compute_seconds = 0.0
+        self._requests = Requests()       # every load, compute, layer or generation step: a number
+        self._load = Latest(self._requests)
+        self._compute = Latest(self._requests)
+        self._intervening = Latest(self._requests)
+        self._computing = False
+        self._compute_again = False
+        self._compute_task: Optional[Job] = None    # the running pass (cancelled when the text moves on)
+        self._compute_text = ""
+        self._loading_path: Optional[str] = None
+        self._preparing: set[tuple[int, int]] = set()   # (id(trace), layer) being computed
+        self._interventions: tuple = ()
+        self._intervention: Optional[InterventionResult] = None   # for the current clean trace
+        self._show_intervened = False
+        self._debounce = scheduler.timer(debounce_ms, self.compute_now)
+        self._prepare_next = scheduler.timer(NEXT_LAYER_DELAY_MS, self._prepare_next_layer)
+
+    def _prepare_next_layer(self) -> None:
+        self.prepare_layer(self._layer + 1)
+
+    # -- read-only state ---------------------------------------------------------------
+    @property
+    def model_path(self) -> Optional[str]:
+        return self._model_path
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    @property
+    def shown_trace(self) -> Optional[Trace]:
+        """What the stepper's stage views draw: the intervened trace while the user shows it
+        (and it is in), else the clean one."""
+        return self._intervention.trace if self.showing_intervened else self.trace
+
+    @property
+    def busy(self) -> bool:
+        return self._loading_path is not None or self._computing
+
+    # -- model -------------------------------------------------------------------------
+    def open_model(self, path: Optional[str]) -> None:
+        """Open a folder or file (None: the built-in model) in a worker; the old model, text and
+        stage stay until the new one has opened, and stay for good if it fails."""
+        number = self._load.new()
+        self._loading_path = path or "the built-in model"
+        self._notify("busyChanged", True, f"Opening {self._loading_path}…")
+        self.workers.start(Job(number, load_and_trace, (path, self._text, self._layer)),
+                           self._on_loaded, self._on_load_failed)
+
+    def _on_loaded(self, request_id: int, result: LoadResult) -> None:
+        if not self._load.is_latest(request_id):
+            return
+        self._loading_path = None
+        self._model_path = result.path
+        traced = result.text == self._text and result.trace is not None
+        self._compute.drop()                      # any compute for the old model is stale now
+        self._interventions, self._intervention, self._show_intervened = (), None, False
+        self._intervening.drop()                  # the old model's heads and rows mean nothing now
+        # the model and its trace (or none) are in place before anyone hears of either
+        self._take_model(result.model, result.trace if traced else None)
+        self._preparing.clear()
+        if traced:
+            self.compute_seconds = result.seconds
+        self._notify("interventionsChanged")
+        self._notify("modelChanged")
+        self._notify("layerChanged", self._layer)
+        self._notify("headChanged", self._head)
+        self._notify("stageChanged", self._stage)
+        self._announce_trace()
+        if not traced:
+            if result.text == self._text:
+                self._notify("computeFailed", result.trace_error or "the text did not trace")
+            else:                      # typed on while the model opened
+                self.compute_now()
+        self._emit_busy()
+
+    def _on_load_failed(self, request_id: int, message: str, user_error: bool) -> None:
+        if not self._load.is_latest(request_id):
+            return
+        self._loading_path = None
+        self._emit_busy()
+        self._notify("openFailed", message)
+
+    # -- text and trace ----------------------------------------------------------------
+    def set_text(self, text: str, immediate: bool = False) -> None:
+        """Typing lands here: the model re-runs after a short pause (or at once)."""
+        if text != self._text:
+            self._text = text
+            self._notify("textChanged", text)
+        if immediate:
+            self._debounce.stop()
+            self.compute_now()
+        else:
+            self._debounce.start()
+
+    def compute_now(self) -> None:
+        if self._model is None:
+            return
+        if self._computing:            # one forward pass at a time: the running one stops at its
+            self._compute_again = True  # next layer, then the latest text runs
+            if self._compute_task is not None and self._compute_text != self._text:
+                self._compute_task.cancel()
+            return
+        self._computing = True
+        self._emit_busy()
+        self._compute_text = self._text
+        self._compute_task = Job(self._compute.new(), compute_trace,
+                                 (self._model, self._text, self._layer, self._trace), reports=True)
+        self.workers.start(self._compute_task, self._on_computed, self._on_compute_failed,
+                           self._on_compute_progress, lambda _: self._compute_done())
+
+    def _on_compute_progress(self, request_id: int, done: int, total: int) -> None:
+        if self._compute.is_latest(request_id) and self._computing and self._loading_path is None:
+            self._notify("busyChanged", True, f"Computing… layer {done} of {total}")
+
+    def _compute_done(self) -> None:
+        self._computing = False
+        self._compute_task = None
+        if self._compute_again:
+            self._compute_again = False
+            self.compute_now()
+        else:
+            self._emit_busy()
+
+    def _on_computed(self, request_id: int, result: ComputeResult) -> None:
+        if (self._compute.is_latest(request_id) and result.model is self._model
+                and result.text == self._text):
+            self._accept_trace(result.trace, result.seconds)
+        self._compute_done()
+
+    def _on_compute_failed(self, request_id: int, message: str, user_error: bool) -> None:
+        if self._compute.is_latest(request_id):
+            if user_error:
+                self._notify("computeFailed", message)
+            else:
+                self._notify("openFailed", f"computing the trace failed: {message}")
+        self._compute_done()
+
+    def next_request(self) -> int:
+        """A number for a worker request: every load, compute or generation step takes the next."""
+        return self._requests.next()
+
+    def show_trace(self, trace: Trace, seconds: float) -> None:
+        """Show a trace made from the current one (a generation step, or one undone): its text
+        becomes the text, without tracing it again (its pieces need not re-tokenize alike)."""
+        self._debounce.stop()
+        self._compute.new()                                 # a compute in flight is stale now
+        self._text = trace.text
+        self._accept_trace(trace, seconds)
+        self._notify("textChanged", trace.text)
+
+    def _accept_trace(self, trace: Trace, seconds: float) -> None:
+        self._take_trace(trace)          # the previous trace is released here (views keep none)
+        self._intervention = None        # it compared the previous trace
+        self._preparing.clear()
+        self.compute_seconds = seconds
+        self._announce_trace()
+
+    def _announce_trace(self) -> None:
+        self.prepare_layer(self._layer)
+        self._notify("traceChanged")
+        self._prepare_next.start()                  # the next layer, while the user reads
+        if self._interventions:
+            self._run_interventions()
+            self._notify("interventionsChanged")
+
+    def _emit_busy(self) -> None:
+        if self._loading_path is not None:
+            self._notify("busyChanged", True, f"Opening {self._loading_path}…")
+        elif self._computing:
+            self._notify("busyChanged", True, "Computing…")
+        else:
+            self._notify("busyChanged", False, "")
+
+    # -- a layer's detail is computed off the GUI thread -------------------------------------
+    def layer_ready(self, layer: Optional[int] = None, trace: Optional[Trace] = None) -> bool:
+        """Can the views read this layer's detail (default: the current layer) of `trace`
+        (default: the clean one) without computing it on the GUI thread?"""
+        trace = self._trace if trace is None else trace
+        return trace is None or trace.is_ready(self._layer if layer is None else layer)
+
+    def prepare_layer(self, layer: int, trace: Optional[Trace] = None) -> None:
+        """Compute a layer's detail of `trace` (default: the clean one) in a worker (if not done
+        or under way); layerReady follows."""
+        trace = self._trace if trace is None else trace
+        if trace is None or not 0 <= layer < trace.config.n_layer or trace.is_ready(layer):
+            return
+        key = (id(trace), layer)
+        if key in self._preparing:
+            return
+        self._preparing.add(key)
+        self.workers.start(Job(self.next_request(), prepare_layer, (trace, layer)),
+                           lambda _, result: self._on_layer_prepared(key, result),
+                           lambda _, message, user_error: self._on_layer_failed(key, message))
+
+    def _on_layer_prepared(self, key: tuple[int, int], result) -> None:
+        self._preparing.discard(key)
+        trace, layer = result
+        if trace is self._trace or trace is self.shown_trace:
+            self._notify("layerReady", layer)
+
+    def _on_layer_failed(self, key: tuple[int, int], message: str) -> None:
+        self._preparing.discard(key)
+        self._notify("computeFailed", f"computing layer {key[1]} failed: {message}")
+
+    def trace_memory(self) -> int:
+        """Bytes the current trace holds (residual stream, cached layer detail)."""
+        return 0 if self._trace is None else self._trace.nbytes()
+
+    # -- interventions --------------------------------------------------------------------
+    @property
+    def interventions(self) -> tuple:
+        """The active interventions (core/interventions.py); () for none."""
+        return self._interventions
+
+    @property
+    def intervention(self) -> Optional[InterventionResult]:
+        """The intervened trace of the current clean trace and the differences at every stage;
+        None while it runs, or without interventions."""
+        return self._intervention
+
+    @property
+    def intervened_trace(self) -> Optional[Trace]:
+        return None if self._intervention is None else self._intervention.trace
+
+    @property
+    def show_intervened(self) -> bool:
+        """The user asked the stepper to show the intervened pass (off without interventions)."""
+        return self._show_intervened
+
+    @property
+    def showing_intervened(self) -> bool:
+        """... and it is there to show (not while it runs for a new text)."""
+        return self._show_intervened and self._intervention is not None
+
+    def set_interventions(self, interventions) -> None:
+        """Change the interventions: the intervened pass runs in a worker; none turns showing
+        it off."""
+        interventions = tuple(interventions)
+        if interventions == self._interventions:
+            return
+        was_showing = self._show_intervened
+        self._interventions, self._intervention = interventions, None
+        self._intervening.drop()                        # a pass under way is stale now
+        if not interventions:
+            self._show_intervened = False
+        self._run_interventions()
+        self._notify("interventionsChanged")
+        self._shown_changed(was_showing)
+
+    def set_show_intervened(self, on: bool) -> None:
+        on = bool(on) and bool(self._interventions)
+        if on != self._show_intervened:
+            was_showing = self._show_intervened
+            self._show_intervened = on
+            self._notify("interventionsChanged")
+            self._shown_changed(was_showing)
+
+    @property
+    def waiting_for_intervened(self) -> bool:
+        """Showing the intervened pass was asked for, and it is still running (the stage views
+        say so rather than draw the clean model)."""
+        return self._show_intervened and self._intervention is None
+
+    def _shown_changed(self, was_showing: bool) -> None:
+        if was_showing or self._show_intervened:
+            self._notify("shownTraceChanged")
+
+    def _run_interventions(self) -> None:
+        if not self._interventions or self._trace is None or self._model is None:
+            return
+        self.workers.start(Job(self._intervening.new(), run_interventions,
+                               (self._model, self._trace, self._interventions)),
+                           self._on_intervened, self._on_intervention_failed)
+
+    def _on_intervened(self, request_id: int, result: InterventionResult) -> None:
+        if (not self._intervening.is_latest(request_id) or result.clean is not self._trace
+                or result.interventions != self._interventions):
+            return
+        was_showing = self._show_intervened
+        self._intervention = result
+        self._notify("interventionsChanged")
+        self._shown_changed(was_showing)
+
+    def _on_intervention_failed(self, request_id: int, message: str, user_error: bool) -> None:
+        if self._intervening.is_latest(request_id):
+            self._notify("interventionFailed", message)
+
+    # -- memory -------------------------------------------------------------------------
+    def _workers_idle(self) -> None:
+        if self.trace_memory() >= RETURN_MEMORY_FROM:
+            self._return_memory.start()
+
+    def _return_freed_memory(self) -> None:
+        if self.workers.idle:            # not while a worker's arrays are being made
+            return_freed_memory()
+
+    # -- shutdown ----------------------------------------------------------------------
+    def shutdown(self, msecs: int = -1) -> bool:
+        """Drop every pending result and wait for the workers (teardown, window close)."""
+        self._debounce.stop()
+        self._prepare_next.stop()
+        for latest in (self._load, self._compute, self._intervening):
+            latest.drop()
+        self._compute_again = False
+        return self.workers.wait(msecs)
