@@ -6,6 +6,7 @@ whose data runs past the end, an unknown or unreadable quant type, a missing met
 Nothing from the file is executed; strings are decoded as UTF-8 and nothing else."""
 from __future__ import annotations
 
+import re
 import struct
 from pathlib import Path
 from typing import Any, Optional
@@ -52,7 +53,8 @@ def _open_reader(path: Path):
     except ValueError as exc:
         why = _reason(exc)
         if "GGMLQuantizationType" in why:
-            code = why.split(" ")[0]
+            found = re.search(r"(\d+)\)? is not a valid", why)
+            code = found.group(1) if found else "?"
             raise ModelError(f"{path}: a tensor has unknown quant type {code} (newer than the "
                              f"installed gguf package {_version()}?)") from None
         if "reshape" in why or "cannot" in why:
