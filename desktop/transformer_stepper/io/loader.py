@@ -283,6 +283,11 @@ def load_npz(path: Path) -> Model:
     return Model(config.replace(name=config.name or path.stem), params, tokenizer, source=str(path))
 
 
+def _is_gguf(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(4) == b"GGUF"
+
+
 def _load(path: Path) -> Model:
     if not path.exists():
         raise ModelError(f"{path}: no such file or folder")
@@ -291,7 +296,7 @@ def _load(path: Path) -> Model:
     suffix = path.suffix.lower()
     if suffix in PICKLE_SUFFIXES:
         _refuse_pickle(path)
-    if suffix == ".gguf":
+    if suffix == ".gguf" or _is_gguf(path):  # Ollama's blobs have no suffix
         from .gguf_load import load_gguf  # the gguf package is imported only for GGUF files
         return load_gguf(path)
     if suffix == ".safetensors":
