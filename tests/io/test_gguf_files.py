@@ -17,10 +17,12 @@ TOKENS = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + ["▁
 D = 32
 
 
-def write(path: Path, arch="llama", drop=(), extra=None, n_tokens=None, tensors=None, qtype=None):
-    """A one-layer Llama-layout GGUF (d_model 32, 2 heads); `drop` leaves metadata keys out."""
+def write(path: Path, arch="llama", drop=(), extra=None, n_tokens=None, tensors=None, qtype=None,
+          fixed=None, split=0):
+    """A one-layer Llama-layout GGUF (d_model 32, 2 heads); `drop` leaves metadata keys out,
+    `fixed` adds tensors with given values, `split` > 0 writes shards of that many tensors."""
     rng = np.random.default_rng(0)
-    writer = gguf.GGUFWriter(str(path), arch)
+    writer = gguf.GGUFWriter(str(path), arch, split_max_tensors=split)
     kv = {"context_length": 64, "embedding_length": D, "block_count": 1, "feed_forward_length": 64,
           "attention.head_count": 2, "attention.head_count_kv": 2,
           "attention.layer_norm_rms_epsilon": 1e-5}
@@ -47,6 +49,8 @@ def write(path: Path, arch="llama", drop=(), extra=None, n_tokens=None, tensors=
             writer.add_tensor(name, gguf.quants.quantize(w, qtype), raw_dtype=qtype)
         else:
             writer.add_tensor(name, w)
+    for name, value in (fixed or {}).items():
+        writer.add_tensor(name, value)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -140,3 +144,26 @@ def test_a_quantized_tensor_is_dequantized_only_when_read(tmp_path):
     assert f.quant_type("blk.0.attn_q.weight") == "Q4_0" and f.shape("blk.0.attn_q.weight") == (D, D)
     rows = f.rows("token_embd.weight", np.array([5, 7]))
     np.testing.assert_array_equal(rows, f.get("token_embd.weight")[[5, 7]])
+
+
+def test_llama3_rope_factors_are_read_back_as_llama3_scaling(tmp_path):
+    d_head, theta = D // 2, 10000.0
+    freqs = 1.0 / (theta ** (np.arange(0, d_head, 2, dtype=np.float32) / d_head))
+    wavelen = 2 * np.pi / freqs
+    factors = np.where(wavelen < 8192 / 4, 1.0, np.where(wavelen > 8192, 8.0, 2.0)).astype(np.float32)
+    message = refused(write(tmp_path / "odd.gguf", fixed={"rope_freqs.weight": factors}))
+    assert "rope_freqs.weight holds rope factors" in message   # 2.0 mid-band: not Llama 3's
+    smooth = (8192 / wavelen - 1.0) / 3.0
+    factors = np.where(wavelen < 8192 / 4, 1.0, np.where(wavelen > 8192, 8.0, 1 / ((1 - smooth) / 8 + smooth)))
+    model = load_model(write(tmp_path / "l3.gguf", fixed={"rope_freqs.weight": factors.astype(np.float32)}))
+    assert (model.config.rope_scaling, model.config.rope_factor, model.config.rope_original_n_ctx) == ("llama3", 8.0, 8192)
+
+
+def test_a_split_file_opens_as_one_model_from_any_shard(tmp_path):
+    write(tmp_path / "m.gguf", split=4)
+    shards = sorted(tmp_path.glob("m-*-of-*.gguf"))
+    assert len(shards) >= 3
+    whole = load_model(write(tmp_path / "single.gguf"))
+    for shard in (shards[0], shards[-1]):
+        model = load_model(shard)
+        np.testing.assert_array_equal(model.trace("ab a").logits, whole.trace("ab a").logits)
