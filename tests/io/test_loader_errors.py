@@ -42,7 +42,7 @@ def test_unsupported_file_type(tmp_path):
     path = tmp_path / "model.onnx"
     path.write_bytes(b"\x08\x01")
     assert model_error(load_model, path) == (
-        f"{path}: unsupported file type .onnx; open an HF folder, .safetensors or .npz")
+        f"{path}: unsupported file type .onnx; open an HF folder, .safetensors, .gguf or .npz")
 
 
 def test_folder_with_no_weights(tmp_path):

@@ -1,8 +1,8 @@
 """One entry point for every weight file: `load_model(path)` -> core Model.
 
 Accepted: an HF folder (config.json + model.safetensors or a sharded index, + tokenizer.json),
-a lone .safetensors (family inferred from tensor names; tokenizer.json beside it), the
-project's own .npz (see npz_format.py). Pickle files are refused, never opened.
+a lone .safetensors (family inferred from tensor names; tokenizer.json beside it), a .gguf
+(llama.cpp's format, see gguf_load.py), the project's own .npz (see npz_format.py). Pickle files are refused, never opened.
 Every problem a user can cause surfaces as a one-line ModelError naming the file."""
 from __future__ import annotations
 
@@ -283,6 +283,11 @@ def load_npz(path: Path) -> Model:
     return Model(config.replace(name=config.name or path.stem), params, tokenizer, source=str(path))
 
 
+def _is_gguf(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(4) == b"GGUF"
+
+
 def _load(path: Path) -> Model:
     if not path.exists():
         raise ModelError(f"{path}: no such file or folder")
@@ -291,9 +296,9 @@ def _load(path: Path) -> Model:
     suffix = path.suffix.lower()
     if suffix in PICKLE_SUFFIXES:
         _refuse_pickle(path)
-    if suffix == ".gguf":
-        raise ModelError(f"{path}: GGUF (llama.cpp's quantised format) is not read; open the "
-                         f"model's Hugging Face folder (config.json, *.safetensors, tokenizer.json)")
+    if suffix == ".gguf" or _is_gguf(path):  # Ollama's blobs have no suffix
+        from .gguf_load import load_gguf  # the gguf package is imported only for GGUF files
+        return load_gguf(path)
     if suffix == ".safetensors":
         return load_lone_safetensors(path)
     if suffix == ".npz":
@@ -307,7 +312,7 @@ def _load(path: Path) -> Model:
     if path.name in ("config.json", "tokenizer.json"):
         return load_folder(path.parent)
     raise ModelError(f"{path}: unsupported file type {suffix or '(none)'}; open an HF folder, "
-                     f".safetensors or .npz")
+                     f".safetensors, .gguf or .npz")
 
 
 def load_model(path: str | os.PathLike | None = None) -> Model:

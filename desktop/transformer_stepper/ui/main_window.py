@@ -16,7 +16,7 @@ from ..core import stages
 from . import explanations
 from .export.dialogs import add_export_actions
 from .export.menu import install_plot_menus
-from .model_menu import HFCacheMenu, RecentMenu, RecentModels
+from .model_menu import HFCacheMenu, LocalModelsMenu, RecentMenu, RecentModels
 from .provenance_panel import install_provenance_dock
 from .session import Session
 from .stages import StageView, create_view
@@ -41,7 +41,7 @@ def resident_memory() -> Optional[int]:
     return None
 
 
-MODEL_FILES = "Model files (*.safetensors *.npz *.json);;All files (*)"
+MODEL_FILES = "Model files (*.safetensors *.gguf *.npz *.json);;All files (*)"
 PREBUILD_DELAY_MS = 400
 IDLE_BUILD_MS = 60          # the pause between two views built while idle
 IDLE_STEP_MS = TURN_MS      # ... and between two steps of building one (a turn each)
@@ -161,6 +161,7 @@ class MainWindow(QMainWindow):
         self.reopen_action = menu.addAction("&Reopen Last Model", self._reopen_last)
         menu.addMenu(RecentMenu(self.recent, self.open_model, menu))
         menu.addMenu(HFCacheMenu(self.open_model, menu))
+        menu.addMenu(LocalModelsMenu(self.open_model, menu))
         add_export_actions(self, menu)
         menu.addSeparator()
         quit_action = menu.addAction("&Quit", self.close)

@@ -9,6 +9,7 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMenu, QWidget
 
 from ..io.hf_cache import hub_cache_dir, list_cached_models
+from ..io.local_models import list_local_models, ollama_models_dir
 
 MAX_RECENT = 10
 
@@ -72,6 +73,26 @@ class HFCacheMenu(QMenu):
             action = self.addAction(f"{cached.repo_id}   ({cached.revision[:8]})")
             action.setStatusTip(str(cached.path))
             action.triggered.connect(lambda _=False, p=str(cached.path): self.open_path(p))
+
+
+class LocalModelsMenu(QMenu):
+    """GGUF models Ollama and LM Studio downloaded, listed when opened."""
+
+    def __init__(self, open_path: Callable[[str], None], parent: Optional[QWidget] = None) -> None:
+        super().__init__("Local Models (Ollama, LM Studio)", parent)
+        self.open_path = open_path
+        self.aboutToShow.connect(self.refresh)
+
+    def refresh(self) -> None:
+        self.clear()
+        models = list_local_models()
+        if not models:
+            self.addAction(f"(none in {ollama_models_dir()} or LM Studio's folders)").setEnabled(False)
+            return
+        for local in models:
+            action = self.addAction(f"{local.name}   ({local.source})")
+            action.setStatusTip(str(local.path))
+            action.triggered.connect(lambda _=False, p=str(local.path): self.open_path(p))
 
 
 def _short(path: str) -> str:

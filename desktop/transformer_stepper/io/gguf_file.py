@@ -1,0 +1,187 @@
+"""Read one GGUF file (llama.cpp / Ollama / LM Studio): memory-mapped, header and tensor table at
+open, a tensor dequantized to float32 only when asked (with the `gguf` package's numpy kernels).
+
+Every problem is one ModelError naming the file: truncated, wrong magic or version, a tensor
+whose data runs past the end, an unknown or unreadable quant type, a missing metadata key.
+Nothing from the file is executed; strings are decoded as UTF-8 and nothing else."""
+from __future__ import annotations
+
+import re
+import struct
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from ..core.errors import ModelError
+
+_MAGIC = b"GGUF"
+_VERSIONS = (2, 3)
+_HEADER_BYTES = 24          # magic, version, tensor count, metadata count
+
+
+def _gguf():
+    try:
+        import gguf  # noqa: F401  (numpy-only; llama.cpp's own reader and dequantizers)
+        from gguf import quants
+    except ImportError:  # pragma: no cover - a runtime dependency, but say so plainly
+        raise ModelError("reading GGUF needs the 'gguf' package: pip install gguf") from None
+    return gguf, quants
+
+
+def _check_prefix(path: Path, size: int) -> None:
+    if size < _HEADER_BYTES:
+        raise ModelError(f"{path}: not a GGUF file (only {size} bytes; truncated?)")
+    with open(path, "rb") as handle:
+        head = handle.read(_HEADER_BYTES)
+    if head[:4] != _MAGIC:
+        raise ModelError(f"{path}: not a GGUF file (magic {head[:4]!r}, expected b'GGUF')")
+    (version,) = struct.unpack("<I", head[4:8])
+    if version not in _VERSIONS:
+        raise ModelError(f"{path}: GGUF version {version} is not read (versions 2 and 3 are)")
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _open_reader(path: Path):
+    gguf, _ = _gguf()
+    try:
+        return gguf.GGUFReader(path, "r")
+    except ValueError as exc:
+        why = _reason(exc)
+        if "GGMLQuantizationType" in why:
+            found = re.search(r"(\d+)\)? is not a valid", why)
+            code = found.group(1) if found else "?"
+            raise ModelError(f"{path}: a tensor has unknown quant type {code} (newer than the "
+                             f"installed gguf package {_version()}?)") from None
+        if "reshape" in why or "cannot" in why:
+            raise ModelError(f"{path}: a tensor's data runs past the end of the file "
+                             f"(truncated?)") from None
+        raise ModelError(f"{path}: corrupt GGUF ({why})") from None
+    except (IndexError, KeyError, OverflowError, struct.error, TypeError,
+            UnicodeDecodeError, MemoryError) as exc:
+        raise ModelError(f"{path}: truncated or corrupt GGUF header ({_reason(exc)})") from None
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("gguf")
+    except Exception:  # noqa: BLE001 - only used in a message
+        return "?"
+
+
+def _field_value(field) -> Any:
+    try:
+        value = field.contents()
+    except UnicodeDecodeError:
+        raise ModelError(f"metadata {field.name} is not valid UTF-8") from None
+    return value
+
+
+class GGUFFile:
+    """One .gguf: `metadata` (key -> value, read at open), `tensors` (name -> the reader's tensor
+    record, data memory-mapped), `get(name)` float32 on demand."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            size = self.path.stat().st_size
+        except OSError as exc:
+            raise ModelError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
+        _check_prefix(self.path, size)
+        reader = _open_reader(self.path)
+        self.size = size
+        self.metadata: dict[str, Any] = {}
+        for key, field in reader.fields.items():
+            if key.startswith("GGUF."):
+                continue
+            try:
+                self.metadata[key] = _field_value(field)
+            except ModelError as exc:
+                raise ModelError(f"{self.path}: {exc}") from None
+        self.tensors = {t.name: t for t in reader.tensors}
+        for tensor in reader.tensors:
+            if tensor.data_offset + tensor.n_bytes > size or tensor.data.nbytes != tensor.n_bytes:
+                raise ModelError(f"{self.path}: tensor {tensor.name} has data past the end of the "
+                                 f"file (truncated?)")
+        self._reader = reader
+
+    # ------------------------------------------------------------------ metadata
+    def value(self, key: str, default: Any = None, required: bool = False) -> Any:
+        if key in self.metadata:
+            return self.metadata[key]
+        if required:
+            raise ModelError(f"{self.path}: GGUF metadata has no {key!r}")
+        return default
+
+    def integer(self, key: str, default: Optional[int] = None) -> int:
+        value = self.value(key, default, required=default is None)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+            raise ModelError(f"{self.path}: GGUF metadata {key} must be a positive integer, got {value!r}")
+        return int(value)
+
+    def number(self, key: str, default: Optional[float] = None) -> float:
+        value = self.value(key, default, required=default is None)
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
+                or not np.isfinite(value) or value < 0:
+            raise ModelError(f"{self.path}: GGUF metadata {key} must be a non-negative number, got {value!r}")
+        return float(value)
+
+    # ------------------------------------------------------------------ tensors
+    def shape(self, name: str) -> tuple[int, ...]:
+        """numpy order (rows first): GGUF lists dims fastest first, so reversed."""
+        return tuple(int(d) for d in reversed(self.tensors[name].shape.tolist()))
+
+    def quant_type(self, name: str) -> str:
+        return self.tensors[name].tensor_type.name
+
+    def is_float32(self, name: str) -> bool:
+        return self.quant_type(name) == "F32"
+
+    def check_readable(self, name: str) -> None:
+        _, quants = _gguf()
+        qtype = self.tensors[name].tensor_type
+        kind = qtype.name
+        if kind in ("F32", "F16", "BF16", "F64"):
+            return
+        cls = getattr(quants, "_type_traits", {}).get(qtype)
+        if cls is None or not hasattr(cls, "dequantize_blocks"):
+            raise ModelError(f"{self.path}: tensor {name} has quant type {kind}, which the "
+                             f"gguf package cannot dequantize")
+
+    def stored(self, name: str) -> np.ndarray:
+        """The tensor's stored data: float arrays as they are, block types as [rows, bytes]."""
+        return self.tensors[name].data
+
+    def get(self, name: str) -> np.ndarray:
+        """The whole tensor as float32 [rows, cols] (a memory-mapped view for F32)."""
+        return self._dequantize(name, self.stored(name))
+
+    def rows(self, name: str, index) -> np.ndarray:
+        """Rows `index` of a 2-D tensor as float32, dequantizing only those rows (a block never
+        spans two rows in GGUF)."""
+        return self._dequantize(name, self.stored(name)[index])
+
+    def _dequantize(self, name: str, data: np.ndarray) -> np.ndarray:
+        self.check_readable(name)
+        qtype = self.tensors[name].tensor_type
+        if qtype.name == "F32":
+            return data
+        if qtype.name in ("F16", "F64"):
+            value = data.astype(np.float32)
+        else:
+            _, quants = _gguf()
+            try:
+                value = quants.dequantize(data, qtype)
+            except (ValueError, NotImplementedError) as exc:
+                raise ModelError(f"{self.path}: tensor {name} ({qtype.name}) could not be "
+                                 f"dequantized ({_reason(exc)})") from None
+            value = np.ascontiguousarray(value, dtype=np.float32)
+        value.flags.writeable = False
+        return value
