@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout
                                QVBoxLayout, QWidget)
 
 from ..core import interventions as lib
-from ..core import ops
+from ..core import readouts
 from .connections import Connections
 from .difference_map import DifferenceMap
 from .plots import Bars
@@ -244,7 +244,7 @@ class InterventionsView(QWidget):
         self.stage_map.set_data(session.intervention.differences, clean.config, i, labels[i])
         self.stage_map.setVisible(True)
         before, after = clean.hidden_states[:, i], intervened.hidden_states[:, i]
-        moved = np.linalg.norm(after - before, axis=1) / np.maximum(np.linalg.norm(before, axis=1), 1e-12)
+        moved = readouts.movement(before, after)
         names = ["embed"] + [f"layer {l}" for l in range(clean.config.n_layer)]
         self.moved.set_title(f"How far each hidden state of '{labels[i]}' moved")
         self.moved.set_data(moved.astype(np.float32), names)
@@ -254,18 +254,17 @@ class InterventionsView(QWidget):
             self.changes.setVisible(False)
             self.summary.setText(f"'{labels[i]}': the last hidden state moved by {moved[-1]:.1%} of its length.")
             return
-        p_clean = ops.softmax(clean.logits_at(i).astype(np.float32, copy=True))
-        p_after = ops.softmax(intervened.logits_at(i).astype(np.float32, copy=True))
+        change = readouts.prediction_change(clean.logits_at(i), intervened.logits_at(i), TOP_CHANGES)
+        p_clean, p_after = change.p_clean, change.p_after
         delta = p_after - p_clean
-        order = np.argsort(delta)
-        chosen = list(order[::-1][:TOP_CHANGES]) + list(order[:TOP_CHANGES][::-1])
+        chosen = list(change.gained) + list(change.lost[::-1])
         tokenizer = session.model.tokenizer
         self.delta_ids = np.array(chosen)
         self.changes.set_title(f"After '{labels[i]}': which next tokens gained and lost probability")
         self.changes.set_data(delta[chosen], [f"{tokenizer.id_to_token(int(t))} ({int(t)})" for t in chosen],
                               notes=[f"{p_clean[t]:.4f} → {p_after[t]:.4f}" for t in chosen])
         self.changes.setVisible(True)
-        top_clean, top_after = int(np.argmax(p_clean)), int(np.argmax(p_after))
+        top_clean, top_after = change.top_clean, change.top_after
         self.summary.setText(
             f"At <b>'{labels[i]}'</b>: clean prediction <b>'{tokenizer.id_to_token(top_clean)}'</b> "
             f"(p = {p_clean[top_clean]:.3f}) → intervened <b>'{tokenizer.id_to_token(top_after)}'</b> "

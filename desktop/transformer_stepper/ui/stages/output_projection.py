@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import numpy as np
 import pyqtgraph as pg
 
+from ...core import readouts
 from ..plots import Bars, Heatmap
 from .base import StageView
 
@@ -61,15 +61,13 @@ class OutputProjectionView(StageView):
         self.norm_name = norm
         self.norm.set_title(f"LayerNorm {norm}: {role}")
         self.norm.set_data(self.layer_array(f"{norm}_out"), self.labels)
-        x = self.layer_array("layer_in")
-        attn_out = self.layer_array("attn_out")
-        self.ratios = np.linalg.norm(attn_out, axis=1) / np.maximum(np.linalg.norm(x, axis=1), 1e-12)
-        self.change.set_data(self.ratios, self.labels, self.selected)
-        after = np.linalg.norm(self.layer_array(f"{norm}_out"), axis=1)
-        before = np.linalg.norm(self.layer_array(f"{norm}_in"), axis=1)
-        self.norm_effect.set_data(after, self.labels, self.selected,
-                                  notes=[f"before: {b:.4g}, after: {a:.4g}" for b, a in zip(before, after)])
-        self._before_after = (before, after)
+        self.readout = readouts.output_projection_readout(
+            self.layer_array("layer_in"), self.layer_array("attn_out"),
+            self.layer_array(f"{norm}_in"), self.layer_array(f"{norm}_out"))
+        r = self.readout
+        self.change.set_data(r.ratios, self.labels, self.selected)
+        self.norm_effect.set_data(r.after, self.labels, self.selected,
+                                  notes=[f"before: {b:.4g}, after: {a:.4g}" for b, a in zip(r.before, r.after)])
 
     def update_selection(self) -> None:
         i = self.selected
@@ -79,10 +77,9 @@ class OutputProjectionView(StageView):
         self.norm_effect.set_highlight(i)
 
     def stage_values(self) -> dict:
-        i = self.selected
-        before, after = self._before_after
+        i, r = self.selected, self.readout
         normalized = self.layer_array(f"{self.norm_name}_normalized")[i]
-        return {"ratio": f"{float(self.ratios[i]):.3f}", "norm_name": self.norm_name,
-                "len_before": f"{float(before[i]):.3g}", "len_after": f"{float(after[i]):.3g}",
+        return {"ratio": f"{float(r.ratios[i]):.3f}", "norm_name": self.norm_name,
+                "len_before": f"{float(r.before[i]):.3g}", "len_after": f"{float(r.after[i]):.3g}",
                 "ln_mean": f"{float(normalized.mean()):.2g}", "ln_std": f"{float(normalized.std()):.4f}",
-                "mean_ratio": f"{float(np.mean(self.ratios)):.3f}"}
+                "mean_ratio": f"{r.mean_ratio:.3f}"}

@@ -5,7 +5,7 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from ...core import measures
+from ...core import measures, readouts
 from ..plots import Bars, Curve, Heatmap, Lines
 from ..plots.common import PALETTE
 from .base import StageView
@@ -191,18 +191,9 @@ class PositionAdditionView(StageView):
             return {"q_norm_before": f"{float(np.linalg.norm(q0)):.3f}",
                     "q_norm_after": f"{float(np.linalg.norm(q1)):.3f}", "pos": i,
                     "embed_scale": f"{trace.config.embed_scale:.3g}"}
-        e, p = trace["token_embeddings"], trace["position_embeddings"]
-        e_rms, p_rms = measures.rms_per_dim(e), measures.rms_per_dim(p)
-        mean = float(np.mean(self.cosines))
-        verdict = ("most of e survives in the sum" if mean > 0.7 else
-                   "e is still clearly there" if mean > 0.45 else
-                   "here p is much larger than e, so the sum points mostly along p; e is not "
-                   "lost, though: it lies in directions p hardly uses, and the first layer's "
-                   "weights can read it back out")
-        return {"cos_selected": f"{float(self.cosines[i]):.3f}", "survival": verdict,
-                "cos_ep": f"{float(np.mean(np.abs(measures.cosine_rows(e, p)))):.2f}",
-                "cos_mean": f"{float(np.mean(self.cosines)):.3f}",
-                "e_norm": f"{float(np.linalg.norm(e[i])):.2f}",
-                "p_norm": f"{float(np.linalg.norm(p[i])):.2f}",
-                "p_dominates": int(np.sum(p_rms > e_rms)),
-                "first_dims_ratio": f"{float(np.mean(p_rms[:8]) / max(np.mean(e_rms[:8]), 1e-12)):.2f}"}
+        r = readouts.position_addition_readout(trace["token_embeddings"], trace["position_embeddings"],
+                                               trace["embedding_sum"], i)
+        return {"cos_selected": f"{r.cos_selected:.3f}", "survival": r.survival,
+                "cos_ep": f"{r.cos_ep:.2f}", "cos_mean": f"{r.cos_mean:.3f}",
+                "e_norm": f"{r.e_norm:.2f}", "p_norm": f"{r.p_norm:.2f}",
+                "p_dominates": r.p_dominates, "first_dims_ratio": f"{r.first_dims_ratio:.2f}"}

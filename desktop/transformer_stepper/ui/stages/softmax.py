@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
 
-from ...core import measures
+from ...core import measures, readouts
 from ..plots import Bars, Heatmap
 from ..plots.common import format_value
 from .base import StageView
@@ -100,9 +100,7 @@ class SoftmaxView(StageView):
                           notes=["masked" if m else "" for m in masked])
 
     def stage_values(self) -> dict:
-        weights = np.nan_to_num(self.shown_weights[self.selected], nan=0.0)
-        best = int(np.argmax(weights))
-        entropy = float(-(weights[weights > 0] * np.log(weights[weights > 0])).sum())
-        return {"best_key": self.labels[best], "best_weight": format_value(float(weights[best])),
-                "row_sum": f"{float(weights.sum()):.6f}", "entropy": f"{entropy:.3f}",
-                "uniform_entropy": f"{math.log(max(int(np.count_nonzero(np.isfinite(self.head_array('scores')[self.selected]))), 1)):.3f}"}
+        r = readouts.softmax_readout(self.shown_weights[self.selected], self.head_array("scores")[self.selected])
+        return {"best_key": self.labels[r.best_key], "best_weight": format_value(r.best_weight),
+                "row_sum": f"{r.row_sum:.6f}", "entropy": f"{r.entropy:.3f}",
+                "uniform_entropy": f"{r.uniform_entropy:.3f}"}
