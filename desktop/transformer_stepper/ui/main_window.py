@@ -18,6 +18,7 @@ from .export.dialogs import add_export_actions
 from .export.menu import install_plot_menus
 from .model_menu import HFCacheMenu, RecentMenu, RecentModels
 from .provenance_panel import install_provenance_dock
+from .walk_panel import install_walk_panel
 from .session import Session
 from .stages import StageView, create_view
 from .explanation_panel import ExplanationPanel
@@ -66,6 +67,7 @@ class MainWindow(QMainWindow):
         self._build_central()
         self._build_actions()
         install_provenance_dock(self)            # Alt-click a value: where it comes from
+        install_walk_panel(self)                 # Help → Questions: the guided walks
         self._build_status_bar()
         self._connect_session()
         self._restore_settings()
@@ -201,6 +203,10 @@ class MainWindow(QMainWindow):
         toolbar.addWidget(self.head_box)
         toolbar.addSeparator()
         toolbar.addAction(self.show_intervened_action)
+        toolbar.addSeparator()
+        self.questions_action = toolbar.addAction("❓ Questions", lambda: self.walk_panel.show_list())
+        self.questions_action.setToolTip("Guided walks through the questions people ask about "
+                                         "transformers, with this model's numbers (Help → Questions)")
         toolbar.addSeparator()
         self.stage_title = QLabel()
         self.stage_title.setStyleSheet("font-weight: bold; padding-left: 8px;")
