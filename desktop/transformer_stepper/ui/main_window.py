@@ -18,6 +18,7 @@ from .export.dialogs import add_export_actions
 from .export.menu import install_plot_menus
 from .model_menu import HFCacheMenu, RecentMenu, RecentModels
 from .provenance_panel import install_provenance_dock
+from .session_file import add_session_actions
 from .walk_panel import install_walk_panel
 from .session import Session
 from .stages import StageView, create_view
@@ -163,6 +164,8 @@ class MainWindow(QMainWindow):
         self.reopen_action = menu.addAction("&Reopen Last Model", self._reopen_last)
         menu.addMenu(RecentMenu(self.recent, self.open_model, menu))
         menu.addMenu(HFCacheMenu(self.open_model, menu))
+        menu.addSeparator()
+        add_session_actions(self, menu)          # .stepper files: ui/session_file.py
         add_export_actions(self, menu)
         menu.addSeparator()
         quit_action = menu.addAction("&Quit", self.close)
