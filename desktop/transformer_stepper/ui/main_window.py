@@ -15,6 +15,7 @@ from shiboken6 import isValid
 from ..core import stages
 from . import explanations
 from .export.dialogs import add_export_actions
+from .export import preferences as export_preferences
 from .export.menu import install_plot_menus
 from .model_menu import HFCacheMenu, RecentMenu, RecentModels
 from .provenance_panel import install_provenance_dock
@@ -190,6 +191,12 @@ class MainWindow(QMainWindow):
         self._build_go_menu()
         self.view_menu = self.menuBar().addMenu("&View")
         self.view_menu.addAction(self.show_intervened_action)
+        self.caption_action = self.view_menu.addAction("Caption Line Under Exported Figures")
+        self.caption_action.setCheckable(True)
+        self.caption_action.setToolTip("A line under each exported PNG/SVG: model, stage, layer, head, "
+                                       "token, text and app version (always in the file's metadata)")
+        self.caption_action.setChecked(export_preferences.caption(self))
+        self.caption_action.toggled.connect(lambda on: export_preferences.put(self, "caption", bool(on)))
         self._build_help_menu()
         toolbar.addAction(self.back_action)
         toolbar.addAction(self.next_action)
