@@ -214,7 +214,7 @@ class MainWindow(QMainWindow):
         toolbar.addSeparator()
         toolbar.addAction(self.show_intervened_action)
         toolbar.addSeparator()
-        self.questions_action = toolbar.addAction("❓ Questions", lambda: self.walk_panel.show_list())
+        self.questions_action = toolbar.addAction("Questions", lambda: self.walk_panel.show_list())
         self.questions_action.setToolTip("Guided walks through the questions people ask about "
                                          "transformers, with this model's numbers (Help → Questions)")
         toolbar.addSeparator()

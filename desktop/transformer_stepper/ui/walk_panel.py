@@ -18,6 +18,9 @@ from .view_apply import apply_view
 from .workers import Task
 
 
+WALK_HEIGHT = 190          # px: the plots keep the rest of a 768-pixel screen
+
+
 class WalkPanel(QDockWidget):
     def __init__(self, window) -> None:
         super().__init__("Questions", window)
@@ -38,6 +41,7 @@ class WalkPanel(QDockWidget):
         self.pages.addWidget(self._list_page())
         self.pages.addWidget(self._walk_page())
         self.setWidget(self.pages)
+        self.pages.setMaximumHeight(WALK_HEIGHT)
         self.setAllowedAreas(Qt.DockWidgetArea.BottomDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
         self.session.modelChanged.connect(self._on_model)
 
@@ -74,6 +78,7 @@ class WalkPanel(QDockWidget):
         font.setPointSize(font.pointSize() + 1)
         self.caption.setFont(font)
         buttons = QHBoxLayout()
+        buttons.addWidget(self.step_label, stretch=1)
         self.back_button = QPushButton("◀ Back")
         self.next_button = QPushButton("Next ▶")
         self.leave_button = QPushButton("Leave the walk here")
@@ -84,11 +89,11 @@ class WalkPanel(QDockWidget):
         self.list_button.clicked.connect(self.show_list)
         for button in (self.back_button, self.next_button, self.leave_button, self.list_button):
             buttons.addWidget(button)
-        buttons.addStretch(1)
+        layout.setContentsMargins(8, 2, 8, 4)
         layout.addWidget(self.question_label)
-        layout.addWidget(self.step_label)
-        layout.addWidget(self.caption, stretch=1)
         layout.addLayout(buttons)
+        layout.addWidget(self.caption)
+        layout.addStretch(1)
         return page
 
     # -- walking -----------------------------------------------------------------------------
