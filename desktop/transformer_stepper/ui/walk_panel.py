@@ -42,6 +42,7 @@ class WalkPanel(QDockWidget):
         self.pages.addWidget(self._walk_page())
         self.setWidget(self.pages)
         self.pages.setMaximumHeight(WALK_HEIGHT)
+        self.pages.setMinimumHeight(130)       # three lines of caption under the buttons
         self.setAllowedAreas(Qt.DockWidgetArea.BottomDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
         self.session.modelChanged.connect(self._on_model)
 
