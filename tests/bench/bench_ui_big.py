@@ -27,7 +27,7 @@ from bench_ui import text_of, wait_for  # noqa: E402
 from memory import peak_rss_anon, rss_anon  # noqa: E402
 
 from transformer_stepper.ui.app import application, create_main_window  # noqa: E402
-from transformer_stepper.ui.workers import compute_trace  # noqa: E402
+from transformer_stepper.state.jobs import compute_trace  # noqa: E402
 
 STAGES = ("softmax", "layer_output", "qkv")
 MiB = 2**20

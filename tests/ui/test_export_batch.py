@@ -231,7 +231,8 @@ def test_export_trace_data_csv_npy_and_an_exact_npz(qtbot, loaded_window, out):
     assert names(out) == sorted([
         "06-scores-scores_raw-L1H2.csv", "06-scores-scores_raw-L1H2.npy",
         "06-scores-scores-L1H2.csv", "06-scores-scores-L1H2.npy",
-        "06-scores-mask-L1H2.csv", "06-scores-mask-L1H2.npy", "trace.npz"])
+        "06-scores-mask-L1H2.csv", "06-scores-mask-L1H2.npy", "trace.npz",
+        "export-facts.json"])
     with open(out / "06-scores-scores-L1H2.csv", newline="", encoding="utf-8") as handle:
         table = list(csv.reader(handle))
     assert table[0][:2] == ["position", "token"] and table[0][2:] == [f"{j}:{t}" for j, t in enumerate(trace.tokens)]
@@ -242,7 +243,7 @@ def test_export_trace_data_csv_npy_and_an_exact_npz(qtbot, loaded_window, out):
         assert sorted(archive.files) == sorted(expected)
         for name, value in expected.items():
             assert archive[name].dtype == value.dtype and np.array_equal(archive[name], value), name
-    assert "Exported 7 file(s)" in window.statusBar().currentMessage()
+    assert "Exported 8 file(s)" in window.statusBar().currentMessage()
 
 
 def test_trace_data_on_a_full_disk_is_one_warning(qtbot, loaded_window, out, monkeypatch):

@@ -21,7 +21,9 @@ from .console import check_scale, say
 def add_parser(sub) -> None:
     parser = sub.add_parser("export", help="render every stage's plots to image files (no display)")
     parser.add_argument("--model")
-    parser.add_argument("--text", required=True)
+    parser.add_argument("--text")
+    parser.add_argument("--session", help="a .stepper session file: its model, text (and generated "
+                                          "tokens), layer, head, selection, temperature and shown pass")
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--format", choices=("png", "svg"), default="png")
     parser.add_argument("--layer", type=int, default=0)
@@ -32,6 +34,10 @@ def add_parser(sub) -> None:
 
 def _check_arguments(args: argparse.Namespace) -> None:
     check_scale(args.scale)
+    if (args.text is None) == (args.session is None):
+        raise ModelError("give --text TEXT or --session FILE (one of them)")
+    if args.session is not None and args.model is not None:
+        raise ModelError("--session names its model; leave out --model")
     if args.format not in ("png", "svg"):
         raise ModelError(f"--format {args.format}: must be png or svg")
 
@@ -51,11 +57,16 @@ def run_export(args: argparse.Namespace) -> int:
 
     _check_arguments(args)                   # everything cheap before the slow part
     folder = prepare_folder(Path(args.out))
-    model = load_model(args.model)
-    for warning in model.warnings:
-        say(f"warning: {warning}", sys.stderr)
-    _check_layer_head(args, model.config)
-    trace = model.trace(args.text)
+    view: dict = {}
+    if args.session is not None:
+        model, trace, view = _from_session(Path(args.session))
+        args.layer, args.head = view["layer"], view["head"]
+    else:
+        model = load_model(args.model)
+        for warning in model.warnings:
+            say(f"warning: {warning}", sys.stderr)
+        _check_layer_head(args, model.config)
+        trace = model.trace(args.text)
     if trace.truncated:
         say(f"warning: the text is longer than the model's context; truncated to "
             f"{model.config.n_ctx} tokens", sys.stderr)
@@ -68,7 +79,7 @@ def run_export(args: argparse.Namespace) -> int:
     from ..ui.export.render import ExportOptions
     from ..ui.export.snapshot import SnapshotSession
 
-    session = SnapshotSession(model, trace, layer=args.layer, head=args.head)
+    session = SnapshotSession(model, trace, layer=args.layer, head=args.head, **view.get("snapshot", {}))
     options = ExportOptions(format=args.format, scale=float(args.scale))
     job = ExportJob(session, folder, [s.key for s in stages.STAGES], options)
     for note in job.notes:
@@ -82,3 +93,32 @@ def run_export(args: argparse.Namespace) -> int:
         session.deleteLater()
     say(f"{len(written)} files in {folder} ({time.perf_counter() - start:.1f} s)")
     return 0
+
+
+def _from_session(path: Path):
+    """The session file's model (its fingerprint checked), trace and view."""
+    from ..io.loader import load_model
+    from ..io.session_file import model_fingerprint, read_session
+
+    data = read_session(path)
+    if data.model_path is not None and not Path(data.model_path).exists():
+        raise ModelError(f"{path}: the model {data.model_path} is not there")
+    if model_fingerprint(data.model_path) != data.fingerprint:
+        raise ModelError(f"{path}: the model at {data.model_path or 'the built-in model'} is not the one "
+                         "saved (its fingerprint differs: the weights changed)")
+    model = load_model(data.model_path)
+    config = model.config
+    if data.layer >= config.n_layer or data.head >= config.n_head:
+        raise ModelError(f"{path}: layer {data.layer} / head {data.head} is outside the model")
+    trace = model.trace(data.text)
+    if data.generated_ids:
+        trace = model.extend(trace, data.generated_ids)
+    if data.selected >= trace.n_seq:
+        raise ModelError(f"{path}: view.selected {data.selected} is outside the text's {trace.n_seq} tokens")
+    if data.interventions and data.show_intervened:
+        trace = model.intervene(trace, data.interventions)
+    elif data.interventions:
+        say("note: the session has interventions but showed the clean pass: the clean pass is rendered",
+            sys.stderr)
+    return model, trace, {"layer": data.layer, "head": data.head,
+                          "snapshot": {"selected": data.selected, "temperature": data.temperature}}

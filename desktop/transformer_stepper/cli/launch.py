@@ -13,6 +13,7 @@ def gui_parser(subcommands) -> argparse.ArgumentParser:
         prog="transformer-stepper",
         description="Step through what a transformer computes. Subcommands: " + ", ".join(subcommands)
                     + " (see transformer-stepper SUBCOMMAND --help).")
+    parser.add_argument("session", nargs="?", help="a .stepper session file to open")
     parser.add_argument("--model", help="HF folder, .safetensors or .npz (default: built-in model)")
     parser.add_argument("--text", help="the sentence to open on")
     parser.add_argument("--version", action="version", version=f"transformer-stepper {_version()}")
@@ -45,4 +46,8 @@ def run_launcher(args: argparse.Namespace) -> int:
         return _desktop_entry(install=args.install_desktop_entry)
     from ..ui.app import run
 
-    return run(model_path=args.model, text=args.text)
+    if args.session and not args.session.endswith(".stepper"):
+        from .console import UsageError
+
+        raise UsageError(f"{args.session}: not a session file (.stepper); open a model with --model PATH")
+    return run(model_path=args.model, text=args.text, session_file=args.session)

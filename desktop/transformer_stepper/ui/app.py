@@ -54,8 +54,13 @@ def create_main_window(model_path: Optional[str] = None, text: Optional[str] = N
     return window
 
 
-def run(model_path: Optional[str] = None, text: Optional[str] = None) -> int:
+def run(model_path: Optional[str] = None, text: Optional[str] = None,
+        session_file: Optional[str] = None) -> int:
     app = application()
     window = create_main_window(model_path, text)
     window.show()
+    if session_file:
+        from .session_file import open_session
+
+        window.session_opener = open_session(window, session_file)
     return app.exec()

@@ -110,6 +110,8 @@ def show_html(window, title: str, html: str, size=(720, 640)) -> QDialog:
 
 def add_help_menu(window) -> None:
     menu = window.menuBar().addMenu("&Help")
+    menu.addAction("&Questions…", lambda: window.walk_panel.show_list())    # guided walks
+    menu.addSeparator()
     menu.addAction("&What Am I Looking At?", lambda: show_html(window, "What am I looking at?", guide_html()))
     menu.addAction("&Keyboard Shortcuts", lambda: show_html(window, "Keyboard shortcuts", shortcuts_html(),
                                                             (520, 380)))

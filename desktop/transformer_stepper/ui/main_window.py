@@ -15,9 +15,12 @@ from shiboken6 import isValid
 from ..core import stages
 from . import explanations
 from .export.dialogs import add_export_actions
+from .export import preferences as export_preferences
 from .export.menu import install_plot_menus
 from .model_menu import HFCacheMenu, LocalModelsMenu, RecentMenu, RecentModels
 from .provenance_panel import install_provenance_dock
+from .session_file import add_session_actions
+from .walk_panel import install_walk_panel
 from .session import Session
 from .stages import StageView, create_view
 from .explanation_panel import ExplanationPanel
@@ -66,6 +69,7 @@ class MainWindow(QMainWindow):
         self._build_central()
         self._build_actions()
         install_provenance_dock(self)            # Alt-click a value: where it comes from
+        install_walk_panel(self)                 # Help → Questions: the guided walks
         self._build_status_bar()
         self._connect_session()
         self._restore_settings()
@@ -162,6 +166,8 @@ class MainWindow(QMainWindow):
         menu.addMenu(RecentMenu(self.recent, self.open_model, menu))
         menu.addMenu(HFCacheMenu(self.open_model, menu))
         menu.addMenu(LocalModelsMenu(self.open_model, menu))
+        menu.addSeparator()
+        add_session_actions(self, menu)          # .stepper files: ui/session_file.py
         add_export_actions(self, menu)
         menu.addSeparator()
         quit_action = menu.addAction("&Quit", self.close)
@@ -186,6 +192,12 @@ class MainWindow(QMainWindow):
         self._build_go_menu()
         self.view_menu = self.menuBar().addMenu("&View")
         self.view_menu.addAction(self.show_intervened_action)
+        self.caption_action = self.view_menu.addAction("Caption Line Under Exported Figures")
+        self.caption_action.setCheckable(True)
+        self.caption_action.setToolTip("A line under each exported PNG/SVG: model, stage, layer, head, "
+                                       "token, text and app version (always in the file's metadata)")
+        self.caption_action.setChecked(export_preferences.caption(self))
+        self.caption_action.toggled.connect(lambda on: export_preferences.put(self, "caption", bool(on)))
         self._build_help_menu()
         toolbar.addAction(self.back_action)
         toolbar.addAction(self.next_action)
@@ -202,6 +214,10 @@ class MainWindow(QMainWindow):
         toolbar.addWidget(self.head_box)
         toolbar.addSeparator()
         toolbar.addAction(self.show_intervened_action)
+        toolbar.addSeparator()
+        self.questions_action = toolbar.addAction("Questions", lambda: self.walk_panel.show_list())
+        self.questions_action.setToolTip("Guided walks through the questions people ask about "
+                                         "transformers, with this model's numbers (Help → Questions)")
         toolbar.addSeparator()
         self.stage_title = QLabel()
         self.stage_title.setStyleSheet("font-weight: bold; padding-left: 8px;")

@@ -197,6 +197,7 @@ def start_figures_export(window, dialog: ExportFiguresDialog) -> Optional[Export
         return None
     snapshot = SnapshotSession.of(window.session, parent=window)
     job = ExportJob(snapshot, folder, keys, options, all_layers_heads, parent=window)
+    job.caption = preferences.caption(window)
     progress = QProgressDialog("Exporting…", "Cancel", 0, max(job.total, 1), window)
     progress.setWindowTitle("Export")
     progress.setWindowModality(Qt.WindowModality.WindowModal)
@@ -292,6 +293,19 @@ def open_data_dialog(window) -> Optional[ExportDataDialog]:
     return dialog
 
 
+def facts_file(session) -> tuple:
+    """("export-facts.json", write): the same facts an exported figure carries."""
+    import json
+
+    from ...io.array_export import write_bytes
+    from .metadata import figure_facts
+
+    facts = figure_facts(session.model, session.shown_trace, session.stage_key, session.layer,
+                         session.head, session.selected_token)
+    data = (json.dumps(facts, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return "export-facts.json", lambda path: write_bytes(path, data)
+
+
 def start_data_export(window, folder: Path, formats: list[str]) -> Optional[DataExport]:
     session = window.session
     if _no_trace(window) or not formats:
@@ -301,6 +315,7 @@ def start_data_export(window, folder: Path, formats: list[str]) -> Optional[Data
         folder = prepare_folder(folder)
         files = data_files(session.shown_trace, stage, session.layer, session.head, formats,
                            session.model.tokenizer.id_to_token)
+        files.append(facts_file(session))         # where the arrays came from, beside them
     except ModelError as exc:
         warn(window, "Could not export the trace data", str(exc))
         return None

@@ -28,6 +28,7 @@ from ...core.interventions import describe_all
 from ...io.array_export import write_bytes
 from ..stages import create_view
 from ..workers import Task
+from . import metadata
 from .render import ExportOptions, Rendered, encode, plot_file_name, render
 from .snapshot import SnapshotSession
 
@@ -77,9 +78,17 @@ def existing_exports(folder: Path, stage_keys: Sequence[str], file_format: str) 
                   if p.name.startswith(prefixes) and p.suffix == f".{file_format}")
 
 
-def _encode_and_write(path: Path, rendered: Rendered) -> tuple[str, bool]:
-    """Worker side: encode and write atomically. -> (path, replaced an existing file)."""
-    return str(path), write_bytes(path, encode(rendered))
+def _encode_and_write(path: Path, rendered: Rendered, facts: Optional[dict] = None,
+                      caption: bool = False) -> tuple[str, bool]:
+    """Worker side: encode, add the figure's facts (metadata.py; with `caption`, a line under
+    the figure too) and write atomically. -> (path, replaced an existing file)."""
+    if caption and facts:
+        line = metadata.caption_line(facts)
+        if rendered.image is not None:
+            rendered = Rendered(image=metadata.captioned_image(rendered.image, line))
+        else:
+            return str(path), write_bytes(path, metadata.svg_with_metadata(encode(rendered), facts, line))
+    return str(path), write_bytes(path, metadata.with_facts(encode(rendered), facts))
 
 
 class ExportJob(QObject):
@@ -99,6 +108,7 @@ class ExportJob(QObject):
         self.units, self.notes = plan(session, stage_keys, all_layers_heads)
         self.total = len(self.units) * STEPS_PER_UNIT
         self.max_pending = max_pending
+        self.caption = False               # a line under each figure saying where it came from
         self.written: list[Path] = []
         self.replaced: list[Path] = []
         self.error: Optional[str] = None
@@ -185,7 +195,9 @@ class ExportJob(QObject):
                 description = f"Transformer Stepper · {model.name} · {session.trace.text!r}"
                 if session.trace.interventions:       # the intervened pass, as the stepper showed it
                     description += f" · intervened: {describe_all(session.trace.interventions)}"
-                self._submit(path, render(item, options, title, description))
+                facts = metadata.figure_facts(model, session.trace, unit.stage.key, unit.layer, unit.head,
+                                              session.selected_token)
+                self._submit(path, render(item, options, title, description), facts)
                 yield
         if view is not None:
             self._close_view(view)
@@ -214,20 +226,21 @@ class ExportJob(QObject):
             self._stepping = False
 
     # -- the writes (worker) ---------------------------------------------------------------
-    def _submit(self, path: Path, rendered: Rendered) -> None:
+    def _submit(self, path: Path, rendered: Rendered, facts: Optional[dict] = None) -> None:
         if self.state != "running":
             return
         request_id = next(self._ids)
-        task = Task(request_id, self._write, request_id, path, rendered)
+        task = Task(request_id, self._write, request_id, path, rendered, facts)
         task.signals.finished.connect(self._on_written)
         task.signals.failed.connect(self._on_write_failed)
         self._tasks[request_id] = task
         self._pool.start(task)
 
-    def _write(self, request_id: int, path: Path, rendered: Rendered) -> tuple[str, bool]:
+    def _write(self, request_id: int, path: Path, rendered: Rendered,
+               facts: Optional[dict] = None) -> tuple[str, bool]:
         """Worker side. Also noted here (list.append is atomic), so that a job stopped while a
         write was under way still counts and reports that file."""
-        result = _encode_and_write(path, rendered)
+        result = _encode_and_write(path, rendered, facts, self.caption)
         self._completed.append((request_id, result))
         return result
 

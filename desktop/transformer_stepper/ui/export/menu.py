@@ -90,7 +90,7 @@ def ask_and_export(view, name: str, item, file_format: str, default_name: str,
 def export_plot(parent: QWidget, item, path: Path, options: ExportOptions, title: str = "") -> Optional[Path]:
     """Render and write one figure now (tens of milliseconds); a failure is a warning."""
     try:
-        write_bytes(path, encode(render(item, options, title)))
+        write_bytes(path, _with_facts(parent, encode(render(item, options, title))))
     except ModelError as exc:
         warn(parent, "Could not export the plot", str(exc))
         return None
@@ -98,3 +98,25 @@ def export_plot(parent: QWidget, item, path: Path, options: ExportOptions, title
     if callable(getattr(window, "statusBar", None)):
         window.statusBar().showMessage(f"Exported {path}", 8000)
     return path
+
+
+def _with_facts(view, data: bytes) -> bytes:
+    """The figure's facts written in (metadata.py), when it is a stage view's plot."""
+    from . import metadata
+
+    session, key = getattr(view, "session", None), getattr(view, "stage_key", "")
+    trace = getattr(session, "shown_trace", None)
+    if trace is None or not key:
+        return data
+    facts = metadata.figure_facts(session.model, trace, key, session.layer, session.head,
+                                  session.selected_token)
+    if preferences.caption(view) and data.startswith(metadata.PNG_SIGNATURE):
+        from PySide6.QtGui import QImage
+
+        from .render import png_bytes
+
+        image = QImage.fromData(data, "PNG")
+        data = png_bytes(metadata.captioned_image(image, metadata.caption_line(facts)))
+    elif preferences.caption(view):
+        return metadata.svg_with_metadata(data, facts, metadata.caption_line(facts))
+    return metadata.with_facts(data, facts)

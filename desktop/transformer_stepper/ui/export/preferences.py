@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QWidget
 
 _memory: dict[str, Any] = {}
 DEFAULTS = {"folder": str(Path.home()), "scale": 2, "dark": False, "format": "png",
-            "all_layers_heads": False}
+            "all_layers_heads": False, "caption": False}
 
 
 def _settings(widget: QWidget):
@@ -58,3 +58,8 @@ def scale(widget: QWidget) -> int:
 
 def dark(widget: QWidget) -> bool:
     return bool(get(widget, "dark"))
+
+
+def caption(widget: QWidget) -> bool:
+    """A line under each exported figure saying where it came from (off unless asked for)."""
+    return bool(get(widget, "caption"))

@@ -1,0 +1,114 @@
+"""The guided walks (resources/walks/*.json, core/walks.py): every walk runs start to end on the
+built-in model and on every fixture family, each caption filled from that state's numbers; the
+numbers that have an exact answer have it; a bad walk file or a caption naming a number no
+readout gives is refused with one line."""
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from transformer_stepper import load_model
+from transformer_stepper.core.errors import ModelError
+from transformer_stepper.core.walks import Step, WalkError, fill_step
+from transformer_stepper.io.walks import load_walks, read_walk, walk_extras
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FAMILIES = sorted(p.name for p in FIXTURES.iterdir() if (p / "config.json").is_file())
+TEXT = "The queen rode to the bank of the river and she was tired"
+WALKS = load_walks()
+EXTRAS = walk_extras()
+
+
+def _run_all(model) -> list:
+    shown = []
+    for walk in WALKS:
+        for index in range(len(walk.steps)):
+            step = fill_step(model, walk, index, TEXT, EXTRAS)
+            template = walk.steps[index].caption if step.applies else walk.steps[index].otherwise
+            named = {name for _, name, _, _ in string.Formatter().parse(template) if name}
+            assert named and named <= set(step.numbers), (walk.key, index)
+            assert not re.search(r"\bnan\b|\binf\b", step.caption), (walk.key, index, step.caption)
+            shown.append(step)
+    return shown
+
+
+def test_the_six_questions_are_there_with_four_to_eight_steps():
+    assert len(WALKS) >= 6
+    for walk in WALKS:
+        assert 4 <= len(walk.steps) <= 8, walk.key
+        assert walk.question.endswith("?")
+
+
+def test_every_walk_runs_on_the_builtin_model_with_exact_answers():
+    shown = {(s.walk.key, s.index): s for s in _run_all(load_model(None))}
+    n = shown[("01-static-or-contextual", 0)].numbers
+    assert n["lookup_difference"] == 0.0 and n["same_id_pairs"] == 1
+    assert shown[("01-static-or-contextual", 2)].numbers["onehot_difference"] == 0.0
+    # the hidden states separate: the last layer's pair cosine is below the entry's
+    assert n["cos_last"] < n["cos_entry"]
+    assert not shown[("01-static-or-contextual", 4)].applies      # no encoder-decoder is open
+    repeated = shown[("03-one-word-many-embeddings", 2)].numbers
+    assert repeated["repeated_row_difference"] == 0.0 and repeated["repeated_entry_difference"] > 0.1
+    weights = shown[("05-weighted-sum-keeps-sources", 0)]
+    assert weights.numbers["top_source"] == "queen" and weights.state.selected == 11
+    assert abs(weights.numbers["weight_sum"] - 1.0) < 1e-5
+    assert shown[("05-weighted-sum-keeps-sources", 1)].numbers["sum_difference"] < 1e-5
+    prov = shown[("05-weighted-sum-keeps-sources", 2)].numbers
+    assert abs(prov["prov_value"] - prov["prov_traced"]) < 1e-5
+    assert shown[("05-weighted-sum-keeps-sources", 4)].numbers["ablation_change"] > 0.0
+    assert shown[("06-unseen-sentence", 1)].numbers["score_difference"] < 1e-4
+    rotary = shown[("04-positions-added", 3)].numbers
+    assert rotary["shift_spread"] < 1e-4 < rotary["key_only_spread"]
+    training = shown[("02-where-embeddings-come-from", 1)].numbers
+    # the lookup's gradient touches only the batch's ids; the tied head's every row
+    assert training["lookup_rows"] <= training["batch_distinct_ids"] < training["train_vocab"]
+    assert training["head_rows"] == training["train_vocab"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_walk_runs_on_each_fixture_family(family):
+    model = load_model(str(FIXTURES / family))
+    for step in _run_all(model):
+        if "lookup_difference" in step.numbers and step.numbers["same_id_pairs"]:
+            assert step.numbers["lookup_difference"] == 0.0
+        if "onehot_difference" in step.numbers:
+            assert step.numbers["onehot_difference"] == 0.0
+        if step.walk.key.startswith("06") and step.index == 4:
+            assert step.applies == model.can_generate      # "needs a decoder" said on an encoder
+            if not step.applies:
+                assert "needs a decoder" in step.caption
+
+
+@pytest.mark.minilm
+def test_every_walk_runs_on_minilm(minilm_dir):
+    _run_all(load_model(str(minilm_dir)))
+
+
+def test_a_caption_naming_an_unknown_number_fails():
+    walk = WALKS[0]
+    broken = replace(walk, steps=(replace(walk.steps[0], caption="cosine {no_such_number:.3f}"),))
+    with pytest.raises(WalkError, match="no_such_number"):
+        fill_step(load_model(None), broken, 0, TEXT, EXTRAS)
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("{", "not JSON"),
+    ('{"question": "q?", "summary": "", "steps": []}', "steps"),
+    ('{"question": "q?", "summary": "", "steps": [{"title": "t", "caption": "c", "readouts": ["nope"]}]}',
+     "no readout named 'nope'"),
+    ('{"question": "q?", "summary": "", "steps": [{"title": "t", "caption": "c", "state": {"layer": -1}}]}',
+     "'layer'"),
+    ('{"question": "q?", "summary": "", "steps": [{"title": "t", "caption": "c", "state": {"stage": "x"}}]}',
+     "'stage'"),
+])
+def test_a_bad_walk_file_is_one_line_naming_it(tmp_path, content, problem):
+    path = tmp_path / "bad.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ModelError) as info:
+        read_walk(path)
+    assert str(path) in str(info.value) and problem in str(info.value)
+    assert "\n" not in str(info.value)
