@@ -10,6 +10,9 @@ ACTIVATION_LABELS = {"gelu_erf": "GELU (exact, with erf)", "gelu_tanh": "GELU (t
                      "relu": "ReLU", "silu": "SiLU (x·sigmoid(x))"}
 ACTIVATION_SHORT = {"gelu_erf": "GELU", "gelu_tanh": "GELU (tanh)", "relu": "ReLU", "silu": "SiLU"}
 NORM_LABELS = {"layer": "LayerNorm", "rms": "RMSNorm"}
+POSITION_LABELS = {"learned": "learned position rows, added", "sinusoidal": "fixed sinusoids, added",
+                   "rotary": "rotary: q and k turned by position", "none": "no position information",
+                   "concat": "fixed sinusoids, concatenated: [e | p]"}
 
 
 def token_labels(trace: Trace, tokenizer: Tokenizer) -> list[str]:
