@@ -144,6 +144,10 @@ class StageView(QWidget):
         """Numbers for this stage's explanation text (answers with the actual values)."""
         return {}
 
+    def stage_flags(self) -> dict:
+        """Which of the text's conditional sentences apply (e.g. a token that occurs twice)."""
+        return {}
+
     def required_layers(self) -> list[int]:
         """The layers whose detail this view reads (prepared off the GUI thread first)."""
         return [self.session.layer] if self.stage.per_layer else []
@@ -403,7 +407,7 @@ class StageView(QWidget):
                           eps=f"{c.ln_eps:g}", n_types=c.n_token_types,
                           activation=ACTIVATION_LABELS[c.activation],
                           norm_kind_name=NORM_LABELS[c.norm_kind], n_kv_heads=c.n_kv_heads,
-                          group_size=c.group_size)
+                          group_size=c.group_size, last_id=c.n_vocab - 1, last_position=trace.n_seq - 1)
             flags.update(last_layer=self.session.layer == c.n_layer - 1, causal=c.causal, sinusoidal=c.position == "sinusoidal",
                          learned=c.position == "learned", token_types=c.n_token_types > 0,
                          embed_norm=c.embed_norm, pre_ln=c.norm == "pre", post_ln=c.norm == "post",
@@ -412,6 +416,7 @@ class StageView(QWidget):
                          rms=c.norm_kind == "rms", gated=c.gated_mlp, gqa=c.group_size > 1,
                          added_positions=c.position in ("learned", "sinusoidal"), tied=c.tied_head)
             values.update(self.stage_values())
+            flags.update(self.stage_flags())
         return values, flags
 
     def close(self) -> bool:

@@ -12,6 +12,7 @@ from ...core.model import Model
 from ...core import measures
 from ..plots import Bars, Heatmap
 from ..plots.common import HIGHLIGHT_PEN, format_value
+from ..wording import occurrences
 from .base import StageView
 
 MAX_TABLE_ROWS = 2048     # the overview of E shows every k-th row; hover reads the true value
@@ -109,5 +110,9 @@ class EmbeddingView(StageView):
         trace, i = self.trace, self.selected
         same = [j for j in range(trace.n_seq) if trace.input_ids[j] == trace.input_ids[i]]
         return {"nearest": ", ".join(f"'{w}'" for w in getattr(self, "_nearest_words", [])),
-                "n_same": len(same),
-                "same_positions": ", ".join(str(j) for j in same)}
+                "occurrences": occurrences(same)}
+
+    def stage_flags(self) -> dict:
+        trace, i = self.trace, self.selected
+        return {"repeated": int(np.count_nonzero(trace.input_ids == trace.input_ids[i])) > 1,
+                "nearest": bool(getattr(self, "_nearest_words", []))}

@@ -78,6 +78,8 @@ class LayerOutputView(StageView):
             j = same[0]
             out = self.layer_array("layer_out")
             values.update(twin=j, twin_cos=f"{float(measures.cosine_rows(out[i:i+1], out[j:j+1])[0]):.3f}")
-        else:
-            values.update(twin="—", twin_cos="— (type a sentence with the same word twice)")
         return values
+
+    def stage_flags(self) -> dict:
+        trace, i = self.trace, self.selected
+        return {"twin": int(np.count_nonzero(trace.input_ids == trace.input_ids[i])) > 1}
