@@ -51,6 +51,10 @@ def intervention_note(interventions, stage: stages.Stage, layer: int, head: int)
     return "Intervened here: " + "; ".join(dict.fromkeys(notes)) + "." if notes else ""
 
 
+READOUT_HINT = ("Hover a plot for exact values; click a token to select it; "
+                "Alt-click (or Ctrl-click) a value to see where it comes from.")
+
+
 class StageView(QWidget):
     """Subclasses set `stage_key`, build their figures in `build()` (once), and fill them in
     `update_data()` (trace, layer, head changed) and `update_selection()` (selected token).
@@ -93,8 +97,7 @@ class StageView(QWidget):
         self.grid = QGridLayout()
         self.grid.setSpacing(6)
         outer.addLayout(self.grid, stretch=1)
-        self.readout = QLabel("Hover a plot for exact values; click a token to select it; "
-                              "Alt-click (or Ctrl-click) a value to see where it comes from.")
+        self.readout = QLabel(READOUT_HINT)
         self.readout.setObjectName("readout")
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.readout.setStyleSheet("color: #444;")
@@ -337,6 +340,8 @@ class StageView(QWidget):
         self.placeholder.setText("Open a model and type a sentence to see this stage.")
         drawn, key, selected = self._drawn, self.data_key(), self.session.selected_token
         self.placeholder.setVisible(False)
+        # a value read by hovering belongs to what was drawn: the bars change now, so it goes
+        self.readout.setText(READOUT_HINT)
         if drawn is None or drawn[0]() is not trace or drawn[1] != key:
             self._paint_in_turns()
             self.update_data()
