@@ -95,7 +95,8 @@ def tab_texts(qtbot, window):
     qtbot.waitUntil(lambda: "Computing" not in attribution.message.text(), timeout=TIMEOUT)
     yield "attribution", attribution.message.text() + "\n" + attribution.summary.text()
     interventions = window.tabs.show_tab("interventions")
-    yield "interventions (none)", interventions.summary.text() + "\n" + interventions.chips.text()
+    yield "interventions (none)", "\n".join((interventions.summary.text(), interventions.chips.text(),
+                                             interventions.empty.text()))
     with qtbot.waitSignal(interventions.resultReady, timeout=TIMEOUT):
         interventions.set_head_ablated(0, 1)
     yield "interventions (a head)", interventions.summary.text() + "\n" + interventions.chips.text()

@@ -113,6 +113,13 @@ class InterventionsView(QWidget):
         grid.addWidget(self.changes, 0, 0)
         grid.addWidget(self.moved, 1, 0)
         grid.addWidget(self.stage_map, 0, 1, 2, 1)
+        # before any intervention (or while one runs): a sentence in place of empty plots
+        self.empty = QLabel()
+        self.empty.setObjectName("empty_state")
+        self.empty.setWordWrap(True)
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setStyleSheet("color: #444; font-size: 11pt; padding: 24px;")
+        grid.addWidget(self.empty, 0, 0, 2, 2)
         grid.setColumnStretch(0, 2)
         grid.setColumnStretch(1, 3)
         for figure in (self.changes, self.moved, self.stage_map.heatmap):
@@ -181,6 +188,7 @@ class InterventionsView(QWidget):
             self.temper_layer.setRange(0, n_layer - 1)
             self.temper_head.setRange(0, n_head - 1)
         self._changed()
+        self._draw()
 
     # -- running -----------------------------------------------------------------------------
     def _changed(self, *_) -> None:
@@ -202,7 +210,7 @@ class InterventionsView(QWidget):
         chosen = self.interventions()
         self.session.set_interventions(chosen)
         if chosen and self.session.intervention is None and self.session.trace is not None:
-            self.summary.setText("Running the intervened forward pass…")
+            self._draw()                    # says it runs, in place of the plots
 
     def _on_intervention(self) -> None:
         result = self.session.intervention
@@ -235,10 +243,16 @@ class InterventionsView(QWidget):
             self.changes.setVisible(False)
             self.moved.setVisible(False)
             self.stage_map.setVisible(False)
-            self.summary.setText("Running the intervened forward pass…" if session.interventions
-                                 and clean is not None else
-                                 "Tick a head, or remove the positions, to see what changes.")
+            self.summary.setText("")
+            self.empty.setText(
+                "Open a model and type a sentence first." if clean is None else
+                "Running the intervened forward pass…" if session.interventions else
+                "Nothing is switched off yet. Tick a layer × head cell on the left to ablate that "
+                "head, or remove, shuffle or swap the positions: the clean and the intervened "
+                "passes are then compared here, at the selected token and at every stage.")
+            self.empty.setVisible(True)
             return
+        self.empty.setVisible(False)
         i = session.selected_token
         labels = session.token_labels()
         self.stage_map.set_data(session.intervention.differences, clean.config, i, labels[i])
