@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from transformer_stepper.core import stages
-from transformer_stepper.io.resources import builtin_model_dir
+from transformer_stepper.io.resources import builtin_model_dir, resources_dir
 from transformer_stepper.ui import help as help_menu
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 FAMILIES = ["bert_tiny_mlm", "gpt2_tiny_lm", "llama_tiny", "mistral_tiny", "qwen2_tiny", "qwen3_tiny",
-            "gemma_tiny", "roberta_tiny", "distilbert_tiny", "builtin"]
+            "gemma_tiny", "roberta_tiny", "distilbert_tiny", "builtin", "concat"]
 TEXT = "the bank of the river"           # 'the' twice: a word with a twin, 'bank' without
 TIMEOUT = 15_000
 
@@ -55,6 +55,8 @@ def model_path(family: str):
         if not (builtin_model_dir() / "config.json").is_file():
             pytest.skip("the built-in model is not there yet")
         return None
+    if family == "concat":                      # the positions laboratory's [e | p] variant
+        return str(resources_dir() / "positions" / "concat")
     return str(FIXTURES / family)
 
 

@@ -79,7 +79,7 @@ SYMBOLS = {"n_seq": "n_seq", "d_model": "d_model", "d_head": "d_head", "n_head":
            "layer": "ℓ", "next_layer": "ℓ + 1", "prev_layer": "ℓ − 1", "head": "h",
            "last_layer": "(n_layer − 1)", "last_id": "n_vocab − 1", "last_position": "n_seq − 1",
            "n_states": "n_layer + 1", "activation": "φ", "norm_kind_name": "the norm",
-           "eps": "ε", "d_position": "d_position", "d_input": "d_input"}
+           "eps": "ε", "d_position": "d_model", "d_token": "d_model", "d_input": "d_input"}
 _GONE = "\x00"          # a number only a model and a text can give: its sentence is left out
 _SENTENCE = re.compile(r"(?<=[.!?:;)])\s+(?=[A-Z*(\[`'\"])")
 

@@ -419,7 +419,8 @@ class StageView(QWidget):
                          lm_head=c.lm_head, final_norm=c.final_norm,
                          mlm=c.lm_head and not c.causal, rotary=c.position == "rotary",
                          rms=c.norm_kind == "rms", gated=c.gated_mlp, gqa=c.group_size > 1,
-                         added_positions=c.position in ("learned", "sinusoidal"), tied=c.tied_head)
+                         added_positions=c.position in ("learned", "sinusoidal"), tied=c.tied_head,
+                         concat=c.position == "concat")
             values.update(self.stage_values())
             flags.update(self.stage_flags())
         return values, flags
