@@ -19,6 +19,7 @@ from .connections import Connections
 from .plots import Bars, Heatmap, StackedBars
 from .plots.common import format_value
 from .session import Session
+from ..core.labels import readable
 
 
 # segment colours: the embedding grey, heads light to dark blue (0 .. H-1), W_O's bias pale, FFN green
@@ -156,7 +157,7 @@ class AttributionView(QWidget):
             self.summary.setText(f"'{token}': the stream after layer {layer} = embedding + every attention "
                                  "and feed-forward output (no LM head: no logit to attribute).")
             return
-        name = session.model.tokenizer.id_to_token(d.token_id)
+        name = readable(session.model.tokenizer.id_to_token(d.token_id))
         self.parts.set_title(f"Each part's push on the logit of '{name}' at '{token}'")
         self.parts.set_data(d.contributions.astype(np.float32), list(d.names),
                             notes=[f"before the norm's scale: {format_value(float(u))}" for u in d.unscaled])

@@ -17,7 +17,7 @@ SHORTCUTS = (
     ("→  or  Alt+→  or  Page Down", "next stage (after a layer's output: the next layer)"),
     ("←  or  Alt+←  or  Page Up", "previous stage"),
     ("Alt+↓ / Alt+↑", "next / previous layer"),
-    ("Alt+Shift+↓ / Alt+Shift+↑", "next / previous head"),
+    ("Ctrl+] / Ctrl+[  or  Alt+Shift+↓ / Alt+Shift+↑", "next / previous head"),
     ("Alt+Home", "first stage"),
     ("Ctrl+L", "edit the text (← / → then move the cursor)"),
     ("Esc (in the text box)", "give ← / → back to stepping"),

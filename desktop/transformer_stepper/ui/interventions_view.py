@@ -24,8 +24,10 @@ from .difference_map import DifferenceMap
 from .plots import Bars
 from .session import Session
 from .timers import one_shot
+from ..core.labels import readable
 
 TOP_CHANGES = 6
+MAX_HEADS_WIDTH = 560       # beyond this (a model of 16+ heads), the head grid scrolls
 
 
 class InterventionsView(QWidget):
@@ -43,7 +45,6 @@ class InterventionsView(QWidget):
         outer.addLayout(controls, stretch=0)
         controls.addWidget(QLabel("<b>Ablate heads</b> (tick a layer × head cell)"))
         self.heads = QTableWidget()
-        self.heads.setMaximumWidth(330)
         self.heads.itemChanged.connect(lambda _: self._changed())
         controls.addWidget(self.heads, stretch=1)
         row = QHBoxLayout()
@@ -182,6 +183,7 @@ class InterventionsView(QWidget):
                 item.setCheckState(Qt.CheckState.Unchecked)
                 self.heads.setItem(layer, head, item)
         self.heads.resizeColumnsToContents()
+        self._fit_heads()
         self.heads.blockSignals(False)
         if model is not None:
             self.swap_token.setRange(0, model.config.n_vocab - 1)
@@ -189,6 +191,15 @@ class InterventionsView(QWidget):
             self.temper_head.setRange(0, n_head - 1)
         self._changed()
         self._draw()
+
+    def _fit_heads(self) -> None:
+        """The grid as wide as all its heads (MiniLM's 12 without a scrollbar), within reason."""
+        table = self.heads
+        columns = sum(table.columnWidth(c) for c in range(table.columnCount()))
+        width = (columns + table.verticalHeader().sizeHint().width() + 2 * table.frameWidth()
+                 + table.verticalScrollBar().sizeHint().width())
+        table.setMinimumWidth(min(max(width, 240), MAX_HEADS_WIDTH))
+        table.setMaximumWidth(max(width, 240))
 
     # -- running -----------------------------------------------------------------------------
     def _changed(self, *_) -> None:
@@ -276,13 +287,13 @@ class InterventionsView(QWidget):
         tokenizer = session.model.tokenizer
         self.delta_ids = np.array(chosen)
         self.changes.set_title(f"After '{labels[i]}': which next tokens gained and lost probability")
-        self.changes.set_data(delta[chosen], [f"{tokenizer.id_to_token(int(t))} ({int(t)})" for t in chosen],
+        self.changes.set_data(delta[chosen], [f"{readable(tokenizer.id_to_token(int(t)))} ({int(t)})" for t in chosen],
                               notes=[f"{p_clean[t]:.4f} → {p_after[t]:.4f}" for t in chosen])
         self.changes.setVisible(True)
         top_clean, top_after = int(np.argmax(p_clean)), int(np.argmax(p_after))
         self.summary.setText(
-            f"At <b>'{labels[i]}'</b>: clean prediction <b>'{tokenizer.id_to_token(top_clean)}'</b> "
-            f"(p = {p_clean[top_clean]:.3f}) → intervened <b>'{tokenizer.id_to_token(top_after)}'</b> "
+            f"At <b>'{labels[i]}'</b>: clean prediction <b>'{readable(tokenizer.id_to_token(top_clean))}'</b> "
+            f"(p = {p_clean[top_clean]:.3f}) → intervened <b>'{readable(tokenizer.id_to_token(top_after))}'</b> "
             f"(p = {p_after[top_after]:.3f}); the clean one now has p = {p_after[top_clean]:.3f}. "
             f"The last hidden state moved by {moved[-1]:.1%}.")
 
