@@ -165,7 +165,7 @@ class TrainingView(QWidget):
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.valueChanged.connect(self.show_snapshot)
         bottom.addWidget(self.slider, stretch=1)
-        self.snapshot_label = QLabel("—")
+        self.snapshot_label = QLabel("no run yet")
         self.snapshot_label.setMinimumWidth(160)
         bottom.addWidget(self.snapshot_label)
         self.open_button = QPushButton("Open in Stepper")
