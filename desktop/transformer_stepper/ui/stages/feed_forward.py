@@ -58,8 +58,10 @@ class FeedForwardView(StageView):
             self.after.set_title("+ residual = the layer's output (pre-LN: no norm here)")
             self.after.set_data(self.layer_array("mlp_residual"), self.labels)
         # the scatter's x: what goes into the activation (the gate, for a gated model)
-        self.shape.set_axis_labels(f"before: x·W_gate (the gate, into {act})" if config.gated_mlp
-                                   else f"before: x·W1 + b1 (into {act})")
+        before = f"before: x·W_gate (the gate, into {act})" if config.gated_mlp else f"before: x·W1 + b1 (into {act})"
+        if getattr(self, "_before_label", None) != before:        # (a new label re-lays the plot out)
+            self._before_label = before
+            self.shape.set_axis_labels(before)
         self.positive_fraction = float(np.mean(self.layer_array("mlp_act") > 0))
 
     def _draw_distribution(self) -> None:
