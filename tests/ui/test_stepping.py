@@ -121,7 +121,7 @@ def test_layer_and_head_selectors_redraw_per_layer_views(qtbot, loaded_window):
 @pytest.mark.parametrize("variant", ["concat", "none", "rotary", "sum_learned"])
 def test_the_positions_lab_models_step_through_every_stage_they_have(qtbot, window, variant):
     """The shipped positions-lab models open in the stepper; stages that do not apply (added
-    positions for concat and none) are disabled with the reason; rotary shows its rotation."""
+    positions for none) are disabled with the reason; rotary shows its rotation, concat [e | p]."""
     from transformer_stepper.io.resources import resources_dir
 
     with qtbot.waitSignal(window.session.traceChanged, timeout=30_000):
@@ -133,7 +133,7 @@ def test_the_positions_lab_models_step_through_every_stage_they_have(qtbot, wind
         check_view(window.current_view())
     row = [s.key for s in stages.STAGES].index("position_addition")
     item = window.stage_list.item(row)
-    added = config.position not in ("none", "concat")     # rotary shows its rotation there
+    added = config.position != "none"        # rotary shows its rotation there, concat its [e | p]
     assert bool(item.flags() & Qt.ItemFlag.ItemIsEnabled) == added
     # an available stage names its function; one greyed out says why it does not apply
     assert item.toolTip().startswith("computed by transformer_stepper.core.forward.embed" if added

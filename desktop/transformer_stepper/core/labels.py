@@ -15,14 +15,16 @@ POSITION_LABELS = {"learned": "learned position rows, added", "sinusoidal": "fix
                    "concat": "fixed sinusoids, concatenated: [e | p]"}
 
 
+def readable(piece: str) -> str:
+    """A piece as the app shows it everywhere: the space it carries as '␣' (byte-level BPE
+    writes 'Ġ', SentencePiece '▁'), a newline as '↵' ('Ċ'); an all-blank piece as its repr."""
+    label = piece.replace("Ġ", "␣").replace("Ċ", "↵").replace("▁", "␣")
+    return label if label.strip() else repr(piece)
+
+
 def token_labels(trace: Trace, tokenizer: Tokenizer) -> list[str]:
-    """How each token reads on a plot axis: the tokenizer's piece, with byte-level markers
-    (GPT-2's 'Ġ' for a leading space, 'Ċ' for a newline) made readable."""
-    labels = []
-    for piece in trace.tokens:
-        label = piece.replace("Ġ", "␣").replace("Ċ", "↵").replace("▁", "␣")
-        labels.append(label if label.strip() else repr(piece))
-    return labels
+    """How each token reads on a plot axis: the tokenizer's piece made readable (readable)."""
+    return [readable(piece) for piece in trace.tokens]
 
 
 def default_token(trace: Trace) -> int:
@@ -32,3 +34,12 @@ def default_token(trace: Trace) -> int:
     if not len(ordinary):
         return 0
     return int(ordinary[-1] if trace.config.causal else ordinary[0])
+
+
+def kept_characters(trace: Trace) -> int:
+    """How many characters of the text its tokens cover: all of them, unless the text was
+    longer than the model's context and cut (then the rest, len(text) − this, was dropped)."""
+    ordinary = np.flatnonzero(~trace.special_tokens_mask)
+    if not trace.truncated:
+        return len(trace.text)
+    return int(trace.offsets[ordinary, 1].max()) if len(ordinary) else 0

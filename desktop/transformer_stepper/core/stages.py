@@ -53,10 +53,6 @@ class Stage:
         language-model head"): the stage list's tooltip, an export's note."""
         if self.needs_positions and config is not None and config.position == "none":
             return "has no position information (only the causal mask orders the tokens)"
-        if self.needs_positions and config is not None and config.position == "concat":
-            # the stage views draw a position vector added to e; [e | p] has no sum to show
-            return ("concatenates positions ([e | p], see the positions laboratory in the "
-                    "README): these stages show added positions")
         if self.needs_lm_head and not (config is not None and config.lm_head):
             return "has no language-model head"
         return ""

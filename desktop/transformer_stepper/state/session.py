@@ -120,6 +120,7 @@ class SessionModel(ViewModel):
         # the model and its trace (or none) are in place before anyone hears of either
         self._take_model(result.model, result.trace if traced else None)
         self._preparing.clear()
+        self.set_temperature(1.0)                 # (a what-if on the old model's trace)
         if traced:
             self.compute_seconds = result.seconds
         self._notify("interventionsChanged")
@@ -214,6 +215,9 @@ class SessionModel(ViewModel):
         self._take_trace(trace)          # the previous trace is released here (views keep none)
         self._intervention = None        # it compared the previous trace
         self._preparing.clear()
+        # the softmax temperature is a what-if on the trace it was set on: a new one (typing, a
+        # generation step, another model) shows the model's own weights again
+        self.set_temperature(1.0)
         self.compute_seconds = seconds
         self._announce_trace()
 

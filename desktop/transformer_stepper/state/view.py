@@ -41,6 +41,13 @@ class FixedSampling:
         pass
 
 
+def same_up_to(previous: Optional[Trace], trace: Trace, position: int) -> bool:
+    """Do both traces hold the same model's same tokens at 0 … position?"""
+    return (previous is not None and 0 <= position < min(previous.n_seq, trace.n_seq)
+            and previous.config == trace.config
+            and np.array_equal(previous.input_ids[:position + 1], trace.input_ids[:position + 1]))
+
+
 class ViewModel:
     # views compute what they need where they draw (the live session: through its scheduler)
     inline_work = True
@@ -144,13 +151,17 @@ class ViewModel:
 
     def _take_trace(self, trace: Optional[Trace]) -> None:
         """A new trace of the current model (the previous one is released here: views keep no
-        reference), with the selection and layer kept within it."""
-        self._trace = trace
+        reference), with the selection and layer kept within it. The selection follows its
+        token while the text up to it is unchanged (typing after it, a generation step) if the
+        user chose it; otherwise (the default token was selected, an edit before it, another
+        model) it goes to the new trace's default token."""
+        previous, self._trace = self._trace, trace
         if trace is None:
             self._labels = []
             return
         self._labels = token_labels(trace, self._model.tokenizer)
-        if self._selected >= trace.n_seq or self._selected < 0:
+        chosen = previous is not None and self._selected != default_token(previous)
+        if not (chosen and same_up_to(previous, trace, self._selected)):
             self._selected = default_token(trace)
         self._layer = min(self._layer, trace.config.n_layer - 1)
 

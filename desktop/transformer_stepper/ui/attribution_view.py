@@ -19,6 +19,7 @@ from .connections import Connections
 from .plots import Bars, Heatmap, StackedBars
 from .plots.common import format_value
 from .session import Session
+from ..core.labels import readable
 
 
 # segment colours: the embedding grey, heads light to dark blue (0 .. H-1), W_O's bias pale, FFN green
@@ -47,7 +48,8 @@ class AttributionView(QWidget):
         outer = QVBoxLayout(self)
         outer.setContentsMargins(6, 6, 6, 6)
         controls = QHBoxLayout()
-        controls.addWidget(QLabel("Residual stream after"))
+        self.layer_label = QLabel("Residual stream after")
+        controls.addWidget(self.layer_label)
         self.layer_box = QComboBox()
         self.layer_box.currentIndexChanged.connect(lambda _: self.refresh())
         controls.addWidget(self.layer_box)
@@ -59,9 +61,11 @@ class AttributionView(QWidget):
         self.message = QLabel()
         self.message.setWordWrap(True)
         self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        outer.addWidget(self.message)
+        self.message.setObjectName("empty_state")
+        self.message.setStyleSheet("color: #444; font-size: 11pt; padding: 24px;")
         grid = QGridLayout()
         outer.addLayout(grid, stretch=1)
+        grid.addWidget(self.message, 0, 0, 2, 2)      # in place of the plots, centred
         self.parts = Bars("Direct logit attribution of each part", "part of the stream", "logit",
                           tokens=False, value_name="share of the logit")
         self.heads = Heatmap("Each head's direct attribution", "head", "layer",
@@ -98,10 +102,13 @@ class AttributionView(QWidget):
             self._on_model()
         self.refresh()
 
-    def _show(self, message: str) -> None:
+    def _show(self, message: str, applies: bool = True) -> None:
+        """A sentence in place of the plots; `applies` False: no layer to choose either."""
         self.decomposition = None
         self.message.setText(message)
         self.message.setVisible(True)
+        self.layer_label.setVisible(applies)
+        self.layer_box.setVisible(applies)
         for figure in (self.parts, self.heads, self.sizes, self.layers):
             figure.setVisible(False)
         self.summary.setText("")
@@ -111,6 +118,17 @@ class AttributionView(QWidget):
         if trace is None or session.model is None:
             self._show("Open a model and type a sentence.")
             return
+        config = trace.config
+        if config.norm != "pre":
+            self._show(f"Attribution does not apply to this model ({config.name or config.family}): it "
+                       "is post-LN, so a LayerNorm after every sublayer rescales the residual stream, "
+                       "which is then not the sum of the embedding and the sublayers' outputs that "
+                       "this tab splits it into.\n\nOpen a pre-LN model (GPT-2, the Llama family, "
+                       "the built-in model) to see each layer's and each head's push on the "
+                       "predicted token.", applies=False)
+            return
+        self.layer_label.setVisible(True)
+        self.layer_box.setVisible(True)
         layer = max(self.layer_box.currentIndex(), 0)
         missing = [l for l in range(layer + 1) if not session.layer_ready(l)]
         if missing:                        # never compute layer detail on the GUI thread
@@ -121,8 +139,7 @@ class AttributionView(QWidget):
         try:
             d = decompose(session.model, trace, session.selected_token, layer)
         except ModelError as error:
-            self._show(f"{error}. The decomposition is shown for pre-LN models (GPT-2, Llama, "
-                       "the built-in model).")
+            self._show(f"{error}.")
             return
         self.decomposition = d
         self.message.setVisible(False)
@@ -140,7 +157,7 @@ class AttributionView(QWidget):
             self.summary.setText(f"'{token}': the stream after layer {layer} = embedding + every attention "
                                  "and feed-forward output (no LM head: no logit to attribute).")
             return
-        name = session.model.tokenizer.id_to_token(d.token_id)
+        name = readable(session.model.tokenizer.id_to_token(d.token_id))
         self.parts.set_title(f"Each part's push on the logit of '{name}' at '{token}'")
         self.parts.set_data(d.contributions.astype(np.float32), list(d.names),
                             notes=[f"before the norm's scale: {format_value(float(u))}" for u in d.unscaled])
@@ -148,7 +165,6 @@ class AttributionView(QWidget):
         self.heads.set_data(d.head_contributions.astype(np.float32),
                             [f"layer {l}" for l in range(layer + 1)],
                             [f"head {h}" for h in range(trace.config.n_head)])
-        config = trace.config
         bars, segments, values = d.layer_bars()
         self.layers.set_title(f"Each layer's push on '{name}' at '{token}' "
                               f"({self._scale_words(config, d.scale)})")

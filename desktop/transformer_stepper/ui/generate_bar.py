@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QSpinBox, QToolBar, QWidget
@@ -12,6 +14,18 @@ from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QSpinBox, QToolBar, QWidge
 from ..core.generate import Sampling
 from .generation import UNTIL_END_LIMIT
 from .session import Session
+
+
+def undecodable_note(trace) -> str:
+    """Generated ids that decode to no whole character (a byte of a multi-byte UTF-8
+    character, completed only by a later token) reach the text as '�': say which ids they are."""
+    ids = [int(trace.input_ids[i]) for i in np.flatnonzero(trace.generated)
+           if "\ufffd" in trace.text[trace.offsets[i][0]:trace.offsets[i][1]]]
+    if not ids:
+        return ""
+    which = ", ".join(str(i) for i in ids[:5]) + (", …" if len(ids) > 5 else "")
+    return (f" · � in the text: token id{'s' if len(ids) > 1 else ''} {which} "
+            f"(part of a multi-byte character, not a whole one)")
 
 
 class GenerateBar(QToolBar):
@@ -131,4 +145,5 @@ class GenerateBar(QToolBar):
         cache = (f"; last step computed {trace.computed_rows} position, reused the keys and values "
                  f"of {trace.n_seq - trace.computed_rows}" if trace.computed_rows else "")
         timing = f" in {1000 * control.step_seconds:.0f} ms" if trace.computed_rows else ""
-        return f"{n_generated} generated{cache}{timing}" + (f" · {reason}" if reason else "")
+        return (f"{n_generated} generated{cache}{timing}" + undecodable_note(trace)
+                + (f" · {reason}" if reason else ""))

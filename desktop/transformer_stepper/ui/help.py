@@ -17,7 +17,7 @@ SHORTCUTS = (
     ("→  or  Alt+→  or  Page Down", "next stage (after a layer's output: the next layer)"),
     ("←  or  Alt+←  or  Page Up", "previous stage"),
     ("Alt+↓ / Alt+↑", "next / previous layer"),
-    ("Alt+Shift+↓ / Alt+Shift+↑", "next / previous head"),
+    ("Ctrl+] / Ctrl+[  or  Alt+Shift+↓ / Alt+Shift+↑", "next / previous head"),
     ("Alt+Home", "first stage"),
     ("Ctrl+L", "edit the text (← / → then move the cursor)"),
     ("Esc (in the text box)", "give ← / → back to stepping"),
@@ -72,15 +72,58 @@ def shortcuts_html() -> str:
     return f"<h3>Keyboard shortcuts</h3><table>{rows}</table>"
 
 
+# the dimension vocabulary: what a placeholder reads as in the guide, where no model is open
+SYMBOLS = {"n_seq": "n_seq", "d_model": "d_model", "d_head": "d_head", "n_head": "n_head",
+           "n_vocab": "n_vocab", "d_ff": "d_ff", "n_layer": "n_layer", "n_ctx": "n_ctx",
+           "n_kv_heads": "n_kv_heads", "group_size": "group_size", "n_types": "n_types",
+           "layer": "ℓ", "next_layer": "ℓ + 1", "prev_layer": "ℓ − 1", "head": "h",
+           "last_layer": "(n_layer − 1)", "last_id": "n_vocab − 1", "last_position": "n_seq − 1",
+           "n_states": "n_layer + 1", "activation": "φ", "norm_kind_name": "the norm",
+           "eps": "ε", "d_position": "d_model", "d_token": "d_model", "d_input": "d_input"}
+_GONE = "\x00"          # a number only a model and a text can give: its sentence is left out
+_SENTENCE = re.compile(r"(?<=[.!?:;)])\s+(?=[A-Z*(\[`'\"])")
+
+
+class _Symbols(dict):
+    def __missing__(self, key: str) -> str:
+        return _GONE
+
+
+def generic(text: str) -> str:
+    """A stage's explanation for no model in particular: dimensions by their names, and every
+    sentence that quotes a number of a trace left out (a heading that does: its section too)."""
+    import string
+
+    text = string.Formatter().vformat(text, (), _Symbols(SYMBOLS))
+    lines, skipping = [], False
+    for line in text.splitlines():
+        if line.startswith("#"):
+            skipping = _GONE in line
+            if not skipping:
+                lines.append(line)
+            continue
+        if skipping:
+            continue
+        sentences = _SENTENCE.split(line)
+        kept = [s for s in sentences if _GONE not in s]
+        if kept and kept[0] is not sentences[0] and line.startswith("- "):
+            kept[0] = "- " + kept[0]            # the bullet survives its first sentence
+        if kept or not line.strip():
+            lines.append(" ".join(kept))
+    return re.sub(r"(\n\s*){3,}", "\n\n", "\n".join(lines)).strip()
+
+
 def guide_html() -> str:
-    """Every stage's explanation, as for a generic model (no numbers: flags all off)."""
+    """Every stage's explanation, as for a generic model (no flags on): the dimensions by their
+    names; what only a model and a text can say is left to the stage's panel."""
     parts = ["<h2>What am I looking at?</h2><p>The stepper walks one forward pass of the model: "
-             "the stages below, in order, the per-layer ones once for every layer. Each stage's "
-             "panel in the app fills in the actual shapes and numbers.</p>"]
+             "the stages below, in order, the per-layer ones once for every layer. Here the shapes "
+             "are named (n_seq tokens, d_model numbers per vector, ℓ the layer, h the head, φ the "
+             "activation); each stage's panel in the app fills in the actual shapes and numbers "
+             "for the open model and text.</p>"]
     for stage in stages.STAGES:
-        text = explanations.render_stage(stage.key, {}, {})
-        text = re.sub(r"\{\w+\}", "…", text)
-        parts.append(f"<h2>{stage.number}. {stage.title}</h2>" + _markdown(text))
+        text = explanations.render_stage(stage.key, SYMBOLS, {})
+        parts.append(f"<h2>{stage.number}. {stage.title}</h2>" + _markdown(generic(text)))
     return "\n".join(parts)
 
 

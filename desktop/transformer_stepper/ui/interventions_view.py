@@ -24,8 +24,10 @@ from .difference_map import DifferenceMap
 from .plots import Bars
 from .session import Session
 from .timers import one_shot
+from ..core.labels import readable
 
 TOP_CHANGES = 6
+MAX_HEADS_WIDTH = 560       # beyond this (a model of 16+ heads), the head grid scrolls
 
 
 class InterventionsView(QWidget):
@@ -43,7 +45,6 @@ class InterventionsView(QWidget):
         outer.addLayout(controls, stretch=0)
         controls.addWidget(QLabel("<b>Ablate heads</b> (tick a layer × head cell)"))
         self.heads = QTableWidget()
-        self.heads.setMaximumWidth(330)
         self.heads.itemChanged.connect(lambda _: self._changed())
         controls.addWidget(self.heads, stretch=1)
         row = QHBoxLayout()
@@ -113,6 +114,13 @@ class InterventionsView(QWidget):
         grid.addWidget(self.changes, 0, 0)
         grid.addWidget(self.moved, 1, 0)
         grid.addWidget(self.stage_map, 0, 1, 2, 1)
+        # before any intervention (or while one runs): a sentence in place of empty plots
+        self.empty = QLabel()
+        self.empty.setObjectName("empty_state")
+        self.empty.setWordWrap(True)
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setStyleSheet("color: #444; font-size: 11pt; padding: 24px;")
+        grid.addWidget(self.empty, 0, 0, 2, 2)
         grid.setColumnStretch(0, 2)
         grid.setColumnStretch(1, 3)
         for figure in (self.changes, self.moved, self.stage_map.heatmap):
@@ -175,12 +183,23 @@ class InterventionsView(QWidget):
                 item.setCheckState(Qt.CheckState.Unchecked)
                 self.heads.setItem(layer, head, item)
         self.heads.resizeColumnsToContents()
+        self._fit_heads()
         self.heads.blockSignals(False)
         if model is not None:
             self.swap_token.setRange(0, model.config.n_vocab - 1)
             self.temper_layer.setRange(0, n_layer - 1)
             self.temper_head.setRange(0, n_head - 1)
         self._changed()
+        self._draw()
+
+    def _fit_heads(self) -> None:
+        """The grid as wide as all its heads (MiniLM's 12 without a scrollbar), within reason."""
+        table = self.heads
+        columns = sum(table.columnWidth(c) for c in range(table.columnCount()))
+        width = (columns + table.verticalHeader().sizeHint().width() + 2 * table.frameWidth()
+                 + table.verticalScrollBar().sizeHint().width())
+        table.setMinimumWidth(min(max(width, 240), MAX_HEADS_WIDTH))
+        table.setMaximumWidth(max(width, 240))
 
     # -- running -----------------------------------------------------------------------------
     def _changed(self, *_) -> None:
@@ -202,7 +221,7 @@ class InterventionsView(QWidget):
         chosen = self.interventions()
         self.session.set_interventions(chosen)
         if chosen and self.session.intervention is None and self.session.trace is not None:
-            self.summary.setText("Running the intervened forward pass…")
+            self._draw()                    # says it runs, in place of the plots
 
     def _on_intervention(self) -> None:
         result = self.session.intervention
@@ -235,10 +254,16 @@ class InterventionsView(QWidget):
             self.changes.setVisible(False)
             self.moved.setVisible(False)
             self.stage_map.setVisible(False)
-            self.summary.setText("Running the intervened forward pass…" if session.interventions
-                                 and clean is not None else
-                                 "Tick a head, or remove the positions, to see what changes.")
+            self.summary.setText("")
+            self.empty.setText(
+                "Open a model and type a sentence first." if clean is None else
+                "Running the intervened forward pass…" if session.interventions else
+                "Nothing is switched off yet. Tick a layer × head cell on the left to ablate that "
+                "head, or remove, shuffle or swap the positions: the clean and the intervened "
+                "passes are then compared here, at the selected token and at every stage.")
+            self.empty.setVisible(True)
             return
+        self.empty.setVisible(False)
         i = session.selected_token
         labels = session.token_labels()
         self.stage_map.set_data(session.intervention.differences, clean.config, i, labels[i])
@@ -261,13 +286,13 @@ class InterventionsView(QWidget):
         tokenizer = session.model.tokenizer
         self.delta_ids = np.array(chosen)
         self.changes.set_title(f"After '{labels[i]}': which next tokens gained and lost probability")
-        self.changes.set_data(delta[chosen], [f"{tokenizer.id_to_token(int(t))} ({int(t)})" for t in chosen],
+        self.changes.set_data(delta[chosen], [f"{readable(tokenizer.id_to_token(int(t)))} ({int(t)})" for t in chosen],
                               notes=[f"{p_clean[t]:.4f} → {p_after[t]:.4f}" for t in chosen])
         self.changes.setVisible(True)
         top_clean, top_after = change.top_clean, change.top_after
         self.summary.setText(
-            f"At <b>'{labels[i]}'</b>: clean prediction <b>'{tokenizer.id_to_token(top_clean)}'</b> "
-            f"(p = {p_clean[top_clean]:.3f}) → intervened <b>'{tokenizer.id_to_token(top_after)}'</b> "
+            f"At <b>'{labels[i]}'</b>: clean prediction <b>'{readable(tokenizer.id_to_token(top_clean))}'</b> "
+            f"(p = {p_clean[top_clean]:.3f}) → intervened <b>'{readable(tokenizer.id_to_token(top_after))}'</b> "
             f"(p = {p_after[top_after]:.3f}); the clean one now has p = {p_after[top_clean]:.3f}. "
             f"The last hidden state moved by {moved[-1]:.1%}.")
 

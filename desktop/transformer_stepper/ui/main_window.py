@@ -242,9 +242,12 @@ class MainWindow(QMainWindow):
         for text, keys, step in (("Next &Layer", "Alt+Down", +1), ("Previous La&yer", "Alt+Up", -1)):
             action = menu.addAction(text, lambda step=step: self.session.set_layer(self.session.layer + step))
             action.setShortcut(QKeySequence(keys))
-        for text, keys, step in (("Next &Head", "Alt+Shift+Down", +1), ("Previous Hea&d", "Alt+Shift+Up", -1)):
+        # Alt+Shift+↑/↓ is taken by many window managers (moving windows between workspaces):
+        # Ctrl+] / Ctrl+[ too, which no window manager or text box claims
+        for text, keys, step in (("Next &Head", ("Ctrl+]", "Alt+Shift+Down"), +1),
+                                 ("Previous Hea&d", ("Ctrl+[", "Alt+Shift+Up"), -1)):
             action = menu.addAction(text, lambda step=step: self.session.set_head(self.session.head + step))
-            action.setShortcut(QKeySequence(keys))
+            action.setShortcuts([QKeySequence(k) for k in keys])
         menu.addSeparator()
         first = menu.addAction("&First Stage", lambda: self.session.set_stage(stages.STAGES[0].key))
         first.setShortcut(QKeySequence("Alt+Home"))
@@ -401,10 +404,22 @@ class MainWindow(QMainWindow):
                                      trace.special_tokens_mask, self.session.selected_token,
                                      trace.generated)
         self.tokens.fit_height()
-        truncated = f" (truncated to {trace.config.n_ctx})" if trace.truncated else ""
-        self.tokens_label.setText(f"{trace.n_seq} tokens{truncated}")
+        self.tokens_label.setText(f"{trace.n_seq} tokens" + (" (the text was cut)" if trace.truncated else ""))
+        if trace.truncated:
+            self._say_truncated(trace)
         self.time_label.setText(f"forward pass {1000 * self.session.compute_seconds:.0f} ms")
         self._explain_soon.start()           # (the view draws the new trace itself, being shown)
+
+    def _say_truncated(self, trace) -> None:
+        """A text longer than the model's context: said in the warning line, with how much went."""
+        from ..core.labels import kept_characters
+
+        kept, total = kept_characters(trace), len(trace.text)
+        self.text_problem.setText(
+            f"⚠ The text is longer than the model reads ({trace.config.n_ctx} tokens): only its first "
+            f"{kept:,} of {total:,} characters are used; the last {total - kept:,} characters "
+            f"(from “{trace.text[kept:kept + 24].strip()}…”) were dropped.")
+        self.text_problem.setVisible(True)
 
     def _on_text_changed(self, text: str) -> None:
         if self.text_box.text() != text:

@@ -31,6 +31,15 @@ class RecentModels:
     def clear(self) -> None:
         self.settings.setValue("recent_models", [])
 
+    def forget_missing(self) -> list[str]:
+        """Drop the models that are gone (a training snapshot lives in a temporary folder
+        deleted when the app quits; a folder moved or deleted); the paths left."""
+        paths = self.paths()
+        kept = [p for p in paths if Path(p).exists()]
+        if kept != paths:
+            self.settings.setValue("recent_models", kept)
+        return kept
+
 
 class RecentMenu(QMenu):
     def __init__(self, recent: RecentModels, open_path: Callable[[str], None],
@@ -41,7 +50,7 @@ class RecentMenu(QMenu):
 
     def refresh(self) -> None:
         self.clear()
-        paths = self.recent.paths()
+        paths = self.recent.forget_missing()
         if not paths:
             self.addAction("(none yet)").setEnabled(False)
             return
@@ -49,7 +58,6 @@ class RecentMenu(QMenu):
             action = self.addAction(_short(path))
             action.setToolTip(path)
             action.setStatusTip(path)
-            action.setEnabled(Path(path).exists())
             action.triggered.connect(lambda _=False, p=path: self.open_path(p))
         self.addSeparator()
         self.addAction("Clear Recent Models").triggered.connect(self.recent.clear)
@@ -96,5 +104,6 @@ class LocalModelsMenu(QMenu):
 
 
 def _short(path: str) -> str:
+    """The last three parts of a long path after "…/" (never a bare relative-looking path)."""
     parts = Path(path).parts
-    return str(Path(*parts[-3:])) if len(parts) > 3 else path
+    return "…/" + "/".join(parts[-3:]) if len(parts) > 4 else path

@@ -9,6 +9,7 @@ import numpy as np
 from ...core import measures
 from ...core.compare import PARTING_MARGIN, Comparison, piece_text
 from .. import explanations
+from ..wording import times
 
 TEMPLATE = "compare"
 
@@ -27,6 +28,13 @@ def _after(comparison: Comparison, state: int) -> str:
     return "the embedding" if state == 0 else f"layer {state - 1}"
 
 
+def _in_sentences(occurrences) -> str:
+    """'4 sentences', 'one sentence', 'one sentence, twice'."""
+    n = len({o.sentence for o in occurrences})
+    where = "one sentence" if n == 1 else f"{n} sentences"
+    return where if n == len(occurrences) else f"{where}, {times(len(occurrences))}"
+
+
 MAX_TABLE_PAIRS = 10
 
 
@@ -38,7 +46,7 @@ def pair_table(comparison: Comparison) -> str:
         cosines = comparison.pair_cosines[p]
         parting = measures.parting_index(cosines, PARTING_MARGIN)
         rows.append(f"| {comparison.pair_label(p)} | {_cos(cosines[0])} | {_cos(cosines[-1])} | "
-                    f"{'—' if parting is None else _after(comparison, parting)} |")
+                    f"{'never' if parting is None else _after(comparison, parting)} |")
     more = len(comparison.pairs) - MAX_TABLE_PAIRS
     if more > 0:
         rows.append(f"\n…and {more} more pairs (hover the cosine plot).")
@@ -72,7 +80,8 @@ def values_and_flags(comparison: Optional[Comparison], attention: Optional[Seque
                   pieces=", ".join(f"S{o.number} '{o.piece}' (id {o.token_id})" for o in occurrences),
                   max_lookup=f"{max_lookup:.6g}",
                   positions=", ".join(f"S{o.number}: {o.position}" for o in occurrences),
-                  problems="; ".join(c.problems), notes="; ".join(c.notes))
+                  problems="; ".join(c.problems), notes="; ".join(c.notes),
+                  in_sentences=_in_sentences(occurrences))
     if n_pairs:
         first_cos, last_cos = c.pair_cosines[:, 0], c.pair_cosines[:, -1]
         apart = int(np.argmin(last_cos))            # the pair that ends furthest apart
@@ -104,7 +113,8 @@ def values_and_flags(comparison: Optional[Comparison], attention: Optional[Seque
         if i >= 0:
             nearest.append(f"S{occ.number} '{piece_text(c.pool_pieces[i])}' "
                            f"({c.nearest_cosines[o, -1, 0]:.2f})")
-    values.update(nearest_last=", ".join(nearest) or "—")
+    values.update(nearest_last=", ".join(nearest))
+    flags.update(nearest=bool(nearest))
     return values, flags
 
 

@@ -103,6 +103,18 @@ class LookupFigure(VectorRows):
 
 
 # -- 2. what enters layer 0 -------------------------------------------------------------------------
+def _in_x0_columns(row: np.ndarray, name: str, config) -> np.ndarray:
+    """A concat model's e and p are narrower than x₀ = [e | p]: each drawn in its own columns
+    of x₀ (NaN, drawn blank, in the other block's); any other row as it is."""
+    if row.shape[-1] == config.d_model:
+        return row
+    placed = np.full(config.d_model, np.nan, dtype=np.float32)
+    start = config.d_model - config.d_position if name == "position_embeddings" else 0
+    placed[start:start + row.shape[-1]] = row
+    return placed
+
+
+
 class EntryFigure(VectorRows):
     """e, p, t and the embedding output x₀ of each occurrence, one row each."""
 
@@ -117,20 +129,21 @@ class EntryFigure(VectorRows):
             return
         if "token_embeddings_scaled" in names:          # e·scale is what is added
             names.remove("token_embeddings")
+        config = comparison.sentences[occurrences[0].sentence].trace.config
         rows, labels, sources = [], [], []
         for o, occ in enumerate(occurrences):
             for name in names:
-                rows.append(entry[name][o])
+                rows.append(_in_x0_columns(entry[name][o], name, config))
                 labels.append(f"S{occ.number} {ENTRY_NAMES[name]}")
                 sources.append((occ, name))
         exact = np.stack(rows).astype(np.float32)
         # each row in units of its own largest |value|: BERT's x₀ (after LayerNorm) is 20x the
         # size of e, p and t, which one colour scale would wash out; the hover has the values
-        scale = np.maximum(np.abs(exact).max(axis=1, keepdims=True), 1e-30)
+        scale = np.maximum(np.nanmax(np.abs(exact), axis=1, keepdims=True), 1e-30)
         values = exact / scale
         parts = " + ".join(ENTRY_NAMES[n] for n in names if n != "embedding_output")
-        config = comparison.sentences[occurrences[0].sentence].trace.config
-        made = f"x₀ = LayerNorm({parts})" if config.embed_norm else f"x₀ = {parts}"
+        made = ("x₀ = [e | p] (side by side)" if config.position == "concat" else
+                f"x₀ = LayerNorm({parts})" if config.embed_norm else f"x₀ = {parts}")
         if len(occurrences) > 1:
             self.set_title(f"Into layer 0: {made}, cos {_range_text(comparison.pair_cosines[:, 0])}")
         else:

@@ -51,6 +51,10 @@ def intervention_note(interventions, stage: stages.Stage, layer: int, head: int)
     return "Intervened here: " + "; ".join(dict.fromkeys(notes)) + "." if notes else ""
 
 
+READOUT_HINT = ("Hover a plot for exact values; click a token to select it; "
+                "Alt-click (or Ctrl-click) a value to see where it comes from.")
+
+
 class StageView(QWidget):
     """Subclasses set `stage_key`, build their figures in `build()` (once), and fill them in
     `update_data()` (trace, layer, head changed) and `update_selection()` (selected token).
@@ -93,8 +97,7 @@ class StageView(QWidget):
         self.grid = QGridLayout()
         self.grid.setSpacing(6)
         outer.addLayout(self.grid, stretch=1)
-        self.readout = QLabel("Hover a plot for exact values; click a token to select it; "
-                              "Alt-click (or Ctrl-click) a value to see where it comes from.")
+        self.readout = QLabel(READOUT_HINT)
         self.readout.setObjectName("readout")
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.readout.setStyleSheet("color: #444;")
@@ -142,6 +145,10 @@ class StageView(QWidget):
 
     def stage_values(self) -> dict:
         """Numbers for this stage's explanation text (answers with the actual values)."""
+        return {}
+
+    def stage_flags(self) -> dict:
+        """Which of the text's conditional sentences apply (e.g. a token that occurs twice)."""
         return {}
 
     def required_layers(self) -> list[int]:
@@ -333,6 +340,8 @@ class StageView(QWidget):
         self.placeholder.setText("Open a model and type a sentence to see this stage.")
         drawn, key, selected = self._drawn, self.data_key(), self.session.selected_token
         self.placeholder.setVisible(False)
+        # a value read by hovering belongs to what was drawn: the bars change now, so it goes
+        self.readout.setText(READOUT_HINT)
         if drawn is None or drawn[0]() is not trace or drawn[1] != key:
             self._paint_in_turns()
             self.update_data()
@@ -403,15 +412,17 @@ class StageView(QWidget):
                           eps=f"{c.ln_eps:g}", n_types=c.n_token_types,
                           activation=ACTIVATION_LABELS[c.activation],
                           norm_kind_name=NORM_LABELS[c.norm_kind], n_kv_heads=c.n_kv_heads,
-                          group_size=c.group_size)
+                          group_size=c.group_size, last_id=c.n_vocab - 1, last_position=trace.n_seq - 1)
             flags.update(last_layer=self.session.layer == c.n_layer - 1, causal=c.causal, sinusoidal=c.position == "sinusoidal",
                          learned=c.position == "learned", token_types=c.n_token_types > 0,
                          embed_norm=c.embed_norm, pre_ln=c.norm == "pre", post_ln=c.norm == "post",
                          lm_head=c.lm_head, final_norm=c.final_norm,
                          mlm=c.lm_head and not c.causal, rotary=c.position == "rotary",
                          rms=c.norm_kind == "rms", gated=c.gated_mlp, gqa=c.group_size > 1,
-                         added_positions=c.position in ("learned", "sinusoidal"), tied=c.tied_head)
+                         added_positions=c.position in ("learned", "sinusoidal"), tied=c.tied_head,
+                         concat=c.position == "concat")
             values.update(self.stage_values())
+            flags.update(self.stage_flags())
         return values, flags
 
     def close(self) -> bool:

@@ -12,7 +12,9 @@ from ...core.model import Model
 from ...core import measures
 from ..plots import Bars, Heatmap
 from ..plots.common import HIGHLIGHT_PEN, format_value
+from ..wording import occurrences
 from .base import StageView
+from ...core.labels import readable
 
 MAX_TABLE_ROWS = 2048     # the overview of E shows every k-th row; hover reads the true value
 N_NEAREST = 12
@@ -82,7 +84,7 @@ class EmbeddingView(StageView):
 
     def _describe_table_cell(self, row: int, col: int) -> str:
         model = self.session.model
-        token = model.tokenizer.id_to_token(row)
+        token = readable(model.tokenizer.id_to_token(row))
         value = format_value(float(model.params["wte"][row, col]))
         used = " (used by this text)" if row in set(self.trace.input_ids.tolist()) else ""
         return f"row {row} '{token}'{used}, dim {col}: {value}"
@@ -101,13 +103,17 @@ class EmbeddingView(StageView):
         keep = ids != token_id
         ids, cosines = ids[keep][:N_NEAREST], cosines[keep][:N_NEAREST]
         self.nearest.set_title(f"Nearest rows of E to '{self.labels[i]}' (cosine)")
-        self.nearest.set_data(cosines, [f"{model.tokenizer.id_to_token(t)} ({t})" for t in ids],
+        self.nearest.set_data(cosines, [f"{readable(model.tokenizer.id_to_token(t))} ({t})" for t in ids],
                               value_range=(min(0.0, float(cosines.min(initial=0))), 1.0))
-        self._nearest_words = [model.tokenizer.id_to_token(t) for t in ids[:3]]
+        self._nearest_words = [readable(model.tokenizer.id_to_token(t)) for t in ids[:3]]
 
     def stage_values(self) -> dict:
         trace, i = self.trace, self.selected
         same = [j for j in range(trace.n_seq) if trace.input_ids[j] == trace.input_ids[i]]
         return {"nearest": ", ".join(f"'{w}'" for w in getattr(self, "_nearest_words", [])),
-                "n_same": len(same),
-                "same_positions": ", ".join(str(j) for j in same)}
+                "occurrences": occurrences(same)}
+
+    def stage_flags(self) -> dict:
+        trace, i = self.trace, self.selected
+        return {"repeated": int(np.count_nonzero(trace.input_ids == trace.input_ids[i])) > 1,
+                "nearest": bool(getattr(self, "_nearest_words", []))}

@@ -27,7 +27,7 @@ class FeedForwardView(StageView):
             "Values before and after the activation (all tokens)", "value", "count (log10)"), 0, 2)
         yield
         self.shape = self.add_figure("activation_function", Scatter(
-            "The selected token's hidden units: before vs after", "before (x·W1 + b1)",
+            "The selected token's hidden units: before vs after", "before the activation",
             "after activation"), 1, 2)
         yield
         self.output = self.add_figure("feed_forward_output", _heatmap("· W2 + b2"), 1, 0,
@@ -57,6 +57,11 @@ class FeedForwardView(StageView):
         else:
             self.after.set_title("+ residual = the layer's output (pre-LN: no norm here)")
             self.after.set_data(self.layer_array("mlp_residual"), self.labels)
+        # the scatter's x: what goes into the activation (the gate, for a gated model)
+        before = f"before: x·W_gate (the gate, into {act})" if config.gated_mlp else f"before: x·W1 + b1 (into {act})"
+        if getattr(self, "_before_label", None) != before:        # (a new label re-lays the plot out)
+            self._before_label = before
+            self.shape.set_axis_labels(before)
         self.positive_fraction = float(np.mean(self.layer_array("mlp_act") > 0))
 
     def _draw_distribution(self) -> None:

@@ -1,5 +1,5 @@
 """11. Layer output: the contextual embedding after this layer, and how far each token has
-moved from its own layer-0 vector across the layers."""
+moved from its own embedding output ("embed": what enters layer 0) across the layers."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,7 +21,7 @@ class LayerOutputView(StageView):
             "Hidden states after this layer", "dimension", "token", value_label="value",
             row_names="token", col_names="dim"), 0, 0, explain=self.cell("layer_out"))
         self.drift = self.add_figure("cosine_to_layer0", Lines(
-            "Each token's cosine to its own layer-0 vector", "hidden state", "cosine"), 0, 1)
+            "Each token's cosine to its own embedding output ('embed')", "hidden state", "cosine"), 0, 1)
         self.similarity = self.add_figure("token_similarity", Heatmap(
             "Cosine between tokens after this layer", "token", "token", value_label="cosine",
             row_names="token", col_names="token"), 1, 0, 1, 2)
@@ -78,6 +78,8 @@ class LayerOutputView(StageView):
             j = same[0]
             out = self.layer_array("layer_out")
             values.update(twin=j, twin_cos=f"{float(measures.cosine_rows(out[i:i+1], out[j:j+1])[0]):.3f}")
-        else:
-            values.update(twin="—", twin_cos="— (type a sentence with the same word twice)")
         return values
+
+    def stage_flags(self) -> dict:
+        trace, i = self.trace, self.selected
+        return {"twin": int(np.count_nonzero(trace.input_ids == trace.input_ids[i])) > 1}

@@ -12,6 +12,7 @@ from ..plots import Heatmap, Lines
 from ..plots.common import format_value
 from ..plots.lines import Curve
 from .base import StageView
+from ...core.labels import readable
 
 TOP = 5
 MAX_CELL_TEXTS = 400          # beyond this many cells, names only on hover
@@ -45,7 +46,7 @@ class LogitLensView(StageView):
         trace, model = self.trace, self.session.model
         self.lens = result = lens(model, trace, TOP)
         states = self.state_names()
-        self.names = [[model.tokenizer.id_to_token(int(t)) for t in row]
+        self.names = [[readable(model.tokenizer.id_to_token(int(t))) for t in row]
                       for row in result.ids[:, :, 0]]
         what = "next token" if trace.config.causal else "token"
         self.table.set_title(f"Top {what} if the model stopped after each layer")
@@ -55,14 +56,14 @@ class LogitLensView(StageView):
 
     def _describe(self, row: int, col: int) -> str:
         result, model = self.lens, self.session.model
-        ranked = ", ".join(f"'{model.tokenizer.id_to_token(int(t))}' {format_value(float(p))}"
+        ranked = ", ".join(f"'{readable(model.tokenizer.id_to_token(int(t)))}' {format_value(float(p))}"
                            for t, p in zip(result.ids[row, col], result.probabilities[row, col]))
         return f"{self.state_names()[row]}, position {col} '{self.labels[col]}': {ranked}"
 
     def update_selection(self) -> None:
         i, result, model = self.selected, self.lens, self.session.model
         self.table.set_highlight(col=i)
-        final = model.tokenizer.id_to_token(int(result.final_ids[i]))
+        final = readable(model.tokenizer.id_to_token(int(result.final_ids[i])))
         first = int(np.argmax(result.ids[:, i, 0] == result.final_ids[i]))
         self.curve.set_title(f"p('{final}') after {i} '{self.labels[i]}', layer by layer")
         self.curve.set_curves([Curve(f"p('{final}')", result.final_probabilities[:, i]),

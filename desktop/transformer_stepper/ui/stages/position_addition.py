@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 import numpy as np
+import pyqtgraph as pg
 
 from ...core import measures, readouts
 from ..plots import Bars, Curve, Heatmap, Lines
@@ -37,6 +38,9 @@ class PositionAdditionView(StageView):
         yield
         self.concat = self.add_figure("concatenation_alternative", heatmap(
             "The alternative: [e | p] concatenated"), 1, 2)
+        # where e ends and p begins in [e | p]
+        self.boundary = pg.InfiniteLine(angle=90, pen=pg.mkPen("#111", width=2))
+        self.concat.plot.addItem(self.boundary)
         self.magnitude = self.add_figure("magnitude_per_dimension", Lines(
             "Size of e and p per dimension (RMS over tokens)", "dimension", "RMS"), 2, 0, 1, 2)
         self.cosine = self.add_figure("cosine_e_sum", Bars(
@@ -60,6 +64,17 @@ class PositionAdditionView(StageView):
                 "second of pair"), 2, 1)
             for figure in (self.q_turn, self.k_turn):   # a turn must look like a turn
                 figure.plot.setAspectLocked(True)
+
+    def _place_concat(self) -> None:
+        """A model that concatenates: e and p above, x₀ = [e | p] across the row below."""
+        if self._placed_for == "concat":
+            return
+        self._placed_for = "concat"
+        for _, figure in self._figures:
+            self.grid.removeWidget(figure)
+        self.grid.addWidget(self.e, 0, 0)
+        self.grid.addWidget(self.p, 0, 1)
+        self.grid.addWidget(self.concat, 1, 0, 1, 2)
 
     def _place(self, has_types: bool, has_norm: bool, rotary: bool = False) -> None:
         """Three figures a row: e, p, [t], sum, [LayerNorm], concatenation, then the cosines
@@ -99,14 +114,20 @@ class PositionAdditionView(StageView):
 
     def update_data(self) -> None:
         config = self.trace.config
-        rotary = config.position == "rotary"
+        rotary, concat = config.position == "rotary", config.position == "concat"
         self._make_figures(config.n_token_types > 0, rotary)
         for figure in (self.p, self.sum, self.concat, self.magnitude, self.cosine):
             figure.unused = rotary
+        for figure in (self.sum, self.magnitude, self.cosine):
+            figure.unused = figure.unused or concat
         if self.q_turn is not None:
             self.q_turn.unused = self.k_turn.unused = not rotary
+        self.boundary.setVisible(concat)
         if rotary:
             self._update_rotary()
+            return
+        if concat:
+            self._update_concat()
             return
         trace = self.trace
         config = trace.config
@@ -139,7 +160,29 @@ class PositionAdditionView(StageView):
         self.cosines = measures.cosine_rows(e, trace["embedding_sum"])
         self.cosine.set_title(f"cos(e, {plus}): how much of e survives")
         self.cosine.set_data(self.cosines, self.labels, self.selected, value_range=(min(0.0, float(self.cosines.min())), 1.0))
+        self.concat.set_title("The alternative: [e | p] concatenated")
         self.concat.set_data(np.concatenate([e, p], axis=1), self.labels, levels=levels)
+
+    def _update_concat(self) -> None:
+        """x₀ = [e | p]: the trace's own concatenation, e's block and p's side by side."""
+        trace = self.trace
+        config = trace.config
+        self._place_concat()
+        if self.t is not None:
+            self.t.unused = True
+        self.ln.unused = True
+        e, p = trace["token_embeddings"], trace["position_embeddings"]
+        x0 = trace["embedding_concat"]
+        limit = max(measures.robust_limit(a) for a in (e, p))       # one colour scale for both
+        levels = (-limit, limit)
+        self.e.set_title(f"e: token embeddings ({config.d_token} dimensions)")
+        self.e.set_data(e, self.labels, levels=levels)
+        self.p.set_title(f"p: sinusoids ({config.d_position} dimensions)")
+        self.p.set_data(p, self.labels, levels=levels)
+        self.concat.set_title(f"x₀ = [e | p]: what enters layer 0 ({config.d_token} + "
+                              f"{config.d_position} = {config.d_model} dimensions; the line: where p begins)")
+        self.concat.set_data(x0, self.labels, levels=levels)
+        self.boundary.setValue(config.d_token - 0.5)
 
     def _update_rotary(self) -> None:
         trace = self.trace
@@ -182,7 +225,8 @@ class PositionAdditionView(StageView):
         if self.trace.config.position == "rotary":
             self._update_turns()
             return
-        self.cosine.set_highlight(i)
+        if self.trace.config.position != "concat":
+            self.cosine.set_highlight(i)
 
     def stage_values(self) -> dict:
         trace, i = self.trace, self.selected
@@ -191,8 +235,11 @@ class PositionAdditionView(StageView):
             return {"q_norm_before": f"{float(np.linalg.norm(q0)):.3f}",
                     "q_norm_after": f"{float(np.linalg.norm(q1)):.3f}", "pos": i,
                     "embed_scale": f"{trace.config.embed_scale:.3g}"}
-        r = readouts.position_addition_readout(trace["token_embeddings"], trace["position_embeddings"],
-                                               trace["embedding_sum"], i)
+        e, p = trace["token_embeddings"], trace["position_embeddings"]
+        if trace.config.position == "concat":
+            return {"e_norm": f"{float(np.linalg.norm(e[i])):.2f}", "p_norm": f"{float(np.linalg.norm(p[i])):.2f}",
+                    "d_token": trace.config.d_token, "d_position": trace.config.d_position, "pos": i}
+        r = readouts.position_addition_readout(e, p, trace["embedding_sum"], i)
         return {"cos_selected": f"{r.cos_selected:.3f}", "survival": r.survival,
                 "cos_ep": f"{r.cos_ep:.2f}", "cos_mean": f"{r.cos_mean:.3f}",
                 "e_norm": f"{r.e_norm:.2f}", "p_norm": f"{r.p_norm:.2f}",

@@ -18,9 +18,14 @@ MIN_POSITIONS = 64      # curves and similarity span at least this many position
 
 def position_rows(view: StageView, n_positions: int) -> np.ndarray:
     config = view.trace.config
-    if config.position == "sinusoidal":
-        return ops.sinusoid_table(n_positions, config.d_model)
+    if config.position in ("sinusoidal", "concat"):          # concat: its own d_position dims
+        return ops.sinusoid_table(n_positions, position_width(config))
     return np.asarray(view.session.model.params["wpe"][:n_positions])
+
+
+def position_width(config) -> int:
+    """The width of p: d_model where p is added, d_position where it is concatenated."""
+    return config.d_position if config.position == "concat" else config.d_model
 
 
 def shown_dimensions(d_model: int) -> list[int]:
@@ -74,18 +79,20 @@ class PositionEncodingView(StageView):
         n_positions = min(config.n_ctx, max(trace.n_seq, MIN_POSITIONS))
         table = position_rows(self, n_positions)
         positions = [str(i) for i in range(trace.n_seq)]
-        kind = "sinusoids" if config.position == "sinusoidal" else "learned rows"
+        sinusoidal = config.position in ("sinusoidal", "concat")
+        width = position_width(config)
+        kind = ("sinusoids" if config.position == "sinusoidal" else
+                f"sinusoids {width} wide, beside e" if sinusoidal else "learned rows")
         self.table.set_title(f"Position vectors p for this text's {trace.n_seq} positions ({kind})")
         self.table.set_data(trace["position_embeddings"], positions)
-        self.curves.set_curves([Curve(f"dim {d}", table[:, d]) for d in shown_dimensions(config.d_model)])
+        self.curves.set_curves([Curve(f"dim {d}", table[:, d]) for d in shown_dimensions(width)])
         self.similarity.set_title(f"Cosine similarity between position vectors 0–{n_positions - 1}")
         self.similarity.set_data(measures.cosine_matrix(table), [str(i) for i in range(n_positions)],
                                  [str(i) for i in range(n_positions)], levels=(-1.0, 1.0))
-        sinusoidal = config.position == "sinusoidal"
         self.wavelengths.unused = not sinusoidal
         if sinusoidal:
-            pairs = np.arange(config.d_model) // 2 * 2
-            wavelength = 2 * np.pi * 10000.0 ** (pairs / config.d_model)
+            pairs = np.arange(width) // 2 * 2
+            wavelength = 2 * np.pi * 10000.0 ** (pairs / width)
             self.wavelengths.set_curves([Curve("wavelength", np.log10(wavelength).astype(np.float32))])
         self.token_types.unused = sinusoidal or not config.n_token_types
         if not self.token_types.unused:
@@ -143,6 +150,11 @@ class PositionEncodingView(StageView):
         self.similarity.set_highlight(row=i)
         self.position_line.setValue(i)
 
+    def stage_flags(self) -> dict:
+        trace = self.trace
+        n_positions = min(trace.config.n_ctx, max(trace.n_seq, MIN_POSITIONS))
+        return {"has_next": self.selected + 1 < n_positions}
+
     def stage_values(self) -> dict:
         trace, i = self.trace, self.selected
         config = trace.config
@@ -158,9 +170,11 @@ class PositionEncodingView(StageView):
                     "key_only_max": f"{float(key_only.max()):.3f}",
                     "scaling": config.rope_scaling or "none"}
         n_positions = min(config.n_ctx, max(trace.n_seq, MIN_POSITIONS))
+        width = position_width(config)
         similarity = self.similarity.values
-        near = float(similarity[i, min(i + 1, n_positions - 1)]) if i + 1 < n_positions else float("nan")
+        near = float(similarity[i, min(i + 1, n_positions - 1)])
         far = float(similarity[i, n_positions - 1])
         return {"pos": i, "cos_next": f"{near:.3f}", "cos_far": f"{far:.3f}",
                 "far_pos": n_positions - 1,
-                "longest_wavelength": f"{2 * np.pi * 10000 ** ((config.d_model - 2) / config.d_model):,.0f}"}
+                "longest_wavelength": f"{2 * np.pi * 10000 ** ((width - 2) / width):,.0f}",
+                "d_position": width, "d_token": config.d_model - width if config.position == "concat" else config.d_model}

@@ -10,6 +10,7 @@ from ...core import measures
 from ..plots import Bars, Heatmap
 from ..plots.common import format_value
 from .base import StageView
+from ...core.labels import readable
 
 TOP_K = 10
 TOP_PER_POSITION = 5
@@ -50,7 +51,7 @@ class PredictionView(StageView):
         trace, model = self.trace, self.session.model
         top = predictions(trace, TOP_PER_POSITION)       # ready: prepare_work made it
         self.top_ids, self.top_probs = top.ids[:, :TOP_PER_POSITION], top.probabilities[:, :TOP_PER_POSITION]
-        self.top_names = [[model.tokenizer.id_to_token(t) for t in row] for row in self.top_ids]
+        self.top_names = [[readable(model.tokenizer.id_to_token(t)) for t in row] for row in self.top_ids]
         causal = trace.config.causal
         self.table.set_title("Top next tokens after each position" if causal
                              else "What the masked-LM head predicts at each position")
@@ -87,7 +88,7 @@ class PredictionView(StageView):
                         else "cut off by top-k / top-p" if not kept[k] else "")
                      + ("\nclick to append this token" if i == trace.n_seq - 1 else "")
                      for k, t in enumerate(ids)]
-            self.top.set_data(probs, [f"{model.tokenizer.id_to_token(t)} ({int(t)})" for t in ids],
+            self.top.set_data(probs, [f"{readable(model.tokenizer.id_to_token(t))} ({int(t)})" for t in ids],
                               highlight=where[0] if where else None, muted=~kept, notes=notes,
                               value_range=(0.0, max(float(probs.max(initial=0)), 1e-3)))
             n_kept = int(kept.sum())
@@ -96,17 +97,17 @@ class PredictionView(StageView):
             settings = "greedy" if sampling.greedy else f"T {sampling.temperature:g}" + \
                 (f", top-k {sampling.top_k}" if sampling.top_k else "") + \
                 (f", top-p {sampling.top_p:g}" if sampling.top_p < 1 else "")
-            then = (f"; {'chose' if generated else 'typed'} '{model.tokenizer.id_to_token(chosen)}'"
+            then = (f"; {'chose' if generated else 'typed'} '{readable(model.tokenizer.id_to_token(chosen))}'"
                     if chosen is not None else ": click a bar to append")
             self.top.set_title(f"After {i} '{label}' ({settings}){then}")
         else:
             ids, probs = measures.top_k_probabilities(trace.logits_at(i), TOP_K)
-            self.top.set_data(probs, [f"{model.tokenizer.id_to_token(t)} ({int(t)})" for t in ids],
+            self.top.set_data(probs, [f"{readable(model.tokenizer.id_to_token(t))} ({int(t)})" for t in ids],
                               value_range=(0.0, max(float(probs.max(initial=0)), 1e-3)))
             self.cut_line.setVisible(False)
             self.top.set_title(f"Most likely tokens at position {i} '{label}'")
         self._bar_ids = np.asarray(ids, dtype=np.int64)
-        self._best = (model.tokenizer.id_to_token(ids[0]), float(probs[0]))
+        self._best = (readable(model.tokenizer.id_to_token(ids[0])), float(probs[0]))
 
     def _bar_clicked(self, index: int) -> None:
         trace = self.trace

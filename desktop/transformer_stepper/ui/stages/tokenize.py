@@ -68,6 +68,7 @@ class TokenSpans(Figure):
 class TokenRows(NamedTuple):
     text: str
     pieces: tuple[str, ...]
+    labels: tuple[str, ...]          # as on every axis: '␣' for the space a piece carries
     ids: np.ndarray
     offsets: np.ndarray
     special: np.ndarray
@@ -75,7 +76,8 @@ class TokenRows(NamedTuple):
 
 class TokenTable(QAbstractTableModel):
     """piece, id, special, start, end, text per token: computed when a row is drawn, so a
-    512-token text costs nothing until it is scrolled to."""
+    512-token text costs nothing until it is scrolled to. The piece reads as on the plots
+    ('␣' for a leading space); its tooltip is the tokenizer's own spelling ('Ġbank')."""
 
     COLUMNS = ("piece", "id", "special", "start", "end", "text")
 
@@ -83,11 +85,11 @@ class TokenTable(QAbstractTableModel):
         super().__init__()
         self.tokens: Optional[TokenRows] = None
 
-    def set_trace(self, trace: Trace) -> None:
+    def set_trace(self, trace: Trace, labels: list[str]) -> None:
         # the trace's token rows, not the trace: a table kept for a hidden view must not keep
         # a replaced trace's arrays alive
         self.beginResetModel()
-        self.tokens = TokenRows(trace.text, trace.tokens, trace.input_ids, trace.offsets,
+        self.tokens = TokenRows(trace.text, trace.tokens, tuple(labels), trace.input_ids, trace.offsets,
                                 trace.special_tokens_mask)
         self.endResetModel()
 
@@ -103,12 +105,16 @@ class TokenTable(QAbstractTableModel):
         return self.COLUMNS[section] if orientation == Qt.Orientation.Horizontal else str(section)
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        if role != Qt.ItemDataRole.DisplayRole or self.tokens is None:
+        if self.tokens is None:
             return None
         rows, i = self.tokens, index.row()
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() == 0:
+            return f"the tokenizer's own piece: {rows.pieces[i]!r}"
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
         special = bool(rows.special[i])
         start, end = (int(v) for v in rows.offsets[i])
-        return (rows.pieces[i], str(int(rows.ids[i])), "yes" if special else "",
+        return (rows.labels[i], str(int(rows.ids[i])), "yes" if special else "",
                 "" if special else str(start), "" if special else str(end),
                 "" if special else rows.text[start:end])[index.column()]
 
@@ -130,7 +136,6 @@ class TokenizeView(StageView):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.verticalHeader().setDefaultSectionSize(22)
-        self.table.setMinimumWidth(320)
         self.table.selectionModel().selectionChanged.connect(self._table_selected)
         self.add_widget(self.table, 0, 1, 2, 1)
         self.grid.setColumnStretch(0, 3)
@@ -143,9 +148,15 @@ class TokenizeView(StageView):
                             rows, self.selected)
         self.ids.set_data(trace.input_ids.astype(np.float32), self.labels, self.selected,
                           muted=trace.special_tokens_mask)
-        self.table_model.set_trace(trace)
-        for column, width in enumerate((80, 52, 56, 44, 40)):
-            self.table.setColumnWidth(column, width)
+        self.table_model.set_trace(trace, self.labels)
+        # every column as wide as its widest cell (the text column last, never clipped), and
+        # the table as wide as its columns
+        self.table.resizeColumnsToContents()
+        header = self.table.horizontalHeader()
+        width = sum(header.sectionSize(c) for c in range(header.count()))
+        self.table.setMinimumWidth(min(width + self.table.verticalHeader().width()
+                                       + self.table.verticalScrollBar().sizeHint().width()
+                                       + 2 * self.table.frameWidth() + 4, 520))
 
     def update_selection(self) -> None:
         self.spans.select(self.selected)
@@ -161,10 +172,15 @@ class TokenizeView(StageView):
         if rows:
             self.session.select_token(rows[0].row())
 
+    def stage_flags(self) -> dict:
+        return {"space_marker": any(p[:1] in ("Ġ", "▁") for p in self.trace.tokens)}
+
     def stage_values(self) -> dict:
         trace = self.trace
         special = [t for t, s in zip(trace.tokens, trace.special_tokens_mask) if s]
         words = len(trace.text.split())
-        return {"n_special": len(special), "specials": ", ".join(dict.fromkeys(special)) or "none",
+        marked = [p for p in trace.tokens if p[:1] in ("Ġ", "▁")]
+        return {"raw_marker": marked[0][0] if marked else "", "marked_piece": marked[0] if marked else "",
+                "n_special": len(special), "specials": ", ".join(dict.fromkeys(special)) or "none",
                 "n_words": words, "n_chars": len(trace.text),
                 "truncated": "yes" if trace.truncated else "no"}

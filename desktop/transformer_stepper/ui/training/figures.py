@@ -70,6 +70,9 @@ class LossFigure(Figure):
         return text + f"; unigram baseline {frame.unigram_loss:.4f}"
 
 
+EMPTY_MAP = "Press Train: every row of E appears here as a point,\nstarting random and moving as it learns."
+
+
 class EmbeddingMap(Figure):
     """Every row of E as a point (2-D PCA), coloured by the word's class; chosen words labelled."""
 
@@ -90,6 +93,10 @@ class EmbeddingMap(Figure):
         self.brushes: list = []
         self.labelled: dict[int, pg.TextItem] = {}
         self.extent = 0.0
+        # before a run there are no rows to place: a sentence says so (and no labels pile up)
+        self.empty = pg.TextItem(EMPTY_MAP, color="#555", anchor=(0.5, 0.5))
+        self.plot.addItem(self.empty)
+        self.plot.setRange(xRange=(-1, 1), yRange=(-1, 1), padding=0)
 
     def set_vocabulary(self, words: Sequence[str], classes: Sequence[str], labelled: Sequence[str]) -> None:
         self.words, self.classes = list(words), list(classes)
@@ -104,6 +111,7 @@ class EmbeddingMap(Figure):
         for word in labelled:
             if word in self.words:
                 item = pg.TextItem(word, color="#111", anchor=(0, 1))
+                item.setVisible(len(self.coords) > 0)        # placed with the first rows
                 self.plot.addItem(item)
                 self.labelled[self.words.index(word)] = item
         if len(self.coords):
@@ -111,6 +119,7 @@ class EmbeddingMap(Figure):
 
     def show(self, coords: np.ndarray, title: str, grow_only: bool = True) -> None:
         self.coords = np.asarray(coords, dtype=np.float64)
+        self.empty.setVisible(False)
         self.set_title(title)
         keep = [c != "special" for c in self.classes]
         shown = self.coords[keep]
@@ -127,6 +136,7 @@ class EmbeddingMap(Figure):
     def _place_labels(self) -> None:
         for i, item in self.labelled.items():
             item.setPos(*self.coords[i])
+            item.setVisible(True)
 
     def hover_at(self, x: float, y: float) -> Optional[str]:
         if not len(self.coords):

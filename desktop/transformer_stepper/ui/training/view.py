@@ -165,7 +165,7 @@ class TrainingView(QWidget):
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.valueChanged.connect(self.show_snapshot)
         bottom.addWidget(self.slider, stretch=1)
-        self.snapshot_label = QLabel("—")
+        self.snapshot_label = QLabel("no run yet")
         self.snapshot_label.setMinimumWidth(160)
         bottom.addWidget(self.snapshot_label)
         self.open_button = QPushButton("Open in Stepper")
@@ -409,24 +409,28 @@ class TrainingView(QWidget):
         frame = self.last_frame
         if frame is not None:
             flags["started"] = True
-            heldout = f"{frame.heldout_losses[-1]:.3f}" if len(frame.heldout_losses) else "—"
-            sep_index = snapshot if snapshot is not None else len(frame.separation) - 1
             history = self.outcome.history if self.outcome is not None else None
             steps = np.asarray(history.snapshot_steps) if history else frame.snapshot_steps
             seps = np.asarray(history.separation) if history else frame.separation
+            sep_index = snapshot if snapshot is not None else len(seps) - 1
             words = self.chosen_words()
-            nn_word = words[0] if words else "—"
+            nn_word = words[0] if words else ""
+            nn_now = ", ".join(getattr(self, "nearest_now", {}).get(nn_word, []))
+            flags.update(heldout=len(frame.heldout_losses) > 0, separation=len(seps) > 0,
+                         later=len(seps) > 0 and int(steps[sep_index]) > int(steps[0]),
+                         scrubbed=len(seps) > 0 and int(steps[sep_index]) != frame.step,
+                         nn=bool(nn_now))
+            heldout = f"{frame.heldout_losses[-1]:.3f}" if len(frame.heldout_losses) else ""
             values.update(
                 d_model=frame.table.shape[1], step=frame.step, steps=frame.steps,
                 tokens=f"{frame.tokens:,}", loss=f"{frame.train_losses[-1]:.3f}", heldout=heldout,
                 unigram=f"{frame.unigram_loss:.3f}", batch_rows=len(frame.batch_ids),
                 map_note="a PCA refitted each frame and turned to match the one before"
                 if snapshot is None else "every snapshot on the final table's PCA axes",
-                sep_first=f"{seps[0]:.3f}" if len(seps) else "—",
+                sep_first=f"{seps[0]:.3f}" if len(seps) else "",
                 sep_first_step=int(steps[0]) if len(steps) else 0,
-                sep_now=f"{seps[sep_index]:.3f}" if len(seps) else "—",
-                sep_step=int(steps[sep_index]) if len(steps) else 0, nn_word=nn_word,
-                nn_now=", ".join(getattr(self, "nearest_now", {}).get(nn_word, [])) or "—")
+                sep_now=f"{seps[sep_index]:.3f}" if len(seps) else "",
+                sep_step=int(steps[sep_index]) if len(steps) else 0, nn_word=nn_word, nn_now=nn_now)
         markdown = explanations.render(explanations.template("training"), values, flags)
         self.explanation.show_markdown(markdown)
 
