@@ -61,10 +61,10 @@ class OutputProjectionView(StageView):
         self.norm_name = norm
         self.norm.set_title(f"LayerNorm {norm}: {role}")
         self.norm.set_data(self.layer_array(f"{norm}_out"), self.labels)
-        self.readout = readouts.output_projection_readout(
+        self.projection = readouts.output_projection_readout(
             self.layer_array("layer_in"), self.layer_array("attn_out"),
             self.layer_array(f"{norm}_in"), self.layer_array(f"{norm}_out"))
-        r = self.readout
+        r = self.projection
         self.change.set_data(r.ratios, self.labels, self.selected)
         self.norm_effect.set_data(r.after, self.labels, self.selected,
                                   notes=[f"before: {b:.4g}, after: {a:.4g}" for b, a in zip(r.before, r.after)])
@@ -77,7 +77,7 @@ class OutputProjectionView(StageView):
         self.norm_effect.set_highlight(i)
 
     def stage_values(self) -> dict:
-        i, r = self.selected, self.readout
+        i, r = self.selected, self.projection
         normalized = self.layer_array(f"{self.norm_name}_normalized")[i]
         return {"ratio": f"{float(r.ratios[i]):.3f}", "norm_name": self.norm_name,
                 "len_before": f"{float(r.before[i]):.3g}", "len_after": f"{float(r.after[i]):.3g}",
