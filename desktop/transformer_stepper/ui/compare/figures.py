@@ -10,11 +10,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import QSizePolicy
 
 from ...core.compare import Comparison
 from ...core import measures
 from ..plots import Curve, Heatmap, Lines
+from ..plots.lines import beside_legend
 from ..plots.common import LABEL_STYLE, PALETTE, Figure, format_value, nearest_index
 
 ENTRY_NAMES = {"token_embeddings": "e", "token_embeddings_scaled": "e·scale",
@@ -181,11 +181,7 @@ class CosineFigure(Lines):
 
     def __init__(self) -> None:
         super().__init__("Cosine per layer", "hidden state", "cosine", legend=False)
-        self.side_legend = pg.LegendItem(labelTextSize="9pt", verSpacing=-6)
-        # as tall as its entries, at the top: the row would otherwise spread them out
-        self.side_legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
-        self.ci.addItem(self.side_legend, row=1, col=1)
-        self.ci.layout.setAlignment(self.side_legend, Qt.AlignmentFlag.AlignTop)
+        self.side_legend = beside_legend(self)
         self._legend_names: tuple = ()
         self._fed: list[tuple] = []              # per item: (y, colour, dashed) last given
         self.layer_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#888", width=1,
@@ -229,6 +225,8 @@ class CosineFigure(Lines):
         if names != self._legend_names:
             self._legend_names = names
             self.side_legend.clear()
+            # two columns past six entries: one column taller than the plot was cut off
+            self.side_legend.setColumnCount(2 if len(names) > 6 else 1)
             for i in shown:
                 self.side_legend.addItem(self.items[i], curves[i].name)
         self.x_axis.set_labels(self.x_labels)

@@ -7,7 +7,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from .common import PALETTE, Figure, cache_on_screen, format_value
 
@@ -23,15 +24,24 @@ class Curve:
     fill: bool = False
 
 
+def beside_legend(figure: Figure, columns: int = 1) -> pg.LegendItem:
+    """A legend in the figure's layout, right of the plot and top-aligned: never over a curve
+    (inside the plot it hid whatever ran through its corner)."""
+    legend = pg.LegendItem(labelTextSize="9pt", verSpacing=-6, colCount=columns)
+    # as tall as its entries, at the top: the row would otherwise spread them out
+    legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+    figure.ci.addItem(legend, row=1, col=1)
+    figure.ci.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop)
+    return legend
+
+
 class Lines(Figure):
     def __init__(self, title: str, x_label: str = "", y_label: str = "", *,
                  legend: bool = True, tokens_on_x: bool = False,
                  parent: Optional[QWidget] = None) -> None:
         super().__init__(title, x_label, y_label, parent)
         self.tokens_on_x = tokens_on_x
-        self.legend = self.plot.addLegend(offset=(-6, 6), labelTextSize="9pt") if legend else None
-        if self.legend is not None:
-            self.legend.setBrush(pg.mkBrush(255, 255, 255, 210))
+        self.legend = beside_legend(self) if legend else None
         self.items: list[pg.PlotDataItem] = []
         self.curves: list[Curve] = []
         self.x_labels: Optional[list[str]] = None
