@@ -181,7 +181,9 @@ class CosineFigure(Lines):
 
     def __init__(self) -> None:
         super().__init__("Cosine per layer", "hidden state", "cosine", legend=False)
-        self.side_legend = beside_legend(self)
+        # beside the plot, two short entries a row: in one column ten entries were taller
+        # than the plot, and inside it they hid ~40 % of the curves
+        self.side_legend = beside_legend(self, columns=2, text_size="8pt")
         self._legend_names: tuple = ()
         self._fed: list[tuple] = []              # per item: (y, colour, dashed) last given
         self.layer_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#888", width=1,
@@ -225,10 +227,9 @@ class CosineFigure(Lines):
         if names != self._legend_names:
             self._legend_names = names
             self.side_legend.clear()
-            # two columns past six entries: one column taller than the plot was cut off
-            self.side_legend.setColumnCount(2 if len(names) > 6 else 1)
             for i in shown:
-                self.side_legend.addItem(self.items[i], curves[i].name)
+                # "S1 own" for "S1 vs own emb" (the title and the hover say it in full)
+                self.side_legend.addItem(self.items[i], curves[i].name.replace(" vs own emb", " own"))
         self.x_axis.set_labels(self.x_labels)
         low = min([0.0] + [float(np.nanmin(c.y)) for c in curves if len(c.y)])
         self.plot.setRange(xRange=(-0.3, len(self.x_labels) - 0.7), yRange=(low, 1.0), padding=0.02)
@@ -238,6 +239,7 @@ class CosineFigure(Lines):
                            f"{_range_text(comparison.pair_cosines[:, -1])}")
         else:
             self.set_title("Cosine per layer (dashed: vs its own embedding)")
+
 
 
 # -- 6. where the difference comes from: attention ----------------------------------------------------

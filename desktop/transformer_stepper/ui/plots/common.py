@@ -278,10 +278,10 @@ def _shorten(label: str, limit: int = 16) -> str:
 
 class TitleLabel(pg.LabelItem):
     """A figure title that never forces the figure wider than its window: too long a title is
-    wrapped onto a second line (at spaces), and only what does not fit on two is cut with '…'
+    wrapped (at spaces), and only what does not fit on three lines is cut with '…'
     (pyqtgraph's LabelItem makes its text width the minimum width)."""
 
-    MAX_LINES = 2
+    MAX_LINES = 3
 
     def __init__(self, text: str, points: int = TITLE_POINTS, color: str = "#222") -> None:
         self.full_text = text

@@ -24,14 +24,20 @@ class Curve:
     fill: bool = False
 
 
-def beside_legend(figure: Figure, columns: int = 1) -> pg.LegendItem:
-    """A legend in the figure's layout, right of the plot and top-aligned: never over a curve
-    (inside the plot it hid whatever ran through its corner)."""
-    legend = pg.LegendItem(labelTextSize="9pt", verSpacing=-6, colCount=columns)
+def beside_legend(figure: Figure, columns: int = 1, below: bool = False,
+                  text_size: str = "9pt") -> pg.LegendItem:
+    """A legend in the figure's layout, right of the plot and top-aligned (or `below` it, in
+    `columns` columns): never over a curve (inside the plot it hid whatever ran through its
+    corner)."""
+    legend = pg.LegendItem(labelTextSize=text_size, verSpacing=-6, colCount=columns)
     # as tall as its entries, at the top: the row would otherwise spread them out
     legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
-    figure.ci.addItem(legend, row=1, col=1)
-    figure.ci.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop)
+    if below:
+        figure.ci.addItem(legend, row=2, col=0, colspan=2)
+        figure.ci.layout.setAlignment(legend, Qt.AlignmentFlag.AlignHCenter)
+    else:
+        figure.ci.addItem(legend, row=1, col=1)
+        figure.ci.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop)
     return legend
 
 
