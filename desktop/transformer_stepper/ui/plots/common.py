@@ -154,6 +154,9 @@ class LabelAxis(pg.AxisItem):
         return self.style["tickFont"] or QFont()
 
     def _upright(self, i: int) -> str:
+        """Label i, written upwards: cut to ROTATED_PIXELS, but an emphasised one whole."""
+        if i in self.emphasis:
+            return _shorten(self.labels[i])
         return QFontMetricsF(self._font()).elidedText(_shorten(self.labels[i]), Qt.TextElideMode.ElideRight,
                                                       ROTATED_PIXELS)
 
@@ -231,12 +234,15 @@ class LabelAxis(pg.AxisItem):
         for i in range(lo, hi + 1):
             if i in texts:
                 continue
-            edge = 2 * min(centre(i), length - centre(i))
-            text = fitted(i, min(room, edge))
-            half = metrics.horizontalAdvance(text) / 2 + gap / 2
-            if len(text) >= 2 or text == self.labels[i]:
-                if all(b <= centre(i) - half or a >= centre(i) + half for a, b in spans):
-                    texts[i] = text
+            # the room between its neighbours, the axis's ends and any whole (emphasised) label
+            c = centre(i)
+            left = max([b for a, b in spans if b <= c] + [c - pixels_per_unit / 2, 0.0])
+            right = min([a for a, b in spans if a >= c] + [c + pixels_per_unit / 2, length])
+            if any(a < c < b for a, b in spans):
+                continue
+            text = fitted(i, min(room, 2 * min(c - left, right - c) - gap))
+            if len(text) >= 2 or (text and text == self.labels[i]):
+                texts[i] = text
         return texts
 
     def tickStrings(self, values, scale, spacing):
