@@ -132,7 +132,8 @@ class LabelAxis(pg.AxisItem):
         if self.orientation == "bottom":
             pixels_per_unit = size / abs(maxVal - minVal or 1)
             placed = self._fit_across(lo, hi, min(minVal, maxVal), pixels_per_unit)
-            if placed is None and pixels_per_unit >= QFontMetricsF(self._font()).height():
+            complete = placed is not None and len(placed) == hi - lo + 1
+            if not complete and pixels_per_unit >= QFontMetricsF(self._font()).height():
                 # too narrow to write across, wide enough to write upwards: every label, turned
                 placed, rotated = {i: self._upright(i) for i in range(lo, hi + 1)}, True
             if placed is not None:
