@@ -1,6 +1,8 @@
 """Alt-click a value in any stage's plot: the provenance panel explains that very value (the
 one the plot shows), copies Python that recomputes it, and follows the trace as the user types;
 a plain click still selects a token."""
+import re
+
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
@@ -8,6 +10,7 @@ from PySide6.QtGui import QGuiApplication
 
 from transformer_stepper.core import stages
 from transformer_stepper.ui.plots import Heatmap
+from transformer_stepper.ui.provenance_panel import PANEL_WIDTH
 
 ALT = Qt.KeyboardModifier.AltModifier
 # figures whose cells show something derived from the explained value, not the value itself
@@ -90,3 +93,54 @@ def test_copy_as_python_recomputes_the_value_and_typing_re_explains(qtbot, loade
     assert panel.explanation.traced != before
     session.request_provenance("scores", (0, 0, 0, 99))        # outside the text: said, not raised
     assert panel.explanation is None and "not in this trace" in panel.body.toPlainText()
+
+
+def _wrapped_numbers(browser) -> list[str]:
+    """Numbers the dock's text browser breaks over two lines (at its width now)."""
+    document = browser.document()
+    document.size()                                    # laid out at the viewport's width
+    wrapped = []
+    block = document.begin()
+    while block.isValid():
+        text = block.text().strip()
+        if re.fullmatch(r"[−\-]?[\d.e+\-]+", text) and block.layout().lineCount() > 1:
+            wrapped.append(text)
+        block = block.next()
+    return wrapped
+
+
+@pytest.mark.parametrize("size, least", [((1366, 768), 400), ((1600, 1000), PANEL_WIDTH)])
+def test_the_dock_opens_wide_enough_that_no_number_wraps(qtbot, loaded_window, size, least):
+    window = loaded_window("gpt2")
+    window.resize(*size)
+    qtbot.waitExposed(window)
+    session, dock = window.session, window.provenance_dock
+    layer = session.model.config.n_layer - 1
+    session.request_provenance("scores", (layer, 1, 3, 2))
+    qtbot.waitUntil(lambda: dock.width() >= least, timeout=2_000)
+    assert window.width() == size[0]                   # room made inside the window
+    body = window.provenance_panel.body
+    assert body.toPlainText().count("\n") > 10          # a table of terms and steps
+    assert _wrapped_numbers(body) == []
+    # the check can fail: squeezed to 200 px (as it used to open), numbers break
+    body.setFixedWidth(200)
+    assert _wrapped_numbers(body) != []
+
+
+def test_a_shorter_text_clears_an_explanation_its_trace_no_longer_has(qtbot, loaded_window):
+    window = loaded_window("gpt2")
+    session, panel = window.session, window.provenance_panel
+    last = session.trace.n_seq - 1
+    session.request_provenance("attn_weights", (0, 1, last, 0))
+    assert panel.explanation is not None
+    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+        session.set_text("the", immediate=True)
+    text = panel.body.toPlainText()
+    assert panel.explanation is None and "not in the new trace" in text, text
+    assert "outside the shape" not in text and "Alt-click a value" in text
+    assert not panel.copy_python.isEnabled()
+    with qtbot.waitSignal(session.traceChanged, timeout=10_000):     # and it stays cleared
+        session.set_text("the bank of the river", immediate=True)
+    assert panel.explanation is None
+    session.request_provenance("attn_weights", (0, 1, 1, 0))       # a new click explains
+    assert panel.explanation is not None and "✓" in panel.check.text()

@@ -96,7 +96,7 @@ class DifferenceMap(QWidget):
         cols = [f"layer {l}" for l in range(self._config.n_layer)]
         self.heatmap.set_data(shown, rows, cols, levels=(0.0, top), describe=self._describe)
         names = [[percent(v) for v in row] for row in grid.values]
-        self.heatmap.set_cell_labels(names, np.nan_to_num(shown / top), CELL_LABEL_LIMIT, width=6)
+        self.heatmap.set_cell_labels(names, CELL_LABEL_LIMIT, width=6)
         where = "over every token" if self.position is None else f"at '{self._token}'"
         self.heatmap.set_title(f"Where the intervention bites: ‖intervened − clean‖ / ‖clean‖ {where}")
 

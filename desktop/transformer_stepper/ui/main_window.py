@@ -131,7 +131,7 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.intervention_banner)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.stage_list = QListWidget()
-        self.stage_list.setMinimumWidth(215)
+        self.stage_list.setMinimumWidth(190)
         self.stage_list.setMaximumWidth(280)
         for stage in stages.STAGES:
             item = QListWidgetItem(f"{stage.number:>2}  {stage.title}")
@@ -142,7 +142,7 @@ class MainWindow(QMainWindow):
         self.stack.setFocusPolicy(Qt.FocusPolicy.StrongFocus)   # holds the focus for ← / →
         self.explanation = ExplanationPanel()
         self.explanation.setOpenExternalLinks(False)
-        self.explanation.setMinimumWidth(260)
+        self.explanation.setMinimumWidth(240)
         self.splitter.addWidget(self.stage_list)
         self.splitter.addWidget(self.stack)
         self.splitter.addWidget(self.explanation)

@@ -9,7 +9,7 @@ import html
 import time
 from typing import Optional
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (QDockWidget, QHBoxLayout, QLabel, QMainWindow, QPlainTextEdit,
                                QPushButton, QTextBrowser, QVBoxLayout, QWidget)
@@ -20,7 +20,8 @@ from ..core.provenance import Explanation, explain
 from .connections import Connections
 from .session import Session
 
-PANEL_WIDTH = 440
+PANEL_WIDTH = 440            # what the dock opens at: a term's label and three numbers a row
+MINIMUM_WIDTH = 320          # narrower, "-0.1234567" wraps mid-number
 HINT = ("Alt-click (or Ctrl-click) a value in a plot — a score, a weight, a head output, q, k, v, "
         "a norm, a feed-forward unit, a logit — to see the arithmetic that made it.")
 
@@ -99,9 +100,13 @@ class ProvenancePanel(QWidget):
             buttons.addWidget(button)
         buttons.addStretch(1)
         layout.addLayout(buttons)
+        self.setMinimumWidth(MINIMUM_WIDTH)
         self._connections = Connections([(session.provenanceRequested, self.explain),
                                          (session.traceChanged, self._on_trace),
                                          (session.shownTraceChanged, self._on_trace)])
+
+    def sizeHint(self) -> QSize:
+        return QSize(PANEL_WIDTH, super().sizeHint().height())
 
     def explain(self, name: str, index) -> None:
         """Show where the current trace's value name[index] comes from."""
@@ -109,10 +114,12 @@ class ProvenancePanel(QWidget):
         self._show()
 
     def _on_trace(self) -> None:
+        """The same address in the new trace; cleared, with a sentence, when the new trace has
+        no such value (a shorter text, another model)."""
         if self.address is not None:
-            self._show()
+            self._show(followed=True)
 
-    def _show(self) -> None:
+    def _show(self, followed: bool = False) -> None:
         session, (name, index) = self.session, self.address
         trace = session.shown_trace          # the value clicked: intervened while the stepper shows it
         if trace is None or session.model is None:
@@ -122,7 +129,13 @@ class ProvenancePanel(QWidget):
         try:
             explanation = explain(session.model, trace, name, index)
         except (IndexError, KeyError) as error:
-            self._clear(f"{name}{list(index)}: not in this trace ({error.args[0]}).")
+            if followed:
+                self.address = None
+                self._clear(f"The value explained here, {name}{list(index)}, is not in the new "
+                            f"trace ({trace.n_seq} tokens, {session.model.config.name}). "
+                            f"Alt-click a value to explain it.")
+            else:
+                self._clear(f"{name}{list(index)}: not in this trace ({error.args[0]}).")
             return
         self.seconds = time.perf_counter() - start
         self.explanation = explanation
@@ -164,10 +177,16 @@ def install_provenance_dock(window: QMainWindow) -> QDockWidget:
     window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
     dock.setVisible(False)
 
+    def widen() -> None:
+        if dock.isVisible() and not dock.isFloating() and dock.width() < PANEL_WIDTH:
+            window.resizeDocks([dock], [PANEL_WIDTH], Qt.Orientation.Horizontal)
+
     def reveal(*_) -> None:
         if not dock.isVisible():
             dock.setVisible(True)
-            window.resizeDocks([dock], [PANEL_WIDTH], Qt.Orientation.Horizontal)
+            # once the dock is in the window's layout (the next turn): asked now, while the
+            # layout still has no room for it, the request is lost and the dock opens narrow
+            QTimer.singleShot(0, dock, widen)
         dock.raise_()
 
     window.session.provenanceRequested.connect(reveal)

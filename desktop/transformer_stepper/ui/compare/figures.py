@@ -10,11 +10,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import QSizePolicy
 
 from ...core.compare import Comparison
 from ...core import measures
 from ..plots import Curve, Heatmap, Lines
+from ..plots.lines import beside_legend
 from ..plots.common import LABEL_STYLE, PALETTE, Figure, format_value, nearest_index
 
 ENTRY_NAMES = {"token_embeddings": "e", "token_embeddings_scaled": "e·scale",
@@ -194,11 +194,9 @@ class CosineFigure(Lines):
 
     def __init__(self) -> None:
         super().__init__("Cosine per layer", "hidden state", "cosine", legend=False)
-        self.side_legend = pg.LegendItem(labelTextSize="9pt", verSpacing=-6)
-        # as tall as its entries, at the top: the row would otherwise spread them out
-        self.side_legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
-        self.ci.addItem(self.side_legend, row=1, col=1)
-        self.ci.layout.setAlignment(self.side_legend, Qt.AlignmentFlag.AlignTop)
+        # beside the plot, two short entries a row: in one column ten entries were taller
+        # than the plot, and inside it they hid ~40 % of the curves
+        self.side_legend = beside_legend(self, columns=2, text_size="8pt")
         self._legend_names: tuple = ()
         self._fed: list[tuple] = []              # per item: (y, colour, dashed) last given
         self.layer_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#888", width=1,
@@ -243,7 +241,8 @@ class CosineFigure(Lines):
             self._legend_names = names
             self.side_legend.clear()
             for i in shown:
-                self.side_legend.addItem(self.items[i], curves[i].name)
+                # "S1 own" for "S1 vs own emb" (the title and the hover say it in full)
+                self.side_legend.addItem(self.items[i], curves[i].name.replace(" vs own emb", " own"))
         self.x_axis.set_labels(self.x_labels)
         low = min([0.0] + [float(np.nanmin(c.y)) for c in curves if len(c.y)])
         self.plot.setRange(xRange=(-0.3, len(self.x_labels) - 0.7), yRange=(low, 1.0), padding=0.02)
@@ -253,6 +252,7 @@ class CosineFigure(Lines):
                            f"{_range_text(comparison.pair_cosines[:, -1])}")
         else:
             self.set_title("Cosine per layer (dashed: vs its own embedding)")
+
 
 
 # -- 6. where the difference comes from: attention ----------------------------------------------------

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import QGraphicsWidget
 
 from ...core.stages import Stage
 from ...io.array_export import layer_head_suffix
-from . import svg
+from . import scaling, svg
 
 FORMATS = ("png", "svg")
 SCALES = (1, 2, 4)
@@ -81,18 +81,25 @@ def encode(rendered: Rendered) -> bytes:
 
 
 def render_png(item, options: ExportOptions) -> QImage:
-    with _prepared(item, options) as (width, height):
+    with _prepared(item, options, options.scale) as (width, height):
         size = QSize(max(1, round(width * options.scale)), max(1, round(height * options.scale)))
         image = QImage(size, QImage.Format.Format_RGB32)
         image.fill(options.background)
-        dots_per_metre = round(_dpi() * options.scale / 0.0254)   # prints at the 1x size
-        image.setDotsPerMeterX(dots_per_metre)
-        image.setDotsPerMeterY(dots_per_metre)
+        # Painted at the resolution the figure was laid out at; the scale is the painter's
+        # alone. The axes are cached as QPictures, which QPainter rescales by the ratio of the
+        # device's resolution to the one they were recorded at: an image that already claims
+        # scale × that resolution would get their text and ticks scaled twice (the zoomed-in
+        # crop a 2x export used to be).
+        image.setDotsPerMeterX(round(_dpi() / 0.0254))
+        image.setDotsPerMeterY(round(_dpi() / 0.0254))
         painter = QPainter(image)
         try:
             _paint(item, painter, QRectF(0, 0, size.width(), size.height()), options)
         finally:
             painter.end()
+        dots_per_metre = round(_dpi() * options.scale / 0.0254)   # the file prints at the 1x size
+        image.setDotsPerMeterX(dots_per_metre)
+        image.setDotsPerMeterY(dots_per_metre)
     return image
 
 
@@ -151,8 +158,11 @@ def _paint(item, painter: QPainter, target: QRectF, options: ExportOptions,
 
 # -- preparing the figure: its export size and its colours ----------------------------------
 @contextmanager
-def _prepared(item, options: ExportOptions) -> Iterator[tuple[float, float]]:
-    with _sized(item, options.size) as (width, height), _themed(item, options.dark):
+def _prepared(item, options: ExportOptions, scale: float = 1.0) -> Iterator[tuple[float, float]]:
+    """The figure at its export size and colours, its lines and legends made to follow a
+    painter scaled by `scale` (a PNG's; an SVG is drawn at its own size)."""
+    with _sized(item, options.size) as (width, height), _themed(item, options.dark), \
+            scaling.scaled(item, scale):
         _settle(item)
         yield width, height
 
@@ -162,15 +172,25 @@ def _settle(item) -> None:
     wide its labels are only while painting, and then asks for a new layout, which on screen
     the next repaint shows; an export paints once, so it measures first (twice: a wider left
     axis narrows the plot, which may change the bottom axis's labels)."""
+    scene = item.scene()
+    if hasattr(scene, "prepareForPaint"):
+        scene.prepareForPaint()      # pending auto-ranges, which scene.render() would do later
     axes = [child for child in _descendants(item) if isinstance(child, pg.AxisItem) and child.isVisible()]
-    scratch = QImage(1, 1, QImage.Format.Format_RGB32)
+    for axis in axes:
+        # measured afresh: an axis keeps a wider text space until it is 10 px too wide, so a
+        # figure's layout would depend on what it showed before
+        axis.textWidth = axis.textHeight = 0
     for _ in range(2):
-        painter = QPainter(scratch)
-        try:
-            for axis in axes:
+        for axis in axes:
+            # on the device and in the font its paint() measures with, or the widths differ
+            scratch = QPicture()
+            painter = QPainter(scratch)
+            try:
+                if axis.style["tickFont"]:
+                    painter.setFont(axis.style["tickFont"])
                 axis.generateDrawSpecs(painter)
-        finally:
-            painter.end()
+            finally:
+                painter.end()
         # what asked to be laid out again (axis sizes, new labels) is, as the event loop would
         QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
         layout = QGraphicsWidget.layout(item)

@@ -3,14 +3,15 @@ the colours and fonts. A figure is a GraphicsLayoutWidget whose layout (`figure`
 own: title, axis labels, colour bar; it is what gets exported."""
 from __future__ import annotations
 
+import html
 import math
 import weakref
 from typing import Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QFontMetrics
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QFontMetrics, QFontMetricsF
 from PySide6.QtWidgets import QGraphicsItem, QToolTip, QWidget
 
 SELECTED = QColor("#ff7f0e")          # the selected token, in every plot
@@ -24,6 +25,7 @@ TITLE_POINTS = 11
 TITLE_SIZE = f"{TITLE_POINTS}pt"
 LABEL_STYLE = {"font-size": "10pt", "color": "#222"}
 TICK_FONT_POINTS = 9
+ROTATED_PIXELS = 90          # a label written upwards is cut to this length
 
 _configured = False
 _brushes: dict[str, QBrush] = {}
@@ -96,6 +98,8 @@ class LabelAxis(pg.AxisItem):
         self.enableAutoSIPrefix(False)      # "value (x0.001)" confuses more than it helps
         cache_on_screen(self)
         self._label_pixels = 14.0
+        self._texts: dict[int, str] = {}    # tick -> its label as drawn (cut to its room)
+        self.rotated = False                # labels written upwards (too many to write across)
 
     def set_labels(self, labels: Optional[Sequence[str]]) -> None:
         self.labels = list(labels) if labels is not None else None
@@ -123,6 +127,20 @@ class LabelAxis(pg.AxisItem):
         hi = min(len(self.labels) - 1, math.floor(max(minVal, maxVal) + 1e-6))
         if hi < lo or size <= 0:
             return []
+        self._texts = {}
+        rotated = False
+        if self.orientation == "bottom":
+            pixels_per_unit = size / abs(maxVal - minVal or 1)
+            placed = self._fit_across(lo, hi, min(minVal, maxVal), pixels_per_unit)
+            complete = placed is not None and len(placed) == hi - lo + 1
+            if not complete and pixels_per_unit >= QFontMetricsF(self._font()).height():
+                # too narrow to write across, wide enough to write upwards: every label, turned
+                placed, rotated = {i: self._upright(i) for i in range(lo, hi + 1)}, True
+            if placed is not None:
+                self._set_rotated(rotated)
+                self._texts = placed
+                return [(1, sorted(placed))]
+            self._set_rotated(False)
         step = max(1, math.ceil((hi - lo + 1) * self._label_pixels / size))
         first = lo + (-lo) % step
         chosen: list[int] = []
@@ -133,15 +151,132 @@ class LabelAxis(pg.AxisItem):
         regular = [v for v in range(first, hi + 1, step) if all(abs(v - c) >= step for c in chosen)]
         return [(step, sorted(chosen + regular))]
 
+    def _font(self) -> QFont:
+        return self.style["tickFont"] or QFont()
+
+    def _upright(self, i: int) -> str:
+        """Label i, written upwards: cut to ROTATED_PIXELS, but an emphasised one whole."""
+        if i in self.emphasis:
+            return _shorten(self.labels[i])
+        return QFontMetricsF(self._font()).elidedText(_shorten(self.labels[i]), Qt.TextElideMode.ElideRight,
+                                                      ROTATED_PIXELS)
+
+    def _set_rotated(self, rotated: bool) -> None:
+        if rotated != self.rotated:
+            self.rotated = rotated
+            self.picture = None
+            if not rotated:
+                self.textHeight = 0          # measured afresh by the next drawing
+                self._updateHeight()
+
+    def generateDrawSpecs(self, p):
+        specs = super().generateDrawSpecs(p)
+        if specs is None or not self.rotated:
+            return specs
+        # turned labels: one under every tick (pyqtgraph's own placement drops any that would
+        # overhang the axis when written across), and room below the axis for the longest
+        axis_spec, tick_specs, _ = specs
+        bounds = self.mapRectFromParent(self.geometry())
+        low, high = self.range
+        scale = bounds.width() / ((high - low) or 1.0)
+        metrics = QFontMetricsF(self._font())
+        top = bounds.top() + max(0, self.style["tickLength"]) + self.style["tickTextOffset"][1]
+        text_specs, longest = [], 0.0
+        for i, text in sorted(self._texts.items()):
+            x = bounds.left() + (i - low) * scale
+            width = metrics.horizontalAdvance(text)
+            longest = max(longest, width)
+            text_specs.append((QRectF(x - metrics.height() / 2, top, metrics.height(), width),
+                               Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, text))
+        self._updateMaxTextSize(int(math.ceil(longest)))
+        return axis_spec, tick_specs, text_specs
+
+    def drawPicture(self, p, axisSpec, tickSpecs, textSpecs):
+        if not self.rotated:
+            return super().drawPicture(p, axisSpec, tickSpecs, textSpecs)
+        super().drawPicture(p, axisSpec, tickSpecs, [])
+        p.setFont(self._font())
+        p.setPen(self.textPen())
+        for rect, flags, text in textSpecs:
+            p.save()
+            p.translate(rect.center().x(), rect.top())
+            p.rotate(-90)             # read upwards, ending at the tick
+            p.drawText(QRectF(-rect.height(), -rect.width() / 2, rect.height(), rect.width()), flags, text)
+            p.restore()
+
+    def _fit_across(self, lo: int, hi: int, start: float, pixels_per_unit: float) -> Optional[dict]:
+        """Every label from lo to hi under its tick, each cut to the room between its
+        neighbours (and inside the axis at the ends); an emphasised one whole, its crowded
+        neighbours left out. None when the room is too small to read (then labels are thinned)."""
+        metrics = QFontMetricsF(self.style["tickFont"] or QFont())
+        gap = 6.0
+        room = pixels_per_unit - gap
+        if room < metrics.horizontalAdvance("abc…"):
+            return None
+        length = self.geometry().width() or (hi - lo + 1) * pixels_per_unit
+
+        def centre(i: int) -> float:
+            return (i - start) * pixels_per_unit
+
+        def fitted(i: int, width: float) -> str:
+            text = _shorten(self.labels[i])
+            return metrics.elidedText(text, Qt.TextElideMode.ElideRight, max(width, 0.0))
+
+        texts: dict[int, str] = {}
+        spans: list[tuple[float, float]] = []
+        for i in self.emphasis:            # whole (as far as the axis allows), most important first
+            if lo <= i <= hi:
+                edge = 2 * min(centre(i), length - centre(i))
+                text = fitted(i, edge)
+                half = metrics.horizontalAdvance(text) / 2 + gap / 2
+                if text and all(b <= centre(i) - half or a >= centre(i) + half for a, b in spans):
+                    texts[i] = text
+                    spans.append((centre(i) - half, centre(i) + half))
+        for i in range(lo, hi + 1):
+            if i in texts:
+                continue
+            # the room between its neighbours, the axis's ends and any whole (emphasised) label
+            c = centre(i)
+            left = max([b for a, b in spans if b <= c] + [c - pixels_per_unit / 2, 0.0])
+            right = min([a for a, b in spans if a >= c] + [c + pixels_per_unit / 2, length])
+            if any(a < c < b for a, b in spans):
+                continue
+            text = fitted(i, min(room, 2 * min(c - left, right - c) - gap))
+            if len(text) >= 2 or (text and text == self.labels[i]):
+                texts[i] = text
+        return texts
+
     def tickStrings(self, values, scale, spacing):
         if not self.labels:
             return super().tickStrings(values, scale, spacing)
         out = []
+        texts = getattr(self, "_texts", {})
         for v in values:
             i = int(round(v))
+            if i in texts:
+                out.append(texts[i])
+                continue
             label = self.labels[i] if 0 <= i < len(self.labels) else ""
             out.append(_shorten(label))
         return out
+
+
+def wrap_lines(text: str, metrics: QFontMetrics, width: int, max_lines: int) -> list[str]:
+    """`text` broken at spaces into lines at most `width` pixels wide; past `max_lines`, the
+    last line is cut with '…' (as is a single word wider than a line)."""
+    lines: list[str] = []
+    current = ""
+    for word in text.split(" "):
+        candidate = f"{current} {word}" if current else word
+        if current and metrics.horizontalAdvance(candidate) > width:
+            lines.append(current)
+            current = word
+        else:
+            current = candidate
+    lines.append(current)
+    if len(lines) > max_lines:
+        lines = lines[: max_lines - 1] + [" ".join(lines[max_lines - 1:])]
+    return [metrics.elidedText(line, Qt.TextElideMode.ElideRight, width) for line in lines]
 
 
 def _shorten(label: str, limit: int = 16) -> str:
@@ -150,11 +285,15 @@ def _shorten(label: str, limit: int = 16) -> str:
 
 class TitleLabel(pg.LabelItem):
     """A figure title that never forces the figure wider than its window: too long a title is
-    shortened with '…' (pyqtgraph's LabelItem makes its text width the minimum width)."""
+    wrapped (at spaces), and only what does not fit on three lines is cut with '…'
+    (pyqtgraph's LabelItem makes its text width the minimum width)."""
+
+    MAX_LINES = 3
 
     def __init__(self, text: str, points: int = TITLE_POINTS, color: str = "#222") -> None:
         self.full_text = text
         self.points = points
+        self.lines: list[str] = [text]         # as shown
         super().__init__(text, size=f"{points}pt", color=color)
 
     def set_full_text(self, text: str) -> None:
@@ -165,7 +304,8 @@ class TitleLabel(pg.LabelItem):
         font = QFont()
         font.setPointSize(self.points)
         available = max(int(self.width()) - 8, 40)
-        shown = QFontMetrics(font).elidedText(self.full_text, Qt.TextElideMode.ElideRight, available)
+        self.lines = wrap_lines(self.full_text, QFontMetrics(font), available, self.MAX_LINES)
+        shown = "<br>".join(html.escape(line, quote=False) for line in self.lines)
         if shown != self.text:
             self.setText(shown)
 

@@ -6,21 +6,25 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QPen
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QWidget
 
 from ...core import measures
+from . import cell_text
 from .common import HIGHLIGHT_PEN, LABEL_STYLE, Figure, cache_on_screen, format_value, nearest_index
 
 DIVERGING = "CET-D1A"        # blue - white - red: signed values, zero is white
 # white -> dark blue: weights and probabilities, 0 is white (the selection is orange)
+CELL_FONT_POINTS = 8
 SEQUENTIAL = pg.ColorMap(pos=[0.0, 0.5, 1.0], color=["#ffffff", "#6baed6", "#08306b"], name="blues")
 
 
 class Heatmap(Figure):
     """rows x cols values. `row_names`/`col_names` say what an index is ("query", "dim") for
     the hover text; `click` says which axis holds tokens (a click selects that token)."""
+
+    columnWindowChanged = Signal(int, int, int)     # first column shown, columns shown, in all
 
     def __init__(self, title: str, x_label: str, y_label: str, *, signed: bool = True,
                  value_label: str = "", row_names: str = "row", col_names: str = "column",
@@ -36,6 +40,14 @@ class Heatmap(Figure):
         self.exact = None        # optional (row, col) -> value when the image is a downsample
         self.plot.invertY(True)  # row 0 on top, as a matrix is written
         self._cell_texts: list[pg.TextItem] = []       # set_cell_labels: created once, reused
+        self._cell_names: list[list[str]] = []
+        self._cell_chars, self._cell_limit = 12, 0
+        self._cell_font = QFont()
+        self._cell_font.setPointSize(CELL_FONT_POINTS)
+        self._min_column_pixels: Optional[float] = None     # set_column_window
+        self._first_column = 0
+        self._keep_visible: Optional[int] = None
+        self._window: Optional[tuple[int, int]] = None
         self.masked_background = QGraphicsRectItem()
         self.masked_background.setBrush(QBrush(QColor("#b0b0b0"), Qt.BrushStyle.BDiagPattern))
         self.masked_background.setPen(QPen(Qt.PenStyle.NoPen))
@@ -49,6 +61,14 @@ class Heatmap(Figure):
         self._colorbar: Optional[pg.ColorBarItem] = None    # made by finish() or first use
         self.row_band = self._band()
         self.col_band = self._band()
+        # the words in the cells follow the cells' size (a window resized, an export laid out)
+        self.plot.vb.sigResized.connect(self._on_resized)
+
+    def _on_resized(self, *_) -> None:
+        if self._min_column_pixels:
+            self._fit_columns()
+        elif self._cell_names:
+            self._place_cell_labels()
 
     @property
     def colorbar(self) -> pg.ColorBarItem:
@@ -113,28 +133,112 @@ class Heatmap(Figure):
         self.y_axis.set_labels(self.row_labels)
         self.x_axis.set_labels(self.col_labels)
         self.plot.setRange(xRange=(-0.5, width - 0.5), yRange=(-0.5, height - 0.5), padding=0)
+        self._cell_names = []                      # (set_cell_labels gives the new ones)
+        if self._min_column_pixels:
+            self._fit_columns()
+        else:
+            self._place_cell_labels()
 
-    def set_cell_labels(self, names: Sequence[Sequence[str]], shade: np.ndarray, limit: int,
-                        width: int = 12) -> None:
-        """names[row][col] written in each cell (cut to `width` characters), white where
-        shade[row, col] > 0.55 (dark cells); none when there are more than `limit` cells: the
-        names are then on hover only."""
+    def set_cell_labels(self, names: Sequence[Sequence[str]], limit: int, width: int = 12) -> None:
+        """names[row][col] written in each cell, in black or white (whichever reads on the
+        cell's colour), cut to `width` characters and to the cell's width in pixels (a word
+        that does not fit at all is left out: it is on hover); none when more than `limit`
+        cells are in view."""
+        self._cell_names = [list(row) for row in names]
+        self._cell_chars = width
+        self._cell_limit = limit
+        self._place_cell_labels()
+
+    def _place_cell_labels(self, *_) -> None:
+        names = self._cell_names
         rows = len(names)
         cols = len(names[0]) if rows else 0
-        count = rows * cols if rows * cols <= limit else 0
-        while len(self._cell_texts) < count:
-            text = pg.TextItem(anchor=(0.5, 0.5), color="#000")
+        first, last = self.visible_columns()
+        last = min(last, cols - 1)
+        shown = [(row, col) for row in range(rows) for col in range(first, last + 1)]
+        if len(shown) > self._cell_limit:
+            shown = []
+        while len(self._cell_texts) < len(shown):
+            text = pg.TextItem(anchor=(0.5, 0.5), color=cell_text.BLACK)
+            text.setFont(self._cell_font)
             self.plot.addItem(text)
             self._cell_texts.append(text)
-        for text in self._cell_texts[count:]:
+        for text in self._cell_texts[len(shown):]:
             text.setVisible(False)
-        for k, text in enumerate(self._cell_texts[:count]):
-            row, col = divmod(k, cols)
-            name = names[row][col]
-            text.setText(name if len(name) <= width else name[:width - 1] + "…")
-            text.setColor("#fff" if shade[row, col] > 0.55 else "#000")
+        if not shown:
+            return
+        pixels = self.cell_pixels()
+        metrics = QFontMetricsF(self._cell_font)
+        colours = self.cell_colours()
+        for text, (row, col) in zip(self._cell_texts, shown):
+            text.setText(cell_text.elide(names[row][col], metrics, pixels, self._cell_chars))
+            text.setColor(str(cell_text.inks(colours[row, col])))
             text.setPos(col, row)
             text.setVisible(True)
+
+    def cell_pixels(self) -> float:
+        """How wide one cell is on screen (or in the export being drawn), in pixels."""
+        (x0, x1), _ = self.plot.vb.viewRange()
+        return self.plot.vb.width() / max(x1 - x0, 1e-9)
+
+    def cell_colours(self) -> np.ndarray:
+        """The colour of every cell as drawn, [rows, cols, 3] in 0 … 1 (masked cells: the
+        grey of the hatching behind them, read as light)."""
+        low, high = self.image.levels if self.image.levels is not None else (0.0, 1.0)
+        scaled = (np.nan_to_num(self.values, nan=low) - low) / max(high - low, 1e-12)
+        colours = self.colorbar.colorMap().map(np.clip(scaled, 0.0, 1.0).ravel(), mode="float")
+        colours = np.asarray(colours, dtype=np.float64)[:, :3].reshape(*self.values.shape, 3)
+        colours[np.isnan(self.values)] = 0.85
+        return colours
+
+    # -- a window of columns, for tables too wide to read at once --------------------------------
+    def set_column_window(self, min_pixels: Optional[float]) -> None:
+        """Show only as many columns as fit `min_pixels` wide each (None: all); the window
+        moves with scroll_to and follows the figure's width."""
+        self._min_column_pixels = min_pixels
+        self._fit_columns()
+
+    def visible_columns(self) -> tuple[int, int]:
+        """(first, last) column in view."""
+        (x0, x1), _ = self.plot.vb.viewRange()
+        width = self.extent[1]
+        return max(0, int(np.ceil(x0))), min(width - 1, int(np.floor(x1)))
+
+    def column_window(self) -> tuple[int, int, int]:
+        """(first column shown, columns shown, columns in all)."""
+        width = self.extent[1]
+        return self._first_column, min(self._window_columns(), width), width
+
+    def _window_columns(self) -> int:
+        width = self.extent[1]
+        if not self._min_column_pixels:
+            return width
+        return max(1, min(width, int(self.plot.vb.width() // self._min_column_pixels)))
+
+    def scroll_to(self, first: int) -> None:
+        """Show columns from `first` on (the user scrolled: the window stops following)."""
+        self._first_column, self._keep_visible = int(first), None
+        self._fit_columns()
+
+    def ensure_column_visible(self, col: Optional[int]) -> None:
+        """Keep `col` (the selected token) in the window, now and when the width changes."""
+        self._keep_visible = col
+        self._fit_columns()
+
+    def _fit_columns(self, *_) -> None:
+        width = self.extent[1]
+        count = self._window_columns()
+        keep = self._keep_visible
+        if keep is not None and not self._first_column <= keep < self._first_column + count:
+            self._first_column = keep - count // 2
+        first = max(0, min(self._first_column, width - count))
+        window = (first, count)
+        self._first_column = first
+        self.plot.setXRange(first - 0.5, first + count - 0.5, padding=0)
+        if window != self._window:
+            self._window = window
+            self.columnWindowChanged.emit(first, count, width)
+        self._place_cell_labels()
 
     def set_highlight(self, row: Optional[int] = None, col: Optional[int] = None) -> None:
         height, width = self.extent

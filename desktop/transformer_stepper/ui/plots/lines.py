@@ -7,7 +7,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QFontMetrics
+from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from .common import PALETTE, Figure, cache_on_screen, format_value
 
@@ -23,15 +25,34 @@ class Curve:
     fill: bool = False
 
 
+def beside_legend(figure: Figure, columns: int = 1, below: bool = False,
+                  text_size: str = "9pt") -> pg.LegendItem:
+    """A legend in the figure's layout, right of the plot and top-aligned (or `below` it, in
+    `columns` columns): never over a curve (inside the plot it hid whatever ran through its
+    corner)."""
+    legend = pg.LegendItem(labelTextSize=text_size, verSpacing=-6, colCount=columns)
+    # as tall as its entries, at the top: the row would otherwise spread them out
+    legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+    if below:
+        figure.ci.addItem(legend, row=2, col=0, colspan=2)
+        figure.ci.layout.setAlignment(legend, Qt.AlignmentFlag.AlignHCenter)
+    else:
+        figure.ci.addItem(legend, row=1, col=1)
+        figure.ci.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop)
+        # the plot takes what is left: the legend's column is as wide as its entries
+        figure.ci.layout.setColumnStretchFactor(0, 1)
+        figure.ci.layout.setColumnStretchFactor(1, 0)
+    return legend
+
+
 class Lines(Figure):
     def __init__(self, title: str, x_label: str = "", y_label: str = "", *,
                  legend: bool = True, tokens_on_x: bool = False,
                  parent: Optional[QWidget] = None) -> None:
         super().__init__(title, x_label, y_label, parent)
         self.tokens_on_x = tokens_on_x
-        self.legend = self.plot.addLegend(offset=(-6, 6), labelTextSize="9pt") if legend else None
-        if self.legend is not None:
-            self.legend.setBrush(pg.mkBrush(255, 255, 255, 210))
+        # below the plot: beside it, long entries left a narrow figure's plot a sliver
+        self.legend = beside_legend(self, below=True) if legend else None
         self.items: list[pg.PlotDataItem] = []
         self.curves: list[Curve] = []
         self.x_labels: Optional[list[str]] = None
@@ -54,6 +75,7 @@ class Lines(Figure):
         if relabel:                        # (the same names: the entries show the new pens)
             self.legend.clear()
             self._named = named
+            self.legend.setColumnCount(self._legend_columns([name for _, name in named]))
         for i, curve in enumerate(self.curves):
             item = self._item(i)
             x = np.arange(len(curve.y)) if curve.x is None else curve.x
@@ -83,6 +105,15 @@ class Lines(Figure):
             self.plot.setXRange(-0.8, len(self.x_labels) - 0.2, padding=0, update=not y_set)
         if y_set:
             self.plot.setYRange(*y_range, padding=0.02)
+
+    def _legend_columns(self, names: list[str]) -> int:
+        """As many columns (up to 4) as fit the figure's width."""
+        if not names:
+            return 1
+        font = QFont()
+        font.setPointSize(9)
+        entry = max(QFontMetrics(font).horizontalAdvance(name) for name in names) + 40   # + sample
+        return max(1, min(4, len(names), int(0.9 * max(self.width(), 300) // entry)))
 
     def hover_at(self, x: float, y: float) -> Optional[str]:
         best = None

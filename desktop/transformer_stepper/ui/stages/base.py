@@ -101,6 +101,9 @@ class StageView(QWidget):
         self.readout.setObjectName("readout")
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.readout.setStyleSheet("color: #444;")
+        # wrapped, so that neither this hint nor a long hover text makes the window wider than
+        # a laptop's screen (a one-line label's minimum width is its whole text)
+        self.readout.setWordWrap(True)
         outer.addWidget(self.readout)
         # called with (view, name, figure) for a figure added after this was set (the window
         # gives it its export menu; a view may make a model's own plots when first needed)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QScrollBar
 
 from ...core.generate import lens, lens_ready
 from ..plots import Heatmap, Lines
@@ -15,7 +17,8 @@ from .base import StageView
 from ...core.labels import readable
 
 TOP = 5
-MAX_CELL_TEXTS = 400          # beyond this many cells, names only on hover
+MAX_CELL_TEXTS = 400          # beyond this many cells in view, names only on hover
+COLUMN_PIXELS = 46            # narrowest a position's column gets: beyond, a window that scrolls
 
 
 class LogitLensView(StageView):
@@ -26,8 +29,15 @@ class LogitLensView(StageView):
             "Top token at each hidden state", "position", "hidden state", signed=False,
             value_label="probability", row_names="hidden state", col_names="position",
             click="col"), 0, 0)
+        self.table.set_column_window(COLUMN_PIXELS)
+        # which positions the table shows, when not all fit: dragged, or following the selection
+        self.scroll = self.add_widget(QScrollBar(Qt.Orientation.Horizontal), 1, 0)
+        self.scroll.setToolTip("Positions shown in the table: scroll for the others")
+        self.scroll.valueChanged.connect(self.table.scroll_to)
+        self.table.columnWindowChanged.connect(self._on_window)
+        self.updated.connect(self._show_scroll)      # (drawn: every extra widget was shown)
         self.curve = self.add_figure("lens_final_token", Lines(
-            "The final prediction across layers", "hidden state", "probability"), 0, 1)
+            "The final prediction across layers", "hidden state", "probability"), 0, 1, row_span=2)
         self.grid.setColumnStretch(0, 3)
         self.grid.setColumnStretch(1, 2)
 
@@ -52,7 +62,19 @@ class LogitLensView(StageView):
         self.table.set_title(f"Top {what} if the model stopped after each layer")
         self.table.set_data(result.probabilities[:, :, 0], states, self.labels, levels=(0.0, 1.0),
                             describe=self._describe)
-        self.table.set_cell_labels(self.names, result.probabilities[:, :, 0], MAX_CELL_TEXTS, width=8)
+        self.table.set_cell_labels(self.names, MAX_CELL_TEXTS, width=8)
+
+    def _on_window(self, first: int, count: int, total: int) -> None:
+        self.scroll.blockSignals(True)
+        self.scroll.setRange(0, max(0, total - count))
+        self.scroll.setPageStep(count)
+        self.scroll.setValue(first)
+        self.scroll.blockSignals(False)
+        self._show_scroll()
+
+    def _show_scroll(self) -> None:
+        _, count, total = self.table.column_window()
+        self.scroll.setVisible(count < total and self.table.isVisible())
 
     def _describe(self, row: int, col: int) -> str:
         result, model = self.lens, self.session.model
@@ -63,6 +85,7 @@ class LogitLensView(StageView):
     def update_selection(self) -> None:
         i, result, model = self.selected, self.lens, self.session.model
         self.table.set_highlight(col=i)
+        self.table.ensure_column_visible(i)
         final = readable(model.tokenizer.id_to_token(int(result.final_ids[i])))
         first = int(np.argmax(result.ids[:, i, 0] == result.final_ids[i]))
         self.curve.set_title(f"p('{final}') after {i} '{self.labels[i]}', layer by layer")

@@ -57,7 +57,7 @@ class OutputProjectionView(StageView):
         self.residual.set_data(self.layer_array("attn_residual"), self.labels)
         # post-LN (BERT): ln_1 follows this residual; pre-LN (GPT-2): ln_2 normalises it for the MLP
         norm = "ln_1" if config.norm == "post" else "ln_2"
-        role = "the new residual stream" if config.norm == "post" else "the feed-forward's input; the stream itself stays un-normalised"
+        role = "the new residual stream" if config.norm == "post" else "the feed-forward's input (the stream is not normalised)"
         self.norm_name = norm
         self.norm.set_title(f"LayerNorm {norm}: {role}")
         self.norm.set_data(self.layer_array(f"{norm}_out"), self.labels)

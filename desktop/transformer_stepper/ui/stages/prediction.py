@@ -57,7 +57,7 @@ class PredictionView(StageView):
                              else "What the masked-LM head predicts at each position")
         self.table.set_data(self.top_probs, self.labels, [f"#{r + 1}" for r in range(TOP_PER_POSITION)],
                             levels=(0.0, 1.0), describe=self._describe)
-        self.table.set_cell_labels(self.top_names, self.top_probs, MAX_CELL_TEXTS)
+        self.table.set_cell_labels(self.top_names, MAX_CELL_TEXTS)
 
     def _describe(self, row: int, col: int) -> str:
         return (f"position {row} '{self.labels[row]}', rank {col + 1}: "
