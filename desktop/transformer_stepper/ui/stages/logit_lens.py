@@ -10,11 +10,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QScrollBar
 
 from ...core.generate import lens, lens_ready
+from ...core.labels import readable
 from ..plots import Heatmap, Lines
 from ..plots.common import format_value
 from ..plots.lines import Curve
 from .base import StageView
-from ...core.labels import readable
 
 TOP = 5
 MAX_CELL_TEXTS = 400          # beyond this many cells in view, names only on hover
