@@ -292,6 +292,8 @@ class Trace:
             raise KeyError("the model has no output head, so the traces have no logits")
         if other.config is not self.config:
             raise ValueError("the traces were made by different models")
+        if self.config.final_softcap:      # tanh-capped logits are not linear in the input
+            return np.subtract(other._logits_of(rows), self._logits_of(rows))
         mine, theirs = self._logits_of.inputs, other._logits_of.inputs
         return self._logits_of.product(np.subtract(theirs[rows], mine[rows]))
 
