@@ -369,14 +369,16 @@ def attention(params, config: ModelConfig, x, ctx: Context, layer: int, record,
     # [n_seq, d_model] -> [n_seq, d_model]: stages 5-9 in order. With a cache, x holds only
     # the newest rows: their keys and values are appended to the cached ones and their
     # queries read all of them.
-    ctx = layer_context(config, ctx, layer)
+    rotary = ctx.cos is not None                           # (every layer records q_unrotated,
+    ctx = layer_context(config, ctx, layer)                # NoPE layers too: there it is q)
     record("attn_in", x, layer)
     q, k, v = project_qkv(params, config, x, layer)
     if config.qk_norm:
         q, k = norm_qk(params, config, q, k, layer)
-    if ctx.cos is not None:                                 # rotary: turn q and k, not x
+    if rotary:
         record("q_unrotated", q, layer)
         record("k_unrotated", _repeat_kv(config, k), layer)
+    if ctx.cos is not None:                                 # rotary: turn q and k, not x
         q, k = rotate_qk(q, k, ctx)
     if cache is not None:
         k, v = cache.append(layer, k, v)                   # [n_kv, n_keys, d_head]
