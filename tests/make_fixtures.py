@@ -525,7 +525,7 @@ def main(argv=None) -> int:
                         help="the all-MiniLM-L6-v2 folder (default: $TS_MINILM_DIR or tests/.cache)")
     parser.add_argument("--out", type=Path, default=FIXTURES)
     parser.add_argument("--families-only", action="store_true",
-                        help="write only the Llama-family, RoBERTa and DistilBERT fixtures")
+                        help="write only the family fixtures (Llama family, RoBERTa, DistilBERT, round 3)")
     parser.add_argument("--round3-only", action="store_true",
                         help="write only the Gemma 2, Gemma 3, OLMo 2 and SmolLM3 fixtures")
     args = parser.parse_args(argv)
