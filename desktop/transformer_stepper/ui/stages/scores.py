@@ -23,6 +23,8 @@ class ScoresView(StageView):
         # Gemma 2's soft-cap: the tanh curve and this query's scores before and after it
         self.cap = self.add_figure("soft_cap", Lines(
             "Soft-cap: cap·tanh(s / cap)", "score before the cap", "score after the cap"), 1, 0, 1, 2)
+        self.cap.unused = True                 # until a soft-capped model's scores are drawn
+        self.cap.hide()
         self.grid.setColumnStretch(0, 3)
         self.grid.setColumnStretch(1, 2)
 
