@@ -299,11 +299,60 @@ def family_configs():
     }
 
 
-def make_family(name: str, out: Path, seed: int) -> None:
+def round3_configs():
+    """Gemma 2, Gemma 3, OLMo 2, SmolLM3: name -> (class, config class, fields, tokenizer, seed).
+    Each copies its real checkpoint's config.json fields (named in the comment), sizes scaled
+    down (d_model 32-48, 2-4 layers: enough for local and global, rope and NoPE layers) and
+    windows shrunk below the longer texts, so every per-layer difference changes numbers."""
+    return {
+        # google/gemma-2-2b: soft-caps 50 / 30, query_pre_attn_scalar (here d_model / n_head,
+        # as gemma-2-27b, so it differs from head_dim), sliding_window 4096 -> 4 on layers 0, 2
+        "gemma2_tiny": ("Gemma2ForCausalLM", "Gemma2Config",
+                        dict(hidden_size=48, intermediate_size=96, num_hidden_layers=3, head_dim=16,
+                             num_key_value_heads=2, query_pre_attn_scalar=12, sliding_window=4,
+                             attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
+                             hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True,
+                             attention_bias=False, pad_token_id=0, bos_token_id=2, eos_token_id=1),
+                        lambda: sentencepiece_tokenizer("<bos>"), 101),
+        # google/gemma-3-1b-pt (gemma3_text): q/k norms, rope_theta 1e6 on global layers, local
+        # base 1e4, sliding_window 512 -> 4, pattern 6 -> 3 (layers 0, 1, 3 local, 2 global);
+        # rope_scaling linear x8 on the global layers as gemma-3-4b has
+        "gemma3_tiny": ("Gemma3ForCausalLM", "Gemma3TextConfig",
+                        dict(hidden_size=48, intermediate_size=96, num_hidden_layers=4, head_dim=16,
+                             num_attention_heads=4, num_key_value_heads=1, query_pre_attn_scalar=16,
+                             sliding_window=4, sliding_window_pattern=3, rope_theta=1_000_000.0,
+                             rope_local_base_freq=10_000.0, max_position_embeddings=64,
+                             rope_scaling={"rope_type": "linear", "factor": 8.0},
+                             hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True,
+                             final_logit_softcapping=None, attn_logit_softcapping=None,
+                             pad_token_id=0, bos_token_id=2, eos_token_id=1),
+                        lambda: sentencepiece_tokenizer("<bos>"), 102),
+        # allenai/OLMo-2-0425-1B: norms after the branches, q/k norms over the projections,
+        # rope_theta 500000, rms_norm_eps 1e-6, untied head, no BOS
+        "olmo2_tiny": ("Olmo2ForCausalLM", "Olmo2Config",
+                       dict(num_key_value_heads=4, rope_theta=500000.0, rms_norm_eps=1e-6,
+                            tie_word_embeddings=False, attention_bias=False),
+                       lambda: bytelevel_tokenizer(("<|endoftext|>",)), 103),
+        # HuggingFaceTB/SmolLM3-3B: no_rope_layers (interval 4: layer 3 is NoPE), rope_theta 5e6,
+        # GQA 4:1 -> 2:1, tied head, no sliding window
+        "smollm3_tiny": ("SmolLM3ForCausalLM", "SmolLM3Config",
+                         dict(num_hidden_layers=4, rope_theta=5_000_000.0, no_rope_layer_interval=4,
+                              tie_word_embeddings=True, use_sliding_window=False, sliding_window=None,
+                              attention_bias=False, mlp_bias=False),
+                         lambda: bytelevel_tokenizer((LLAMA3_BOS, LLAMA3_EOS), template=LLAMA3_BOS), 104),
+    }
+
+
+def make_round3(name: str, out: Path) -> None:
+    class_name, config_name, fields, make_tokenizer, seed = round3_configs()[name]
+    make_family(name, out, SEED + seed, (class_name, config_name, fields, make_tokenizer, True))
+
+
+def make_family(name: str, out: Path, seed: int, spec=None) -> None:
     import torch
     import transformers
 
-    class_name, config_name, fields, make_tokenizer, decoder = family_configs()[name]
+    class_name, config_name, fields, make_tokenizer, decoder = spec or family_configs()[name]
     tok = make_tokenizer()
     vocab_size = tok.get_vocab_size(with_added_tokens=True)
     fields = _decoder_sizes(vocab_size, **fields) if decoder else {"vocab_size": vocab_size, **fields}
@@ -476,7 +525,9 @@ def main(argv=None) -> int:
                         help="the all-MiniLM-L6-v2 folder (default: $TS_MINILM_DIR or tests/.cache)")
     parser.add_argument("--out", type=Path, default=FIXTURES)
     parser.add_argument("--families-only", action="store_true",
-                        help="write only the Llama-family, RoBERTa and DistilBERT fixtures")
+                        help="write only the family fixtures (Llama family, RoBERTa, DistilBERT, round 3)")
+    parser.add_argument("--round3-only", action="store_true",
+                        help="write only the Gemma 2, Gemma 3, OLMo 2 and SmolLM3 fixtures")
     args = parser.parse_args(argv)
     if not (args.minilm / "model.safetensors").is_file():
         print(f"error: {args.minilm}: no all-MiniLM-L6-v2 model.safetensors (run the test "
@@ -490,6 +541,11 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)  # one thread: the same summation order on every machine
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
+    for name in round3_configs():
+        make_round3(name, args.out)
+        print(f"wrote {args.out / name} and hf_outputs/{name}.npz")
+    if args.round3_only:
+        return 0
     for offset, name in enumerate(family_configs()):
         make_family(name, args.out, SEED + 10 + offset)
         print(f"wrote {args.out / name} and hf_outputs/{name}.npz")

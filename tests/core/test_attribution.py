@@ -11,8 +11,8 @@ from transformer_stepper.core.attribution import decompose
 TEXT = "the queen rode to the bank of the river"
 
 
-@pytest.mark.parametrize("family", [None, "gpt2_tiny_lm", "llama_tiny_gqa4", "gemma_tiny", "qwen2_tiny"],
-                         ids=lambda f: f or "builtin")
+@pytest.mark.parametrize("family", [None, "gpt2_tiny_lm", "llama_tiny_gqa4", "gemma_tiny", "qwen2_tiny",
+                                    "smollm3_tiny"], ids=lambda f: f or "builtin")
 def test_parts_sum_to_the_stream_and_attributions_to_the_logit(family):
     model = load_model(None if family is None else FIXTURES / family)
     trace = model.trace(TEXT)
@@ -49,6 +49,15 @@ def test_post_ln_models_and_bad_positions_are_refused_in_one_line():
     model = load_model(None)
     with pytest.raises(ModelError, match="position 99"):
         decompose(model, model.trace(TEXT), 99)
+
+
+@pytest.mark.parametrize("family", ["gemma2_tiny", "gemma3_tiny", "olmo2_tiny"])
+def test_models_normalising_each_sublayer_output_are_refused_in_one_line(family):
+    """Gemma 2/3 and OLMo 2 normalise attention's and the MLP's outputs before adding them: the
+    heads' parts would not add up to what joins the stream, so no decomposition is offered."""
+    model = load_model(FIXTURES / family)
+    with pytest.raises(ModelError, match=r"^[a-z0-9_]+: each sublayer's output is normalised before it is added"):
+        decompose(model, model.trace(TEXT), 1)
 
 
 @pytest.mark.parametrize("family", [None, "gpt2_tiny_lm", "qwen2_tiny", "llama_tiny_gqa4"],

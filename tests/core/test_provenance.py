@@ -11,7 +11,8 @@ from transformer_stepper.core.provenance import KINDS, explain, explainable, res
 
 TEXT = "the queen rode to the bank of the river"
 FAMILIES = [None, "llama_tiny_gqa4", "qwen3_tiny", "gemma_tiny", "mistral_tiny", "gpt2_tiny_lm",
-            "bert_tiny_mlm", "roberta_tiny", "distilbert_tiny"]
+            "bert_tiny_mlm", "roberta_tiny", "distilbert_tiny", "gemma2_tiny", "gemma3_tiny", "olmo2_tiny",
+            "smollm3_tiny"]
 _models: dict = {}
 
 
@@ -48,7 +49,12 @@ def test_random_cells_of_every_array_recompute_to_the_traced_value(family):
     trace = model.trace(TEXT)
     rng = np.random.default_rng(7)
     names = explainable(trace)
-    assert {"scores", "attn_weights", "head_outputs", "q", "k", "v", "mlp_act", "ln_1_out"} <= set(names)
+    first_norm = "post_attn_ln_out" if model.config.norm == "branch_out" else "ln_1_out"   # OLMo 2
+    assert {"scores", "attn_weights", "head_outputs", "q", "k", "v", "mlp_act", first_norm} <= set(names)
+    if model.config.norms_branch_output:
+        assert {"post_attn_ln_out", "post_mlp_ln_normalized"} <= set(names)
+    if model.config.attn_softcap:
+        assert "scores_uncapped" in names
     if model.config.lm_head:
         assert "logits" in names
     for name in names:

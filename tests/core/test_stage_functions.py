@@ -14,7 +14,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TEXT = "the bank of the river was steep"
 LAYER = 1
 # rotary + GQA + untied head; learned positions + biases + Conv1D; post-LN encoder with types
-FAMILIES = ["llama_tiny", "gpt2_tiny_lm", "bert_tiny_mlm", "qwen3_tiny", "builtin"]
+# Gemma 2 (layer 1 global, soft-capped), Gemma 3 (layer 1 local, own rope base), OLMo 2
+FAMILIES = ["llama_tiny", "gpt2_tiny_lm", "bert_tiny_mlm", "qwen3_tiny", "builtin", "gemma2_tiny",
+            "gemma3_tiny", "olmo2_tiny"]
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
@@ -50,7 +52,8 @@ def test_attention_stage_functions_reproduce_the_trace(model_and_trace):
     np.testing.assert_array_equal(_repeated(config, k), trace.layer("k", LAYER))
     np.testing.assert_array_equal(_repeated(config, v), trace.layer("v", LAYER))
     scores = stages.stage("scores").compute_function()(
-        trace.layer("q", LAYER), trace.layer("k", LAYER), forward.attention_scale(config), ctx.mask)
+        trace.layer("q", LAYER), trace.layer("k", LAYER), forward.attention_scale(config),
+        forward.layer_context(config, ctx, LAYER).mask, config.attn_softcap)
     np.testing.assert_array_equal(scores, trace.layer("scores", LAYER))
     weights = stages.stage("softmax").compute_function()(trace.layer("scores", LAYER))
     np.testing.assert_array_equal(weights, trace.layer("attn_weights", LAYER))

@@ -14,8 +14,9 @@ from transformer_stepper import load_model
 
 pytestmark = pytest.mark.reference
 
+ROUND3_FIXTURES = ("gemma2_tiny", "gemma3_tiny", "olmo2_tiny", "smollm3_tiny")
 FAMILY_FIXTURES = ("llama_tiny", "llama_tiny_mha", "llama_tiny_gqa4", "mistral_tiny", "qwen2_tiny",
-                   "qwen3_tiny", "gemma_tiny", "roberta_tiny", "distilbert_tiny")
+                   "qwen3_tiny", "gemma_tiny", "roberta_tiny", "distilbert_tiny", *ROUND3_FIXTURES)
 
 
 @pytest.mark.parametrize("name", FAMILY_FIXTURES)

@@ -11,7 +11,7 @@ from transformer_stepper.core.tokenize import Encoded
 
 pytestmark = pytest.mark.reference
 DECODERS = ("llama_tiny", "llama_tiny_mha", "llama_tiny_gqa4", "mistral_tiny", "qwen2_tiny",
-            "qwen3_tiny", "gemma_tiny")
+            "qwen3_tiny", "gemma_tiny", "gemma2_tiny", "gemma3_tiny", "olmo2_tiny", "smollm3_tiny")
 
 
 def prompt_trace(model, ids):

@@ -56,6 +56,47 @@ def test_step_through_every_stage(qtbot, loaded_window, kind):
     assert session.stage_key == stages.STAGES[0].key
 
 
+# every Hugging Face family's fixture (tests/fixtures), the round-3 ones with their layer kinds
+HF_FAMILIES = {"mistral_tiny": None, "qwen2_tiny": None, "qwen3_tiny": None, "gemma_tiny": None,
+               "roberta_tiny": None, "distilbert_tiny": None,
+               "gemma2_tiny": ["local (window 4)", "global", "local (window 4)"],
+               "gemma3_tiny": ["local (window 4, rope base 10000)"] * 2 + ["global (rope base 1e+06)",
+                                                                        "local (window 4, rope base 10000)"],
+               "olmo2_tiny": None, "smollm3_tiny": [None, None, None, "no rope"]}
+
+
+@pytest.mark.parametrize("name", list(HF_FAMILIES))
+def test_step_through_every_stage_of_each_hugging_face_family(qtbot, window, name, fixtures_dir):
+    window.session.set_text("the bank of the river was steep and green", immediate=True)
+    with qtbot.waitSignal(window.session.traceChanged, timeout=10_000):
+        window.open_model(str(fixtures_dir / name))
+    session, config = window.session, window.session.model.config
+    seen = walk(session)
+    assert [layer for key, layer in seen if key == "layer_output"] == list(range(config.n_layer))
+    # layer 0, 1 and the last: local and global (Gemma 2/3), rope and NoPE (SmolLM3)
+    layers = sorted({0, 1, config.n_layer - 1}) if HF_FAMILIES[name] else [0]
+    for key in {key for key, _ in seen}:
+        for layer in layers:
+            session.set_stage(key)
+            if stages.stage(key).per_layer:
+                session.set_layer(layer)
+            view = window.current_view()
+            assert session.layer == layer or not stages.stage(key).per_layer
+            qtbot.waitUntil(lambda: view.is_current() and bool(view.plots()), timeout=10_000)
+            check_view(view)
+            names = [n for n, _ in view.plots()]
+            if key == "scores":      # the soft-cap curve is shown exactly where there is one
+                assert ("soft_cap" in names) == bool(config.attn_softcap), name
+            assert "{" not in window.explanation.toPlainText(), f"{key}: unfilled placeholder"
+            if not stages.stage(key).per_layer:
+                break
+    assert window.errors == []
+    kinds = HF_FAMILIES[name] or [None] * config.n_layer
+    texts = [window.layer_box.itemText(i) for i in range(config.n_layer)]
+    assert texts == [f"layer {i} of {config.n_layer}" + (f" — {kind}" if kind else "")
+                     for i, kind in enumerate(kinds)]
+
+
 def test_arrow_keys_step_and_cross_into_the_next_layer(qtbot, loaded_window):
     window = loaded_window("gpt2")
     session = window.session

@@ -77,6 +77,9 @@ def decompose(model, trace, position: int, layer: Optional[int] = None,
     feed-forward outputs; with an LM head, each part's direct attribution to `token_id`
     (default: the predicted token at that position)."""
     config = trace.config
+    if config.norms_branch_output:
+        raise ModelError(f"{config.family}: each sublayer's output is normalised before it is added "
+                         "(post_attn_ln, post_mlp_ln), so the heads' outputs do not add up to the stream")
     if config.norm != "pre":
         raise ModelError(f"{config.family}: post-LN blocks normalise the stream after every sublayer, "
                          "so it is not a sum of the sublayers' outputs")

@@ -8,7 +8,8 @@ from typing import Literal
 from .errors import ModelError
 
 Position = Literal["learned", "sinusoidal", "rotary", "none", "concat"]
-NormPlacement = Literal["pre", "post"]
+NormPlacement = Literal["pre", "post", "sandwich", "branch_out"]
+QKNormOver = Literal["head", "projection"]
 NormKind = Literal["layer", "rms"]
 Activation = Literal["gelu_erf", "gelu_tanh", "relu", "silu"]
 RopeScaling = Literal["", "linear", "llama3"]
@@ -17,6 +18,7 @@ POSITIONS = ("learned", "sinusoidal", "rotary", "none", "concat")
 NORM_KINDS = ("layer", "rms")
 ACTIVATION_NAMES = ("gelu_erf", "gelu_tanh", "relu", "silu")
 ROPE_SCALINGS = ("", "linear", "llama3")
+NORM_PLACEMENTS = ("pre", "post", "sandwich", "branch_out")
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,10 @@ class ModelConfig:
     position: Position = "learned"   # added vector (learned, sinusoidal), q/k rotation, none, or
                                      # concat: x0 = [e | p], p the sinusoids of width d_position
     d_position: int = 0              # concat: width of the position part (token part: d_model - it)
-    norm: NormPlacement = "pre"      # pre-LN (GPT-2, Llama) or post-LN (BERT, the 2017 paper)
+    norm: NormPlacement = "pre"      # pre-LN (GPT-2, Llama) or post-LN (BERT, the 2017 paper);
+                                     # sandwich: pre-LN plus a norm of each branch's output before
+                                     # the add (Gemma 2/3: post_attn_ln, post_mlp_ln); branch_out:
+                                     # only those output norms, none before (OLMo 2)
     norm_kind: NormKind = "layer"    # LayerNorm (mean, variance, γ, β) or RMSNorm (RMS, γ)
     embed_norm: bool = False         # a LayerNorm right after the embedding sum (BERT)
     n_token_types: int = 0           # BERT's segment embeddings; 0 = none
@@ -49,6 +54,7 @@ class ModelConfig:
     o_bias: bool = True              # ... on the output projection
     mlp_bias: bool = True            # ... on the feed-forward projections
     qk_norm: bool = False            # RMSNorm of each q and k head before the rotation (Qwen3)
+    qk_norm_over: QKNormOver = "head"  # ... or of the whole q and k projections (OLMo 2)
     embed_scale: float = 1.0         # token rows multiplied by this (Gemma: √d_model)
     position_offset: int = 0         # first position id (RoBERTa: padding_idx + 1)
     sliding_window: int = 0          # a query sees at most this many keys, itself included (0 = all)
@@ -58,6 +64,14 @@ class ModelConfig:
     rope_low_freq_factor: float = 1.0
     rope_high_freq_factor: float = 4.0
     rope_original_n_ctx: int = 8192
+    query_scale: float = 0.0         # scores scaled by query_scale^-1/2 (Gemma 2/3's
+                                     # query_pre_attn_scalar); 0 = by d_head^-1/2
+    attn_softcap: float = 0.0        # scores -> cap·tanh(scores / cap) before the mask (Gemma 2); 0 = none
+    final_softcap: float = 0.0       # logits -> cap·tanh(logits / cap) (Gemma 2); 0 = none
+    local_layers: tuple = ()         # the layers with the sliding window and rope_local_theta
+                                     # (Gemma 2/3); () = every layer (Mistral's window)
+    rope_local_theta: float = 0.0    # local layers' rope base, unscaled (Gemma 3); 0 = rope_theta
+    nope_layers: tuple = ()          # layers whose q and k are not rotated (SmolLM3's NoPE layers)
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -76,7 +90,8 @@ class ModelConfig:
             raise ModelError(f"config: n_head={self.n_head} is not divisible by "
                              f"n_kv_head={self.n_kv_heads} (each K/V head serves a whole group)")
         for field, allowed, what in (("position", POSITIONS, "unknown position scheme"),
-                                     ("norm", ("pre", "post"), "unknown norm placement"),
+                                     ("norm", NORM_PLACEMENTS, "unknown norm placement"),
+                                     ("qk_norm_over", ("head", "projection"), "unknown q/k norm span"),
                                      ("norm_kind", NORM_KINDS, "unknown norm kind"),
                                      ("activation", ACTIVATION_NAMES, "unsupported activation"),
                                      ("rope_scaling", ROPE_SCALINGS, "unsupported rope scaling")):
@@ -87,6 +102,42 @@ class ModelConfig:
         if self.position == "rotary" and self.d_head % 2:
             raise ModelError(f"config: rotary positions need an even head width, got {self.d_head}")
         self._check_concat()
+        self._check_layer_kinds()
+
+    def _check_layer_kinds(self) -> None:
+        # per-layer attention (local/global windows, rope bases, NoPE layers) and soft-capping
+        for field in ("local_layers", "nope_layers"):
+            layers = getattr(self, field)
+            if not isinstance(layers, tuple) or any(type(i) is not int for i in layers) or \
+                    list(layers) != sorted(set(layers)) or any(not 0 <= i < self.n_layer for i in layers):
+                raise ModelError(f"config: {field} must be increasing layer indices below "
+                                 f"n_layer={self.n_layer}, got {layers!r}")
+        if self.local_layers and not (self.sliding_window or self.rope_local_theta):
+            raise ModelError("config: local_layers need a sliding_window or a rope_local_theta")
+        for field in ("query_scale", "attn_softcap", "final_softcap", "rope_local_theta"):
+            value = getattr(self, field)
+            if type(value) not in (int, float) or not value >= 0 or value == float("inf"):
+                raise ModelError(f"config: {field} must be a non-negative number, got {value!r}")
+
+    def is_local(self, layer: int) -> bool:
+        """Does this layer use the sliding window (and the local rope base)?"""
+        if self.local_layers:
+            return layer in self.local_layers
+        return bool(self.sliding_window)
+
+    def has_rope(self, layer: int) -> bool:
+        """Are this layer's q and k rotated? (rotary models, except their NoPE layers)"""
+        return self.position == "rotary" and layer not in self.nope_layers
+
+    @property
+    def norms_branch_input(self) -> bool:
+        """ln_1 / ln_2 normalise the attention's and the feed-forward's input (pre-LN, sandwich)."""
+        return self.norm in ("pre", "sandwich")
+
+    @property
+    def norms_branch_output(self) -> bool:
+        """post_attn_ln / post_mlp_ln normalise each branch's output before the residual add."""
+        return self.norm in ("sandwich", "branch_out")
 
     def _check_concat(self) -> None:
         if self.position != "concat":
@@ -135,4 +186,6 @@ class ModelConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ModelError(f"config: unknown field(s) {', '.join(unknown)}")
+        data = {k: tuple(v) if k in ("local_layers", "nope_layers") and isinstance(v, list) else v
+                for k, v in data.items()}
         return cls(**data)

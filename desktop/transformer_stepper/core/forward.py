@@ -7,7 +7,10 @@ Parameters use one naming scheme for every family (the loaders map checkpoints o
   wtt [n_types, d_model]   ln_emb.{g,b}   ln_f.{g[,b]}   lm_head.w [n_vocab, d_model] (untied)
   h.{i}.ln_1.{g[,b]}  h.{i}.ln_2.{g[,b]}           .b only for LayerNorm, not RMSNorm
   h.{i}.attn.{q,k,v,o}.{w[,b]}   w stored [d_in, d_out]; k, v have n_kv_head heads
-  h.{i}.attn.{q,k}_norm.g [d_head]                  (qk_norm)
+  h.{i}.attn.{q,k}_norm.g [d_head]                  (qk_norm; qk_norm_over "projection":
+                                                    [n_head·d_head], [n_kv_head·d_head])
+  h.{i}.post_attn_ln.g  h.{i}.post_mlp_ln.g       (norms of each branch's output: sandwich,
+                                                    branch_out)
   h.{i}.mlp.fc.{w[,b]} [d_model, d_ff]  h.{i}.mlp.proj.{w[,b]} [d_ff, d_model]
   h.{i}.mlp.gate.{w[,b]}, h.{i}.mlp.up.{w[,b]} [d_model, d_ff] (gated_mlp: instead of fc)
   head.transform.{w,b}  head.ln.{g,b}  head.bias   (BERT's masked-LM head)
@@ -23,6 +26,7 @@ head (tied_head=False) reads all of h.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Optional
 
@@ -71,28 +75,37 @@ def times_rows_transposed(x: np.ndarray, params: Mapping[str, np.ndarray], name:
 @dataclass(frozen=True)
 class Context:
     """What every layer's attention needs besides its input: the additive mask (0 / -inf, or
-    None) and, for rotary models, cos and sin of every position's angles [n_seq, d_head // 2]."""
+    None) and, for rotary models, cos and sin of every position's angles [n_seq, d_head // 2].
+    A model whose layers differ (local_layers: Gemma 2/3) has the local layers' own in `local`;
+    layer_context picks a layer's."""
     mask: Optional[np.ndarray]
     cos: Optional[np.ndarray] = None
     sin: Optional[np.ndarray] = None
     interventions: tuple = ()          # core/interventions.py: what this pass changes
+    local: Optional["Context"] = None  # the local layers' mask (window) and angles (local base)
 
 
-def attention_mask(config: ModelConfig, n_seq: int, start: int = 0) -> Optional[np.ndarray]:
+def attention_mask(config: ModelConfig, n_seq: int, start: int = 0,
+                   local: bool = False) -> Optional[np.ndarray]:
     # -> [n_seq - start, n_seq] additive (0 where a query may look, -inf where not), or None (no
     # mask): the rows of queries start.. (all of them unless extending a cached text).
-    # The additive form is one broadcast add instead of a boolean scatter.
+    # The additive form is one broadcast add instead of a boolean scatter. With local_layers
+    # the window is the local layers' (local=True) only; else every layer's.
     if not config.causal:
         return None
-    if config.sliding_window and config.sliding_window < n_seq:
-        blocked = ops.windowed_causal_mask(n_seq, config.sliding_window)
+    window = config.sliding_window if local or not config.local_layers else 0
+    if window and window < n_seq:
+        blocked = ops.windowed_causal_mask(n_seq, window)
     else:
         blocked = ops.causal_mask(n_seq)
     return ops.additive_mask(blocked[start:])
 
 
-def rope_frequencies(config: ModelConfig) -> np.ndarray:
-    # [d_head // 2]: radians per position of each rotated pair
+def rope_frequencies(config: ModelConfig, local: bool = False) -> np.ndarray:
+    # [d_head // 2]: radians per position of each rotated pair; local=True: the local layers'
+    # own base, unscaled, where the model has one (Gemma 3's rope_local_base_freq)
+    if local and config.rope_local_theta:
+        return ops.rope_frequencies(config.d_head, config.rope_local_theta)
     return ops.rope_frequencies(config.d_head, config.rope_theta, config.rope_scaling,
                                 config.rope_factor, config.rope_low_freq_factor,
                                 config.rope_high_freq_factor, config.rope_original_n_ctx)
@@ -103,15 +116,41 @@ def context(config: ModelConfig, n_seq: int, record: Recorder = None, start: int
     """For queries at positions start..n_seq-1 over keys 0..n_seq-1 (start > 0: extending a
     text whose earlier keys and values are cached)."""
     mask = attention_mask(config, n_seq, start)
+    local = _local_context(config, n_seq, record, start, interventions) if config.local_layers else None
     if config.position != "rotary" or interventions_lib.no_positions(interventions):
-        return Context(mask, interventions=interventions)
-    angles = ops.rope_angles(n_seq, rope_frequencies(config))[start:]
-    order = interventions_lib.position_order(interventions, n_seq)
-    if order is not None:
-        angles = angles[order]
+        return Context(mask, interventions=interventions, local=local)
+    angles = _angles(config, n_seq, start, interventions, local=False)
     if record is not None:
         record("rope_angles", angles, None)
+    return Context(mask, np.cos(angles), np.sin(angles), interventions, local)
+
+
+def _angles(config: ModelConfig, n_seq: int, start: int, interventions: tuple, local: bool) -> np.ndarray:
+    # [n_seq - start, d_head // 2]: the rotation angles of positions start.. (as permuted)
+    angles = ops.rope_angles(n_seq, rope_frequencies(config, local))[start:]
+    order = interventions_lib.position_order(interventions, n_seq)
+    return angles if order is None else angles[order]
+
+
+def _local_context(config: ModelConfig, n_seq: int, record, start: int, interventions: tuple) -> Context:
+    # the local layers' mask (their window) and angles (their rope base, when it differs)
+    mask = attention_mask(config, n_seq, start, local=True)
+    if config.position != "rotary" or interventions_lib.no_positions(interventions):
+        return Context(mask, interventions=interventions)
+    angles = _angles(config, n_seq, start, interventions, local=True)
+    if record is not None and config.rope_local_theta:
+        record("rope_angles_local", angles, None)
     return Context(mask, np.cos(angles), np.sin(angles), interventions)
+
+
+def layer_context(config: ModelConfig, ctx: Context, layer: int) -> Context:
+    """The mask and angles this layer uses: a local layer's window and rope base (Gemma 2/3),
+    no rotation on a NoPE layer (SmolLM3); ctx itself where every layer is alike."""
+    if ctx.local is not None and config.is_local(layer):
+        ctx = ctx.local
+    if ctx.cos is not None and not config.has_rope(layer):
+        ctx = dataclasses.replace(ctx, cos=None, sin=None)
+    return ctx
 
 
 class KVCache:
@@ -229,14 +268,21 @@ def project_qkv(params, config: ModelConfig, x, layer: int):
 
 
 def norm_qk(params, config: ModelConfig, q, k, layer: int):
-    # q [n_head, n, d_head], k [n_kv_head, n, d_head] -> the same, each head RMS-normed (Qwen3)
+    # q [n_head, n, d_head], k [n_kv_head, n, d_head] -> the same, each head RMS-normed (Qwen3),
+    # or each whole projection [n, n_head·d_head] (OLMo 2: qk_norm_over "projection")
     p = f"h.{layer}.attn."
+    if config.qk_norm_over == "projection":
+        return (ops.split_heads(ops.rms_norm(ops.merge_heads(q), params[p + "q_norm.g"], config.ln_eps)[1],
+                                config.n_head),
+                ops.split_heads(ops.rms_norm(ops.merge_heads(k), params[p + "k_norm.g"], config.ln_eps)[1],
+                                config.n_kv_heads))
     return (ops.rms_norm(q, params[p + "q_norm.g"], config.ln_eps)[1],
             ops.rms_norm(k, params[p + "k_norm.g"], config.ln_eps)[1])
 
 
 def qkv(params, config: ModelConfig, x, layer: int, ctx: "Context"):
     # Stage 5. [n_seq, d_model] -> q [n_head, n_seq, d_head], k, v [n_kv_head, n_seq, d_head]
+    ctx = layer_context(config, ctx, layer)
     q, k, v = project_qkv(params, config, x, layer)
     if config.qk_norm:
         q, k = norm_qk(params, config, q, k, layer)
@@ -251,7 +297,10 @@ def rotate_qk(q, k, ctx: "Context"):
 
 
 def attention_scale(config: ModelConfig) -> np.float32:
-    # the factor scores are multiplied by: 1/√d_head
+    # the factor scores are multiplied by: 1/√d_head, or query_pre_attn_scalar^-1/2 (Gemma 2/3,
+    # computed as Hugging Face does)
+    if config.query_scale:
+        return F32(config.query_scale ** -0.5)
     return F32(1.0 / np.sqrt(config.d_head))
 
 
@@ -260,17 +309,29 @@ def dot_products(q, k):
     return q @ k.transpose(0, 2, 1)
 
 
-def scale_and_mask(raw, scale, mask, out=None):
-    # [n_head, n_q, n_k] -> raw · scale + mask (0 where a query may look, -inf where not)
+def soft_cap(x, cap, out=None):
+    # [...] -> cap · tanh(x / cap): squeezed into (-cap, cap), nearly x where |x| << cap
+    # (Gemma 2's attention and final logit soft-capping; the order of Hugging Face's ops)
+    capped = np.divide(x, F32(cap), out=out)
+    np.tanh(capped, out=capped)
+    capped *= F32(cap)
+    return capped
+
+
+def scale_and_mask(raw, scale, mask, out=None, cap: float = 0.0):
+    # [n_head, n_q, n_k] -> raw · scale (soft-capped when cap > 0) + mask (0 where a query may
+    # look, -inf where not)
     scaled = np.multiply(raw, scale, out=out)
+    if cap:
+        scaled = soft_cap(scaled, cap, out=scaled)
     if mask is not None:
         scaled += mask
     return scaled
 
 
-def scores(q, k, scale, mask):
+def scores(q, k, scale, mask, cap: float = 0.0):
     # Stage 6. [n_head, n_q, d_head], [n_head, n_k, d_head], [n_q, n_k] -> [n_head, n_q, n_k]
-    return scale_and_mask(dot_products(q, k), scale, mask)
+    return scale_and_mask(dot_products(q, k), scale, mask, cap=cap)
 
 
 def attention_weights(scores, out=None):
@@ -308,13 +369,16 @@ def attention(params, config: ModelConfig, x, ctx: Context, layer: int, record,
     # [n_seq, d_model] -> [n_seq, d_model]: stages 5-9 in order. With a cache, x holds only
     # the newest rows: their keys and values are appended to the cached ones and their
     # queries read all of them.
+    rotary = ctx.cos is not None                           # (every layer records q_unrotated,
+    ctx = layer_context(config, ctx, layer)                # NoPE layers too: there it is q)
     record("attn_in", x, layer)
     q, k, v = project_qkv(params, config, x, layer)
     if config.qk_norm:
         q, k = norm_qk(params, config, q, k, layer)
-    if ctx.cos is not None:                                 # rotary: turn q and k, not x
+    if rotary:
         record("q_unrotated", q, layer)
         record("k_unrotated", _repeat_kv(config, k), layer)
+    if ctx.cos is not None:                                 # rotary: turn q and k, not x
         q, k = rotate_qk(q, k, ctx)
     if cache is not None:
         k, v = cache.append(layer, k, v)                   # [n_kv, n_keys, d_head]
@@ -325,7 +389,10 @@ def attention(params, config: ModelConfig, x, ctx: Context, layer: int, record,
     in_place = not keeps_detail(record, layer)             # nothing kept: reuse the n² buffer
     raw = dot_products(q, k)
     record("scores_raw", raw, layer)
-    scaled = scale_and_mask(raw, attention_scale(config), ctx.mask, out=raw if in_place else None)
+    scale = attention_scale(config)
+    if config.attn_softcap and not in_place:               # before tanh: the same product
+        record("scores_uncapped", np.multiply(raw, scale), layer)
+    scaled = scale_and_mask(raw, scale, ctx.mask, out=raw if in_place else None, cap=config.attn_softcap)
     record("scores", scaled, layer)
     ablations, temperatures = interventions_lib.head_edits(ctx.interventions, layer)
     if temperatures:
@@ -378,11 +445,29 @@ def _norm(params, config, name, x, layer, record):
     return out
 
 
+def _branch_norms(params, config: ModelConfig, x, ctx: Context, layer: int, record,
+                  cache: Optional[KVCache]) -> np.ndarray:
+    # sandwich (Gemma 2/3): x + post_attn_ln(attention(ln_1(x))), then the same with ln_2,
+    # feed_forward and post_mlp_ln; branch_out (OLMo 2): no ln_1/ln_2, only the output norms
+    branch_in = config.norms_branch_input
+    a = _norm(params, config, "ln_1", x, layer, record) if branch_in else x
+    a = attention(params, config, a, ctx, layer, record, cache)
+    x = x + _norm(params, config, "post_attn_ln", a, layer, record)
+    record("attn_residual", x, layer)
+    m = _norm(params, config, "ln_2", x, layer, record) if branch_in else x
+    m = feed_forward(params, config, m, layer, record)
+    x = x + _norm(params, config, "post_mlp_ln", m, layer, record)
+    record("mlp_residual", x, layer)
+    return x
+
+
 def block(params, config: ModelConfig, x, ctx: Context, layer: int, record,
           cache: Optional[KVCache] = None) -> np.ndarray:
     # Stage 11. [n_seq, d_model] -> [n_seq, d_model]; ln_1 belongs to attention, ln_2 to the feed-forward
     record("layer_in", x, layer)
-    if config.norm == "pre":
+    if config.norms_branch_output:
+        x = _branch_norms(params, config, x, ctx, layer, record, cache)
+    elif config.norm == "pre":
         x = x + attention(params, config, _norm(params, config, "ln_1", x, layer, record), ctx,
                           layer, record, cache)
         record("attn_residual", x, layer)
@@ -444,6 +529,8 @@ def vocabulary_logits(params, config: ModelConfig, h) -> np.ndarray:
     logits = head_product(params, config, h)
     if config.lm_head_transform and "head.bias" in params:
         logits += params["head.bias"]
+    if config.final_softcap:                                # Gemma 2: cap·tanh(logits / cap)
+        logits = soft_cap(logits, config.final_softcap, out=logits)
     return logits
 
 
@@ -524,9 +611,15 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
         linear(p + "attn.v", d, d_kv, config.qkv_bias)
         linear(p + "attn.o", d_q, d, config.o_bias)
         if config.qk_norm:
-            shapes.update({p + "attn.q_norm.g": (dh,), p + "attn.k_norm.g": (dh,)})
-        norm_shapes(p + "ln_1")
-        norm_shapes(p + "ln_2")
+            whole = config.qk_norm_over == "projection"
+            shapes.update({p + "attn.q_norm.g": (d_q if whole else dh,),
+                           p + "attn.k_norm.g": (d_kv if whole else dh,)})
+        if config.norms_branch_input or config.norm == "post":
+            norm_shapes(p + "ln_1")
+            norm_shapes(p + "ln_2")
+        if config.norms_branch_output:
+            norm_shapes(p + "post_attn_ln")
+            norm_shapes(p + "post_mlp_ln")
         for name in (("gate", "up") if config.gated_mlp else ("fc",)):
             linear(p + "mlp." + name, d, f, config.mlp_bias)
         linear(p + "mlp.proj", f, d, config.mlp_bias)

@@ -22,6 +22,22 @@ def readable(piece: str) -> str:
     return label if label.strip() else repr(piece)
 
 
+def layer_kind(config, layer: int) -> str:
+    """What sets a layer apart where layers differ: "local (window 4)", "global", "no rope"
+    (Gemma 2/3's local and global layers, SmolLM3's NoPE layers); "" where every layer is alike."""
+    kinds = []
+    if config.local_layers:
+        if config.is_local(layer):
+            details = ([f"window {config.sliding_window}"] if config.sliding_window else []) + \
+                ([f"rope base {config.rope_local_theta:g}"] if config.rope_local_theta else [])
+            kinds.append("local" + (f" ({', '.join(details)})" if details else ""))
+        else:
+            kinds.append("global" + (f" (rope base {config.rope_theta:g})" if config.rope_local_theta else ""))
+    if config.position == "rotary" and not config.has_rope(layer):
+        kinds.append("no rope")
+    return ", ".join(kinds)
+
+
 def token_labels(trace: Trace, tokenizer: Tokenizer) -> list[str]:
     """How each token reads on a plot axis: the tokenizer's piece made readable (readable)."""
     return [readable(piece) for piece in trace.tokens]

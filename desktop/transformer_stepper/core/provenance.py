@@ -29,7 +29,8 @@ from .provenance_terms import Explanation, Step, Term
 Explainer = Callable[..., Explanation]
 
 KINDS: dict[str, Explainer] = {
-    "scores": explain_score, "scores_raw": explain_score, "attn_weights": explain_weight,
+    "scores": explain_score, "scores_raw": explain_score, "scores_uncapped": explain_score,
+    "attn_weights": explain_weight,
     "head_outputs": explain_head_output, "heads_concat": explain_heads_concat,
     "q": explain_projection, "k": explain_projection, "v": explain_projection,
     "q_unrotated": explain_projection, "k_unrotated": explain_projection,
@@ -37,7 +38,9 @@ KINDS: dict[str, Explainer] = {
     "mlp_pre_act": explain_mlp_pre, "mlp_up": explain_mlp_pre,
     "mlp_act": explain_activation, "mlp_gated": explain_activation,
     "ln_1_out": explain_norm, "ln_1_normalized": explain_norm, "ln_2_out": explain_norm,
-    "ln_2_normalized": explain_norm, "final_ln_out": explain_norm, "final_ln_normalized": explain_norm,
+    "ln_2_normalized": explain_norm, "post_attn_ln_out": explain_norm,
+    "post_attn_ln_normalized": explain_norm, "post_mlp_ln_out": explain_norm,
+    "post_mlp_ln_normalized": explain_norm, "final_ln_out": explain_norm, "final_ln_normalized": explain_norm,
     "embedding_output": explain_norm, "embedding_ln_normalized": explain_norm,
     "attn_residual": explain_residual, "mlp_residual": explain_residual,
     "embedding_sum": explain_embedding_sum, "token_embeddings": explain_lookup,
@@ -62,11 +65,13 @@ def resolve(trace, name: str, index: tuple) -> tuple[str, tuple]:
         return resolve(trace, "hidden_states", (layer, *rest)) if layer else \
             resolve(trace, "embedding_output", tuple(rest))
     if name == "layer_out":
-        return ("mlp_residual" if config.norm == "pre" else "ln_2_out"), index
+        return ("ln_2_out" if config.norm == "post" else "mlp_residual"), index
     if name == "attn_in":
-        return ("ln_1_out", index) if config.norm == "pre" else resolve(trace, "layer_in", index)
+        return ("ln_1_out", index) if config.norms_branch_input else resolve(trace, "layer_in", index)
     if name == "mlp_in":
-        return ("ln_2_out" if config.norm == "pre" else "ln_1_out"), index
+        if config.norm == "branch_out":            # OLMo 2: the stream itself
+            return "attn_residual", index
+        return ("ln_2_out" if config.norms_branch_input else "ln_1_out"), index
     if name == "embedding_output" and not config.embed_norm:
         for source in ("embedding_sum", "token_embeddings_scaled", "token_embeddings"):
             if source in trace.arrays:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .forward import attention_scale
 from .interventions import head_edits
 from .provenance_terms import Explanation, Names, Step, _layer, _num, _terms, linear
 
@@ -15,34 +16,48 @@ def explain_score(model, trace, name: str, index: tuple) -> Explanation:
     q, k = _layer(trace, "q", layer)[head, i], _layer(trace, "k", layer)[head, j]
     terms, rest, total = _terms(q.astype(np.float64) * k, lambda c: f"q[{c}] · k[{c}]",
                                 lambda c: (q[c], k[c]))
-    d_head = config.d_head
-    scaled = total / np.sqrt(d_head)
+    scale = float(attention_scale(config))
+    scale_label = (f"query_pre_attn_scalar^-1/2 = {config.query_scale:g}^-1/2" if config.query_scale
+                   else f"1/√d_head = 1/√{config.d_head}")
+    scaled = float(np.float32(total) * np.float32(scale))
     steps = [Step("q·k (Σ terms)", total)]
     value = total
-    if name == "scores":
-        steps.append(Step(f"÷ √d_head = √{d_head} = {np.sqrt(d_head):.6g}", scaled))
-        value = scaled
-        if trace.attention_mask is not None:
-            mask = float(trace.attention_mask[i, j])
-            value = scaled + mask
-            steps.append(Step("+ mask (" + ("−∞: key after the query" if np.isneginf(mask) else "0: allowed") + ")",
-                              value))
-    traced = float(_layer(trace, name, layer)[head, i, j])
-    notes = []
-    if "rope_angles" in trace.arrays:
-        notes.append("q and k are after the rotary rotation (q_unrotated, k_unrotated before it)")
-    if config.group_size > 1:
-        notes.append(f"k comes from K/V head {config.kv_head_of(head)}, shared by "
-                     f"{config.group_size} query heads")
+    mask = trace.layer_attention_mask(layer)
+    cap = config.attn_softcap
     python = (f"import numpy as np\n"
               f"q = trace.layer('q', {layer})[{head}, {i}]\n"
               f"k = trace.layer('k', {layer})[{head}, {j}]\n"
-              + ("value = q @ k\n" if name == "scores_raw" else
-                 f"value = q @ k / np.sqrt({d_head})\n"
-                 + (f"value += trace.attention_mask[{i}, {j}]   # 0, or -inf after the query\n"
-                    if trace.attention_mask is not None else "")))
-    formula = ("q_i·k_j" if name == "scores_raw" else
-               "s_ij = q_i·k_j / √d_head" + (" + mask_ij" if trace.attention_mask is not None else ""))
+              f"value = q @ k\n")
+    formula = "q_i·k_j"
+    if name != "scores_raw":
+        steps.append(Step(f"× {scale_label} = {scale:.6g}", scaled))
+        value = scaled
+        python += f"value = value * {scale!r}   # {scale_label}\n"
+        formula = "q_i·k_j · scale"
+    if name == "scores" and cap:
+        value = float(cap * np.tanh(value / cap))
+        steps.append(Step(f"soft-cap: {cap:g} · tanh(s / {cap:g})", value))
+        python += f"value = {cap!r} * np.tanh(value / {cap!r})   # attn_logit_softcapping\n"
+        formula = f"{cap:g}·tanh({formula} / {cap:g})"
+    if name == "scores" and mask is not None:
+        blocked = float(mask[i, j])
+        value = value + blocked
+        why = "key outside the query's window" if config.is_local(layer) and i - j >= config.sliding_window \
+            else "key after the query"
+        steps.append(Step("+ mask (" + (f"−∞: {why}" if np.isneginf(blocked) else "0: allowed") + ")", value))
+        python += (f"value += trace.layer_attention_mask({layer})[{i}, {j}]   # 0, or -inf where blocked\n")
+        formula += " + mask_ij"
+    traced = float(_layer(trace, name, layer)[head, i, j])
+    notes = []
+    if config.has_rope(layer) and "rope_angles" in trace.arrays:
+        notes.append("q and k are after the rotary rotation (q_unrotated, k_unrotated before it)")
+    elif config.position == "rotary":
+        notes.append(f"layer {layer} has no rotary (a NoPE layer): q and k carry no position")
+    if config.group_size > 1:
+        notes.append(f"k comes from K/V head {config.kv_head_of(head)}, shared by "
+                     f"{config.group_size} query heads")
+    if config.local_layers:
+        notes.append(f"layer {layer} is {'local (window ' + str(config.sliding_window) + ')' if config.is_local(layer) else 'global'}")
     title = (f"{'raw score' if name == 'scores_raw' else 'score'} of query {n.token(i)} for key "
              f"{n.token(j)}, layer {layer}, head {head}")
     return Explanation(name, index, title, formula, {"q_i": q, "k_j": k}, terms, rest, len(q), total,
@@ -148,7 +163,10 @@ def explain_projection(model, trace, name: str, index: tuple) -> Explanation:
     formula = base.formula
     value = base.value                                        # = pre[c], the same sum
     head_vector = pre
-    if config.qk_norm and which != "v":
+    if config.qk_norm and which != "v" and config.qk_norm_over == "projection":
+        head_vector, value, steps, formula, python = _projection_norm(
+            model, trace, which, layer, i, cols, c, steps, formula, python)
+    elif config.qk_norm and which != "v":
         g = model.params[f"h.{layer}.attn.{which}_norm.g"]
         rms = np.sqrt(np.mean(pre ** 2) + config.ln_eps)
         head_vector = pre / rms * g
@@ -159,21 +177,22 @@ def explain_projection(model, trace, name: str, index: tuple) -> Explanation:
         python += (f"g = model.params['h.{layer}.attn.{which}_norm.g']\n"
                    f"pre = pre / np.sqrt(np.mean(pre ** 2) + {config.ln_eps!r}) * g\n")
     notes = []
-    if which != "v" and not unrotated and "rope_angles" in trace.arrays:
+    angles = _angles_name(trace, layer)
+    if which != "v" and not unrotated and angles is not None:
         half = d_head // 2
         pair = c % half
-        angle = float(trace.arrays["rope_angles"][i, pair])
+        angle = float(trace.arrays[angles][i, pair])
         cos, sin = np.cos(angle), np.sin(angle)
         partner = c + half if c < half else c - half
         if c < half:       # (a, b) -> (a cos − b sin, b cos + a sin), pair (c, c + d_head/2)
             value = float(head_vector[c] * cos - head_vector[partner] * sin)
             rotation = f"{which}[{c}]·cos θ − {which}[{partner}]·sin θ"
-            python += (f"theta = trace['rope_angles'][{i}, {pair}]\n"
+            python += (f"theta = trace['{angles}'][{i}, {pair}]\n"
                        f"value = pre[{c}] * np.cos(theta) - pre[{partner}] * np.sin(theta)\n")
         else:
             value = float(head_vector[c] * cos + head_vector[partner] * sin)
             rotation = f"{which}[{c}]·cos θ + {which}[{partner}]·sin θ"
-            python += (f"theta = trace['rope_angles'][{i}, {pair}]\n"
+            python += (f"theta = trace['{angles}'][{i}, {pair}]\n"
                        f"value = pre[{c}] * np.cos(theta) + pre[{partner}] * np.sin(theta)\n")
         steps += [Step(f"partner dim {partner} before the rotation", float(head_vector[partner])),
                   Step(f"θ = position · freq[{pair}] (cos {cos:.6g}, sin {sin:.6g})", angle),
@@ -185,3 +204,35 @@ def explain_projection(model, trace, name: str, index: tuple) -> Explanation:
     return Explanation(name, index, where, formula, base.operands, base.terms, base.rest,
                        base.n_terms, base.terms_total, base.terms_label, tuple(steps), value,
                        traced, python, notes=tuple(notes))
+
+
+def _angles_name(trace, layer: int):
+    """The trace array of this layer's rotation angles (rope_angles, or a local layer's own
+    rope_angles_local), or None: no rotation (no rotary, a NoPE layer, positions removed)."""
+    config = trace.config
+    if "rope_angles" not in trace.arrays or not config.has_rope(layer):
+        return None
+    if config.is_local(layer) and "rope_angles_local" in trace.arrays:
+        return "rope_angles_local"
+    return "rope_angles"
+
+
+def _projection_norm(model, trace, which, layer, i, cols, c, steps, formula, python):
+    # OLMo 2: the RMSNorm spans the whole projection (every head), then the head is cut out
+    config = trace.config
+    p = f"h.{layer}.attn.{which}"
+    x = _layer(trace, "attn_in", layer)[i].astype(np.float64)
+    whole = x @ model.params[p + ".w"].astype(np.float64)
+    if config.qkv_bias:
+        whole = whole + model.params[p + ".b"]
+    g = model.params[f"h.{layer}.attn.{which}_norm.g"]
+    rms = np.sqrt(np.mean(whole ** 2) + config.ln_eps)
+    head_vector = (whole / rms * g)[cols]
+    value = float(head_vector[c])
+    steps = steps + [Step(f"÷ RMS of the whole {which} projection ({len(whole)} values) = {_num(rms)}",
+                          float(whole[cols][c] / rms)),
+                     Step(f"× g[{cols.start + c}] = {_num(float(g[cols.start + c]))} ({which}_norm)", value)]
+    python += (f"whole = x @ model.params['{p}.w']" + (f" + model.params['{p}.b']" if config.qkv_bias else "")
+               + f"\nwhole = whole / np.sqrt(np.mean(whole ** 2) + {config.ln_eps!r})"
+               f" * model.params['h.{layer}.attn.{which}_norm.g']\npre = whole[{cols.start}:{cols.stop}]\n")
+    return head_vector, value, steps, f"RMSNorm_all({formula})", python

@@ -3,6 +3,8 @@ and gated), the output projections, the residual additions, the embedding lookup
 the logits."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from . import interventions as interventions_lib
@@ -16,9 +18,9 @@ from .provenance_terms import Explanation, Names, Step, Term, _layer, _num, _ter
 def _norm_source(trace, name: str, index: tuple) -> tuple[str, np.ndarray, str, str, str, int]:
     # -> (norm's parameter prefix, its input vector, the input's Python expression, where, what, c)
     config = trace.config
-    if name.startswith(("ln_1", "ln_2")):
+    if name.startswith(("ln_1", "ln_2", "post_attn_ln", "post_mlp_ln")):
         layer, i, c = index
-        ln = name[:4]
+        ln = name.rsplit("_", 1)[0]
         return (f"h.{layer}.{ln}", _layer(trace, f"{ln}_in", layer)[i],
                 f"trace.layer('{ln}_in', {layer})[{i}]", f"layer {layer}", ln, c)
     i, c = index
@@ -77,7 +79,7 @@ def explain_norm(model, trace, name: str, index: tuple) -> Explanation:
         python += "\n"
     else:
         python += "value = normalized\n"
-    traced = float(_layer(trace, name, index[0])[index[1:]] if name.startswith("ln_")
+    traced = float(_layer(trace, name, index[0])[index[1:]] if name.startswith(("ln_", "post_attn_ln", "post_mlp_ln"))
                    else trace.arrays[name][index])
     title = f"{NORM_LABELS[config.norm_kind]} {what} ({where}) of token {n.token(i)}, dim {c}"
     if not affine:
@@ -190,13 +192,15 @@ def _sum(name: str, index: tuple, title: str, formula: str, parts: list[tuple[st
 def explain_residual(model, trace, name: str, index: tuple) -> Explanation:
     layer, i, c = index
     n = Names(trace)
+    branch_out = trace.config.norms_branch_output
     if name == "attn_residual":
-        first, second = "layer_in", "attn_out"
-        formula = "x + attention(x)"
+        first, second = "layer_in", "post_attn_ln_out" if branch_out else "attn_out"
+        formula = "x + post_attn_ln(attention(x))" if branch_out else "x + attention(x)"
     else:
-        first = "attn_residual" if trace.config.norm == "pre" else "ln_1_out"
-        second = "mlp_out"
-        formula = "stream + feed_forward(stream)"
+        first = "ln_1_out" if trace.config.norm == "post" else "attn_residual"
+        second = "post_mlp_ln_out" if branch_out else "mlp_out"
+        formula = ("stream + post_mlp_ln(feed_forward(stream))" if branch_out
+                   else "stream + feed_forward(stream)")
     parts = [(f"{a}[{c}]", float(_layer(trace, a, layer)[i, c]), f"trace.layer('{a}', {layer})[{i}, {c}]")
              for a in (first, second)]
     return _sum(name, index, f"residual {name} of token {n.token(i)}, dim {c}, layer {layer}", formula,
@@ -268,8 +272,18 @@ def explain_logit(model, trace, name: str, index: tuple) -> Explanation:
     python = (f"h = {expr}      # the final hidden state\n"
               f"value = h @ model.params['{table}'][{t}]" + (f" + model.params['head.bias'][{t}]" if bias is not None else "") + "\n")
     token = model.tokenizer.id_to_token(t) if hasattr(model, "tokenizer") else str(t)
-    return linear(name, index, f"logit of token {t} '{token}' at position {Names(trace).token(i)}",
-                  f"logit = h · {'E' if config.tied_head else 'W_U'}[{t}]" + (" + b" if bias is not None else ""),
-                  source, row, bias, float(trace.logits_at(i)[t]), python, x_name="h",
-                  w_name="E" if config.tied_head else "W_U", col=t,
-                  notes=("the head is tied: the token's row of the embedding table",) if config.tied_head else ())
+    explained = linear(name, index, f"logit of token {t} '{token}' at position {Names(trace).token(i)}",
+                       f"logit = h · {'E' if config.tied_head else 'W_U'}[{t}]" + (" + b" if bias is not None else ""),
+                       source, row, bias, float(trace.logits_at(i)[t]), python, x_name="h",
+                       w_name="E" if config.tied_head else "W_U", col=t,
+                       notes=("the head is tied: the token's row of the embedding table",) if config.tied_head else ())
+    return _soft_capped(explained, config.final_softcap) if config.final_softcap else explained
+
+
+def _soft_capped(explained: Explanation, cap: float) -> Explanation:
+    # Gemma 2's final_logit_softcapping: the product, then cap · tanh(product / cap)
+    value = float(cap * np.tanh(explained.value / cap))
+    python = explained.python + f"import numpy as np\nvalue = {cap!r} * np.tanh(value / {cap!r})   # final_logit_softcapping\n"
+    return dataclasses.replace(explained, formula=f"{cap:g}·tanh(({explained.formula.removeprefix('logit = ')}) / {cap:g})",
+                               steps=(*explained.steps, Step(f"soft-cap: {cap:g} · tanh(logit / {cap:g})", value)),
+                               value=value, python=python)

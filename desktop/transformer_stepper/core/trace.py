@@ -292,8 +292,23 @@ class Trace:
             raise KeyError("the model has no output head, so the traces have no logits")
         if other.config is not self.config:
             raise ValueError("the traces were made by different models")
+        if self.config.final_softcap:      # tanh-capped logits are not linear in the input
+            return np.subtract(other._logits_of(rows), self._logits_of(rows))
         mine, theirs = self._logits_of.inputs, other._logits_of.inputs
         return self._logits_of.product(np.subtract(theirs[rows], mine[rows]))
+
+    def layer_attention_mask(self, layer: int) -> Optional[np.ndarray]:
+        """[n_seq, n_seq] additive mask layer `layer` used: a local layer's window (Gemma 2/3's
+        local_layers), else attention_mask."""
+        if self.attention_mask is None or not self.config.local_layers or not self.config.is_local(layer):
+            return self.attention_mask
+        from .forward import attention_mask   # (forward does not import the trace)
+        return attention_mask(self.config, self.n_seq, local=True)
+
+    def layer_mask(self, layer: int) -> Optional[np.ndarray]:
+        """[n_seq, n_seq] bool, True where layer `layer`'s attention is blocked, else None."""
+        mask = self.layer_attention_mask(layer)
+        return None if mask is None else ops.blocked_positions(mask)
 
     @property
     def mask(self) -> Optional[np.ndarray]:

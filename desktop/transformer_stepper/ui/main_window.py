@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QLabel, QLi
 from shiboken6 import isValid
 
 from ..core import stages
+from ..core.labels import layer_kind
 from . import explanations
 from .export.dialogs import add_export_actions
 from .export import preferences as export_preferences
@@ -378,7 +379,10 @@ class MainWindow(QMainWindow):
                                      (self.head_box, config.n_head, "head")):
                 box.blockSignals(True)
                 box.clear()
-                box.addItems([f"{name} {i} of {count}" for i in range(count)])
+                # which layers are local, global or without rope (Gemma 2/3, SmolLM3)
+                box.addItems([f"{name} {i} of {count}" + (f" — {kind}" if name == "layer" and
+                                                           (kind := layer_kind(config, i)) else "")
+                              for i in range(count)])
                 box.blockSignals(False)
             self.layer_box.setCurrentIndex(self.session.layer)
             self.head_box.setCurrentIndex(self.session.head)

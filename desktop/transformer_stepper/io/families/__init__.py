@@ -14,14 +14,12 @@ from types import ModuleType
 from typing import Optional
 
 from ...core.errors import ModelError
-from . import bert, distilbert, gemma, gpt2, llama, roberta, stepper
+from . import bert, distilbert, gemma, gemma2, gemma3, gpt2, llama, olmo2, roberta, smollm3, stepper
 
-FAMILIES: tuple[ModuleType, ...] = (stepper, bert, roberta, distilbert, gpt2, llama, gemma)
-REFUSED = {  # model types people have that this version does not compute, and why
-    "gemma2": "Gemma 2 (logit soft-capping and alternating sliding windows) is not supported",
-    "gemma3": "Gemma 3 (soft-capping, alternating local/global attention) is not supported",
-    "gemma3_text": "Gemma 3 (soft-capping, alternating local/global attention) is not supported",
-}
+# gemma3, gemma2 and olmo2 before llama: their lone files have Llama's names plus their own norms
+FAMILIES: tuple[ModuleType, ...] = (stepper, bert, roberta, distilbert, gpt2, gemma3, gemma2, olmo2, llama,
+                                    gemma, smollm3)
+REFUSED: dict[str, str] = {}  # model types people have that this version does not compute, and why
 
 
 def supported_model_types() -> list[str]:

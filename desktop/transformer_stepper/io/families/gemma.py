@@ -1,6 +1,6 @@
 """Gemma (the first generation): Llama's layout with RMSNorm gains stored as (weight) and used
 as (1 + weight), token rows scaled by √d_model, GeGLU with tanh-GELU, an explicit head_dim, the
-head tied to the embeddings. Gemma 2/3 are refused (see families.REFUSED)."""
+head tied to the embeddings. Gemma 2 and 3 are gemma2.py and gemma3.py."""
 from __future__ import annotations
 
 import numpy as np

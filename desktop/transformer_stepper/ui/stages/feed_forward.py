@@ -9,6 +9,7 @@ from ...core.labels import ACTIVATION_SHORT
 from ...core import measures
 from ..plots import Curve, Heatmap, Lines, Scatter
 from ..plots.common import PALETTE
+from ...core.labels import NORM_LABELS
 from .base import StageView
 
 
@@ -51,7 +52,11 @@ class FeedForwardView(StageView):
         down = "· W_down" if config.gated_mlp else "· W2 + b2"
         self.output.set_title(f"Feed-forward output: {down} ({config.d_ff} → {config.d_model})")
         self.output.set_data(self.layer_array("mlp_out"), self.labels)
-        if config.norm == "post":
+        if config.norms_branch_output:      # Gemma 2/3, OLMo 2: the output is normed before the add
+            self.after.set_title(f"+ residual: x + post_mlp_ln(feed-forward output) = the layer's output "
+                                 f"(post_mlp_ln: {NORM_LABELS[config.norm_kind]} of the output, before the add)")
+            self.after.set_data(self.layer_array("mlp_residual"), self.labels)
+        elif config.norm == "post":
             self.after.set_title("+ residual, then the norm ln_2 = the layer's output")
             self.after.set_data(self.layer_array("ln_2_out"), self.labels)
         else:

@@ -6,6 +6,7 @@ from typing import Iterator
 import pyqtgraph as pg
 
 from ...core import readouts
+from ...core.labels import NORM_LABELS
 from ..plots import Bars, Heatmap
 from .base import StageView
 
@@ -53,13 +54,18 @@ class OutputProjectionView(StageView):
         self._head_boundaries(config.n_head, config.d_head)
         self.projected.set_title(f"Attention output: concat · W_O + b_O ({config.d_model} × {config.d_model})")
         self.projected.set_data(self.layer_array("attn_out"), self.labels)
-        self.residual.set_title("Residual: x + attention output")
+        branch_out = config.norms_branch_output
+        self.residual.set_title("Residual: x + post_attn_ln(attention output)" if branch_out
+                                else "Residual: x + attention output")
         self.residual.set_data(self.layer_array("attn_residual"), self.labels)
-        # post-LN (BERT): ln_1 follows this residual; pre-LN (GPT-2): ln_2 normalises it for the MLP
-        norm = "ln_1" if config.norm == "post" else "ln_2"
-        role = "the new residual stream" if config.norm == "post" else "the feed-forward's input (the stream is not normalised)"
+        # post-LN (BERT): ln_1 follows this residual; pre-LN (GPT-2): ln_2 normalises it for the
+        # MLP; Gemma 2/3 and OLMo 2: post_attn_ln normalises the attention output before the add
+        norm, role = (("post_attn_ln", "the attention output, normalised before it is added to x")
+                      if branch_out else
+                      ("ln_1", "the new residual stream") if config.norm == "post" else
+                      ("ln_2", "the feed-forward's input; the stream itself stays un-normalised"))
         self.norm_name = norm
-        self.norm.set_title(f"LayerNorm {norm}: {role}")
+        self.norm.set_title(f"{NORM_LABELS[config.norm_kind]} {norm}: {role}")
         self.norm.set_data(self.layer_array(f"{norm}_out"), self.labels)
         self.projection = readouts.output_projection_readout(
             self.layer_array("layer_in"), self.layer_array("attn_out"),

@@ -39,7 +39,7 @@ class QKVView(StageView):
         trace, layer, head = self.trace, self.session.layer, self.session.head
         config = trace.config
         where = f"layer {layer}, head {head}"
-        before = "after ln_1" if config.norm == "pre" else "the layer input"
+        before = "after ln_1" if config.norms_branch_input else "the layer input"
         self.x.set_title(f"x: what the projections read ({before}), layer {layer}")
         self.x.set_data(self.layer_array("attn_in"), self.labels)
         weights = self.session.model.params[f"h.{layer}.attn.q.w"][:, self.head_columns()]
@@ -48,15 +48,18 @@ class QKVView(StageView):
         for figure, name in ((self.q, "q"), (self.k, "k"), (self.v, "v")):
             formula = f"x·W_{name.upper()}" + (f" + b_{name.upper()}" if config.qkv_bias else "")
             if config.qk_norm and name != "v":
-                formula = f"RMSNorm({formula})"
-            if config.position == "rotary" and name != "v":
+                formula = (f"RMSNorm over all heads({formula})" if config.qk_norm_over == "projection"
+                           else f"RMSNorm({formula})")
+            if config.has_rope(layer) and name != "v":
                 formula = f"rotate({formula}, pos)"
             shared = ""
             if name != "q" and config.group_size > 1:
                 kv = config.kv_head_of(head)
                 first = kv * config.group_size
                 shared = (f"; K/V head {kv}, shared by query heads {first}–{first + config.group_size - 1}")
-            figure.set_title(f"{name} = {formula} ({where}{shared})")
+            nope = "; no rotary on this layer (NoPE)" if config.position == "rotary" and not config.has_rope(layer) \
+                and name != "v" else ""
+            figure.set_title(f"{name} = {formula} ({where}{shared}{nope})")
             figure.set_data(self.head_array(name), self.labels)
 
     def update_selection(self) -> None:

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..plots import Bars, Heatmap
+from ...core.forward import attention_scale, soft_cap
+from ..plots import Bars, Heatmap, Lines
+from ..plots.lines import Curve
 from ..plots.common import format_value
 from .base import StageView
 
@@ -18,14 +20,26 @@ class ScoresView(StageView):
         self.row = self.add_figure("query_scores", Bars(
             "Scores of the selected query", "key", "score", value_name="score"), 0, 1,
             explain=self.query_bar("scores"))
+        # Gemma 2's soft-cap: the tanh curve and this query's scores before and after it
+        self.cap = self.add_figure("soft_cap", Lines(
+            "Soft-cap: cap·tanh(s / cap)", "score before the cap", "score after the cap"), 1, 0, 1, 2)
+        self.cap.unused = True                 # until a soft-capped model's scores are drawn
+        self.cap.hide()
         self.grid.setColumnStretch(0, 3)
         self.grid.setColumnStretch(1, 2)
 
     def update_data(self) -> None:
         trace, layer, head = self.trace, self.session.layer, self.session.head
-        masked = " (hatched: masked, a token may not look ahead)" if trace.config.causal else ""
-        self.scores.set_title(f"Scores q·kᵀ/√{trace.config.d_head}, layer {layer}, head {head}{masked}")
+        config = trace.config
+        masked = " (hatched: masked, a token may not look ahead)" if config.causal else ""
+        if config.local_layers and config.is_local(layer) and config.sliding_window:
+            masked = f" (hatched: masked; a local layer: window of {config.sliding_window})"
+        scaled = (f"q·kᵀ·{config.query_scale:g}^-1/2" if config.query_scale else f"q·kᵀ/√{config.d_head}")
+        if config.attn_softcap:
+            scaled = f"{config.attn_softcap:g}·tanh({scaled} / {config.attn_softcap:g})"
+        self.scores.set_title(f"Scores {scaled}, layer {layer}, head {head}{masked}")
         self.scores.set_data(self.head_array("scores"), self.labels, self.labels)
+        self.cap.unused = not config.attn_softcap
 
     def update_selection(self) -> None:
         i = self.selected
@@ -33,11 +47,30 @@ class ScoresView(StageView):
         row = self.head_array("scores")[i]
         raw = self.head_array("scores_raw")[i]
         masked = ~np.isfinite(row)
-        notes = [("masked: after the query, so −∞ and weight 0" if m else
-                  f"q·k = {format_value(float(r))}, ÷ √{self.trace.config.d_head}")
-                 for m, r in zip(masked, raw)]
+        config = self.trace.config
+        scale = float(attention_scale(config))
+        notes = [("masked: blocked for this query, so −∞ and weight 0" if m else
+                  f"q·k = {format_value(float(r))}, × {scale:.4g}" +
+                  (f" = {format_value(float(r) * scale)}, soft-capped to {format_value(float(v))}"
+                   if config.attn_softcap else ""))
+                 for m, r, v in zip(masked, raw, row)]
+        if config.attn_softcap:
+            self._draw_cap(self.head_array("scores_uncapped")[i], masked, config.attn_softcap)
         self.row.set_title(f"Scores of query {i} '{self.labels[i]}' against every key")
         self.row.set_data(np.where(masked, 0.0, row), self.labels, i, muted=masked, notes=notes)
+
+    def _draw_cap(self, before: np.ndarray, masked: np.ndarray, cap: float) -> None:
+        # the curve over the head's range, the identity it bends away from, this query's points
+        shown = before[~masked]
+        reach = max(float(np.max(np.abs(shown))) if shown.size else 0.0, cap) * 1.2
+        x = np.linspace(-reach, reach, 201, dtype=np.float32)
+        ordered = np.sort(shown).astype(np.float32)
+        self.cap.set_curves([Curve(f"{cap:g}·tanh(s / {cap:g})", soft_cap(x, cap), x=x),
+                             Curve("no cap (y = s)", x, x=x),
+                             Curve(f"query {self.selected}'s scores", soft_cap(ordered, cap), x=ordered, width=5)])
+        self.cap.set_title(f"Soft-cap at {cap:g}: query {self.selected}'s scores before → after "
+                           f"(largest {format_value(float(np.max(shown)) if shown.size else 0.0)} → "
+                           f"{format_value(float(soft_cap(ordered[-1:], cap)[0]) if shown.size else 0.0)})")
 
     def stage_values(self) -> dict:
         row = self.head_array("scores")[self.selected]
