@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ...core.config import ModelConfig
 from ...core.errors import ModelError
-from .common import ADD_ONE, KeyMap, integer, number, prefixed, strip_prefix
+from .common import ADD_ONE, KeyMap, integer, number, strip_prefix
 from .gemma2 import gemma_decoder, softcap
 from .layer_kinds import branch_norm_keymap, sliding_layers, window_fields, with_defaults
 from .llama import decoder_keymap, rope_fields
