@@ -11,12 +11,13 @@ Position = Literal["learned", "sinusoidal", "rotary", "none", "concat"]
 NormPlacement = Literal["pre", "post"]
 NormKind = Literal["layer", "rms"]
 Activation = Literal["gelu_erf", "gelu_tanh", "relu", "silu"]
-RopeScaling = Literal["", "linear", "llama3"]
+RopeScaling = Literal["", "linear", "llama3", "dynamic", "yarn", "longrope"]
 
 POSITIONS = ("learned", "sinusoidal", "rotary", "none", "concat")
 NORM_KINDS = ("layer", "rms")
 ACTIVATION_NAMES = ("gelu_erf", "gelu_tanh", "relu", "silu")
-ROPE_SCALINGS = ("", "linear", "llama3")
+ROPE_SCALINGS = ("", "linear", "llama3", "dynamic", "yarn", "longrope")
+LENGTH_DEPENDENT_ROPE = ("dynamic", "longrope")   # frequencies change with the text's length
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,20 @@ class ModelConfig:
     position_offset: int = 0         # first position id (RoBERTa: padding_idx + 1)
     sliding_window: int = 0          # a query sees at most this many keys, itself included (0 = all)
     rope_theta: float = 10000.0
-    rope_scaling: RopeScaling = ""   # "" none, "linear", "llama3"
+    rope_scaling: RopeScaling = ""   # "" none, "linear", "llama3", "dynamic", "yarn", "longrope"
     rope_factor: float = 1.0
     rope_low_freq_factor: float = 1.0
     rope_high_freq_factor: float = 4.0
-    rope_original_n_ctx: int = 8192
+    rope_original_n_ctx: int = 8192  # llama3, yarn, longrope: pre-training context; dynamic: the
+                                     # context beyond which the base grows (max_position_embeddings)
+    rope_attention_factor: float = 1.0   # yarn, longrope: cos and sin multiplied by it
+    rope_beta_fast: float = 32.0         # yarn: the ramp between extrapolated and interpolated pairs
+    rope_beta_slow: float = 1.0
+    rope_truncate: bool = True           # yarn: ramp bounds rounded to whole dimensions
+    rope_short_factor: tuple = ()        # longrope: per-pair divisors up to rope_original_n_ctx
+    rope_long_factor: tuple = ()         # ... and beyond it
+    rotary_dim: int = 0              # partial rotary: the first rotary_dim dims of a head turn (0 = all)
+    parallel_residual: bool = False  # x + attn(ln_1(x)) + mlp(ln_2(x)): both read the same x (GPT-NeoX)
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -65,7 +75,7 @@ class ModelConfig:
             value = getattr(self, field)
             if not isinstance(value, int) or value <= 0:
                 raise ModelError(f"config: {field} must be a positive integer, got {value!r}")
-        for field in ("n_kv_head", "head_dim", "position_offset", "sliding_window", "d_position"):
+        for field in ("n_kv_head", "head_dim", "position_offset", "sliding_window", "d_position", "rotary_dim"):
             value = getattr(self, field)
             if type(value) is not int or value < 0:
                 raise ModelError(f"config: {field} must be a non-negative integer, got {value!r}")
@@ -87,6 +97,26 @@ class ModelConfig:
         if self.position == "rotary" and self.d_head % 2:
             raise ModelError(f"config: rotary positions need an even head width, got {self.d_head}")
         self._check_concat()
+        self._check_rotary()
+
+    def _check_rotary(self) -> None:
+        # partial rotary and the longrope factors (JSON gives lists: kept as tuples, hashable)
+        for field in ("rope_short_factor", "rope_long_factor"):
+            try:
+                object.__setattr__(self, field, tuple(float(f) for f in getattr(self, field)))
+            except (TypeError, ValueError):
+                raise ModelError(f"config: {field} must be a list of numbers, "
+                                 f"got {getattr(self, field)!r}") from None
+        if self.rotary_dim and (self.rotary_dim % 2 or self.rotary_dim > self.d_head):
+            raise ModelError(f"config: rotary_dim={self.rotary_dim} must be even and at most the "
+                             f"head width {self.d_head}")
+        if self.rope_scaling == "longrope":
+            for field in ("rope_short_factor", "rope_long_factor"):
+                if len(getattr(self, field)) != self.d_rotary // 2:
+                    raise ModelError(f"config: {field} needs {self.d_rotary // 2} numbers (one per "
+                                     f"rotated pair), got {len(getattr(self, field))}")
+        if self.parallel_residual and self.norm != "pre":
+            raise ModelError("config: parallel_residual needs pre-norm blocks")
 
     def _check_concat(self) -> None:
         if self.position != "concat":
@@ -108,6 +138,11 @@ class ModelConfig:
     @property
     def d_head(self) -> int:
         return self.head_dim or self.d_model // self.n_head
+
+    @property
+    def d_rotary(self) -> int:
+        """Width of a head that rotary positions turn: all of it, or its first rotary_dim dims."""
+        return self.rotary_dim or self.d_head
 
     @property
     def n_kv_heads(self) -> int:

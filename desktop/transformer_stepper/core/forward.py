@@ -71,7 +71,7 @@ def times_rows_transposed(x: np.ndarray, params: Mapping[str, np.ndarray], name:
 @dataclass(frozen=True)
 class Context:
     """What every layer's attention needs besides its input: the additive mask (0 / -inf, or
-    None) and, for rotary models, cos and sin of every position's angles [n_seq, d_head // 2]."""
+    None) and, for rotary models, cos and sin of every position's angles [n_seq, d_rotary // 2]."""
     mask: Optional[np.ndarray]
     cos: Optional[np.ndarray] = None
     sin: Optional[np.ndarray] = None
@@ -91,11 +91,42 @@ def attention_mask(config: ModelConfig, n_seq: int, start: int = 0) -> Optional[
     return ops.additive_mask(blocked[start:])
 
 
-def rope_frequencies(config: ModelConfig) -> np.ndarray:
-    # [d_head // 2]: radians per position of each rotated pair
-    return ops.rope_frequencies(config.d_head, config.rope_theta, config.rope_scaling,
-                                config.rope_factor, config.rope_low_freq_factor,
+def rope_frequencies(config: ModelConfig, n_seq: int = 0) -> np.ndarray:
+    # [d_rotary // 2]: radians per position of each rotated pair, for a text of n_seq tokens
+    # (dynamic and longrope scaling change with the length; 0: a short text's)
+    d, theta, kind = config.d_rotary, config.rope_theta, config.rope_scaling
+    if kind == "dynamic":
+        return ops.dynamic_rope_frequencies(d, theta, config.rope_factor, config.rope_original_n_ctx, n_seq)
+    if kind == "yarn":
+        return ops.yarn_rope_frequencies(d, theta, config.rope_factor, config.rope_original_n_ctx,
+                                         config.rope_beta_fast, config.rope_beta_slow, config.rope_truncate)
+    if kind == "longrope":
+        long = n_seq > config.rope_original_n_ctx
+        return ops.longrope_frequencies(d, theta, config.rope_long_factor if long else config.rope_short_factor)
+    return ops.rope_frequencies(d, theta, kind, config.rope_factor, config.rope_low_freq_factor,
                                 config.rope_high_freq_factor, config.rope_original_n_ctx)
+
+
+def rope_length_key(config: ModelConfig, n_seq: int):
+    """What of a text's length its rotary frequencies depend on: None for most models; for
+    dynamic and longrope scaling, past the original context, the length itself (dynamic) or
+    just that it is past (longrope). Rows computed at lengths with different keys differ,
+    so a KV cache or shared rows are reused only under the same key (else: re-traced)."""
+    if config.position != "rotary" or n_seq <= config.rope_original_n_ctx:
+        return None
+    if config.rope_scaling == "dynamic":
+        return n_seq
+    return "long" if config.rope_scaling == "longrope" else None
+
+
+def rope_cos_sin(config: ModelConfig, angles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # [n, d_rotary // 2] angles -> cos, sin; yarn and longrope multiply both by their attention
+    # factor (so rotated q·k grows by its square), as transformers does
+    cos, sin = np.cos(angles), np.sin(angles)
+    if config.rope_attention_factor != 1.0:
+        factor = F32(config.rope_attention_factor)
+        cos, sin = cos * factor, sin * factor
+    return cos, sin
 
 
 def context(config: ModelConfig, n_seq: int, record: Recorder = None, start: int = 0,
@@ -105,13 +136,13 @@ def context(config: ModelConfig, n_seq: int, record: Recorder = None, start: int
     mask = attention_mask(config, n_seq, start)
     if config.position != "rotary" or interventions_lib.no_positions(interventions):
         return Context(mask, interventions=interventions)
-    angles = ops.rope_angles(n_seq, rope_frequencies(config))[start:]
+    angles = ops.rope_angles(n_seq, rope_frequencies(config, n_seq))[start:]
     order = interventions_lib.position_order(interventions, n_seq)
     if order is not None:
         angles = angles[order]
     if record is not None:
         record("rope_angles", angles, None)
-    return Context(mask, np.cos(angles), np.sin(angles), interventions)
+    return Context(mask, *rope_cos_sin(config, angles), interventions)
 
 
 class KVCache:
@@ -382,7 +413,9 @@ def block(params, config: ModelConfig, x, ctx: Context, layer: int, record,
           cache: Optional[KVCache] = None) -> np.ndarray:
     # Stage 11. [n_seq, d_model] -> [n_seq, d_model]; ln_1 belongs to attention, ln_2 to the feed-forward
     record("layer_in", x, layer)
-    if config.norm == "pre":
+    if config.parallel_residual:
+        x = parallel_residual(params, config, x, ctx, layer, record, cache)
+    elif config.norm == "pre":
         x = x + attention(params, config, _norm(params, config, "ln_1", x, layer, record), ctx,
                           layer, record, cache)
         record("attn_residual", x, layer)
@@ -396,6 +429,21 @@ def block(params, config: ModelConfig, x, ctx: Context, layer: int, record,
         record("mlp_residual", x, layer)
         x = _norm(params, config, "ln_2", x, layer, record)
     record("layer_out", x, layer)
+    return x
+
+
+def parallel_residual(params, config: ModelConfig, x, ctx: Context, layer: int, record,
+                      cache: Optional[KVCache] = None) -> np.ndarray:
+    # [n_seq, d_model] -> [n_seq, d_model]: x + attn(ln_1(x)) + mlp(ln_2(x)) (GPT-NeoX, Pythia):
+    # both branches read the layer's input x (ln_2_in is layer_in, not the attention's sum);
+    # attn_residual = x + attn, then + mlp: the same sum, recorded in two steps
+    attn_out = attention(params, config, _norm(params, config, "ln_1", x, layer, record), ctx,
+                         layer, record, cache)
+    mlp_out = feed_forward(params, config, _norm(params, config, "ln_2", x, layer, record), layer, record)
+    x = x + attn_out
+    record("attn_residual", x, layer)
+    x = x + mlp_out
+    record("mlp_residual", x, layer)
     return x
 
 
