@@ -82,6 +82,9 @@ def decoder_config(cfg: dict, source: str, names: set[str], family: str, **overr
         qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=mlp_bias, qk_norm=family == "qwen3",
         sliding_window=window)
     fields.update(rope_fields(cfg, source, head_dim, n_ctx, model_type=family))
+    if fields["rotary_dim"]:    # transformers' Llama-family rotation turns the whole head
+        raise ModelError(f"{source}: partial_rotary_factor={cfg.get('partial_rotary_factor')!r} is "
+                         f"not supported for {family} (only 1.0)")
     fields.update(overrides)
     return build(source, **fields)
 
