@@ -43,6 +43,8 @@ TEXTS = (
     "Ünïcödé café — ☕ 日本!",
     "She went to the bank to deposit money, then walked along the river bank.",
 )
+# RoBERTa numbers positions skipping pad tokens (create_position_ids_from_input_ids)
+EXTRA_TEXTS = {"roberta_tiny": ("The bank<pad> of the<pad><pad> river.",)}
 MINILM_TEXTS = (
     "The bank of the river.",
     "Ünïcödé café — ☕ 日本!",
@@ -409,7 +411,7 @@ def make_family(name: str, out: Path, seed: int) -> None:
     if name in HUB_SPELLING:
         hub_spelling(folder / "config.json", name.startswith(("pythia", "neox")))
     model = load_eager(folder, class_name)
-    arrays = hf_outputs(model, folder / "tokenizer.json", TEXTS)
+    arrays = hf_outputs(model, folder / "tokenizer.json", TEXTS + EXTRA_TEXTS.get(name, ()))
     if decoder or class_name.startswith("GPTNeoX"):
         # dynamic rope: transformers' cached generate keeps keys turned at the shorter length's
         # base; the reference is generate without a cache (every step a whole forward)

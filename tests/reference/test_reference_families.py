@@ -86,3 +86,20 @@ def test_tokenizers_add_the_special_tokens_hugging_face_adds(name, first, fixtur
     assert trace.tokens[0] == first and trace.special_tokens_mask[0]
     qwen = load_model(fixtures_dir / "qwen2_tiny").trace("the bank")
     assert not qwen.special_tokens_mask.any(), "Qwen adds no special tokens"
+
+
+def test_roberta_positions_skip_pad_tokens_as_hugging_face_does(fixtures_dir):
+    """The reference's fourth RoBERTa text holds <pad> tokens: HF gives them position
+    padding_idx and does not count them; provenance names the row each token read."""
+    from transformer_stepper.core.provenance import explain
+
+    reference = load_reference(HF_OUTPUTS / "roberta_tiny.npz")
+    model = load_model(fixtures_dir / "roberta_tiny")
+    text = str(reference["text_3"])
+    assert (reference["input_ids_3"] == 1).sum() == 3
+    trace = model.trace(text)
+    assert_trace_matches(trace, reference, 3, "roberta with pad tokens")
+    last = len(trace.input_ids) - 1                  # </s>: 12 tokens, 3 of them pads
+    explanation = explain(model, trace, "position_embeddings", (last, 0))
+    assert "row 10 of the position table" in explanation.steps[0].label
+    assert explanation.value == pytest.approx(float(model.params["wpe"][10, 0]))

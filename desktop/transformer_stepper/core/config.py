@@ -52,6 +52,8 @@ class ModelConfig:
     qk_norm: bool = False            # RMSNorm of each q and k head before the rotation (Qwen3)
     embed_scale: float = 1.0         # token rows multiplied by this (Gemma: √d_model)
     position_offset: int = 0         # first position id (RoBERTa: padding_idx + 1)
+    skip_pad_positions: bool = False # RoBERTa: the pad token (id position_offset - 1) gets position
+                                     # padding_idx and is not counted (create_position_ids_from_input_ids)
     sliding_window: int = 0          # a query sees at most this many keys, itself included (0 = all)
     rope_theta: float = 10000.0
     rope_scaling: RopeScaling = ""   # "" none, "linear", "llama3", "dynamic", "yarn", "longrope"

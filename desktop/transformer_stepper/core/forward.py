@@ -186,10 +186,23 @@ def position_table(config: ModelConfig, params: Mapping[str, np.ndarray], n_seq:
     return rows(params, "wpe", np.arange(first, first + n_seq))
 
 
+def pad_skipping_position_ids(config: ModelConfig, input_ids: np.ndarray) -> np.ndarray:
+    # [n_seq] ids -> [n_seq] position ids as transformers' create_position_ids_from_input_ids
+    # (RoBERTa): pad tokens get padding_idx, the others padding_idx + 1 + how many non-pad
+    # tokens come before them
+    padding_idx = config.position_offset - 1
+    counted = input_ids != padding_idx
+    return np.cumsum(counted) * counted + padding_idx
+
+
 def _position_embeddings(config: ModelConfig, params, n_seq: int, start: int,
-                         interventions: tuple) -> np.ndarray:
+                         interventions: tuple, input_ids=None) -> np.ndarray:
     # the position table of this text, as the interventions leave it (zeroed or permuted)
-    position_embeddings = position_table(config, params, n_seq, start)
+    if (config.skip_pad_positions and input_ids is not None and start == 0
+            and (input_ids == config.position_offset - 1).any()):
+        position_embeddings = rows(params, "wpe", pad_skipping_position_ids(config, input_ids))
+    else:
+        position_embeddings = position_table(config, params, n_seq, start)
     if interventions_lib.no_positions(interventions):
         position_embeddings = np.zeros_like(position_embeddings)
     order = interventions_lib.position_order(interventions, n_seq)
@@ -221,7 +234,7 @@ def embed(params, config: ModelConfig, input_ids, token_type_ids, record, start:
         x = np.concatenate([x, position_embeddings.astype(x.dtype, copy=False)], axis=-1)
         record("embedding_concat", x, None)
     if config.position in ("learned", "sinusoidal"):
-        position_embeddings = _position_embeddings(config, params, n_seq, start, interventions)
+        position_embeddings = _position_embeddings(config, params, n_seq, start, interventions, input_ids)
         record("position_embeddings", position_embeddings, None)
         x = x + position_embeddings
         if config.n_token_types:
