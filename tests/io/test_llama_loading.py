@@ -52,7 +52,10 @@ def test_lone_safetensors_is_recognised_as_llama(tmp_path):
     model = load_model(folder / "model.safetensors")
     assert model.config.family == "llama" and model.config.n_head == 2
     assert model.config.n_kv_heads == 1 and not model.config.tied_head
-    assert any("assumed 2 heads of 64" in w for w in model.warnings)
+    assert any("n_head=2 (heads of 64 assumed)" in w for w in model.warnings)
+    assert model.settings_guessed == ("n_head=2 (heads of 64 assumed)", "rope_theta=10000.0",
+                                      "rope_scaling=none", "ln_eps=1e-06", "activation=silu",
+                                      "sliding_window=none", "n_ctx=2048")
 
 
 @pytest.mark.parametrize("changes, message", [

@@ -79,6 +79,7 @@ class Model:
         self.tokenizer = tokenizer
         self.source = source
         self.warnings: list[str] = []
+        self.settings_guessed: tuple[str, ...] = ()   # 'field=value' a lone file could not tell
         max_id = tokenizer.max_id()
         if max_id >= config.n_vocab:
             raise ModelError(f"{tokenizer.source}: token id {max_id} ({tokenizer.id_to_token(max_id)!r}) "

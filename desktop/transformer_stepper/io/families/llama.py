@@ -128,7 +128,11 @@ def infer_hf_config(shape, names: set[str]) -> dict:
     n_vocab, d_model = shape(p + "embed_tokens.weight", 2)
     d_q = shape(p + "layers.0.self_attn.q_proj.weight", 2)[0]
     d_kv = shape(p + "layers.0.self_attn.k_proj.weight", 2)[0]
-    head_dim = 64 if d_q % 64 == 0 else d_q     # a lone file does not say; 64 is the common width
+    q_norm = p + "layers.0.self_attn.q_norm.weight"
+    if q_norm in names:                          # Qwen3: the per-head norm is as wide as a head
+        head_dim = shape(q_norm, 1)[0]
+    else:                                        # a lone file does not say; 64 is the common width
+        head_dim = 64 if d_q % 64 == 0 else d_q
     model_type = "qwen3" if any(n.endswith("self_attn.q_norm.weight") for n in names) else (
         "qwen2" if any(n.endswith("self_attn.q_proj.bias") for n in names) else "llama")
     return {"model_type": model_type, "vocab_size": n_vocab, "hidden_size": d_model,
