@@ -14,7 +14,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TEXT = "the bank of the river was steep"
 LAYER = 1
 # rotary + GQA + untied head; learned positions + biases + Conv1D; post-LN encoder with types
-FAMILIES = ["llama_tiny", "gpt2_tiny_lm", "bert_tiny_mlm", "qwen3_tiny", "builtin"]
+# + fused qkv, longrope, partial rotary, GQA, tied (Phi-4-mini); parallel residual (Pythia)
+FAMILIES = ["llama_tiny", "gpt2_tiny_lm", "bert_tiny_mlm", "qwen3_tiny", "builtin", "phi4_mini_tiny",
+            "pythia_tiny"]
 
 
 @pytest.fixture(scope="module", params=FAMILIES)

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import ops
 from .config import ModelConfig
-from .forward import rope_frequencies
+from .forward import rope_cos_sin, rope_frequencies
 
 _TINY = 1e-12
 
@@ -140,9 +140,10 @@ def largest_drop(cosines: np.ndarray) -> tuple[int, float]:
 # -- rotary positions: what the stepper's position stages plot ------------------------------
 def rotated_at(config: ModelConfig, vector: np.ndarray, positions: np.ndarray) -> np.ndarray:
     # [d_head] unrotated, [m] positions -> [m, d_head]: the vector as RoPE turns it at each position
+    # (partial rotary: the dims from d_rotary on stay as they are; yarn/longrope: × their factor)
     angles = np.asarray(positions, dtype=np.float32)[:, None] * rope_frequencies(config)[None, :]
     return ops.rotate(np.broadcast_to(vector, (len(positions), len(vector)))[None],
-                      np.cos(angles), np.sin(angles))[0]
+                      *rope_cos_sin(config, angles))[0]
 
 
 def rope_shift_scores(config: ModelConfig, q: np.ndarray, k: np.ndarray, query_pos: int,
