@@ -171,10 +171,12 @@ def wrapped(angles: np.ndarray) -> np.ndarray:
     return (np.angle(np.exp(1j * angles.astype(np.float64)))).astype(np.float32)
 
 
-def pair_arrows(before: np.ndarray, after: np.ndarray, pairs: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+def pair_arrows(before: np.ndarray, after: np.ndarray, pairs: list[int],
+                half: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """[d_head] vectors -> for each pair index i, ((x, y) before, (x, y) after) with
-    x = v[i], y = v[i + d_head/2] (Hugging Face's rotate_half pairing)."""
-    half = len(before) // 2
+    x = v[i], y = v[i + half] (Hugging Face's rotate_half pairing; half = d_rotary / 2, by
+    default d_head / 2: partial rotary pairs only the first d_rotary dims)."""
+    half = half or len(before) // 2
     return [(np.array([before[i], before[i + half]]), np.array([after[i], after[i + half]])) for i in pairs]
 
 

@@ -51,7 +51,12 @@ class FeedForwardView(StageView):
         down = "· W_down" if config.gated_mlp else "· W2 + b2"
         self.output.set_title(f"Feed-forward output: {down} ({config.d_ff} → {config.d_model})")
         self.output.set_data(self.layer_array("mlp_out"), self.labels)
-        if config.norm == "post":
+        if config.parallel_residual:
+            self.after.set_title("Parallel residual: x + attention(ln_1(x)) + feed-forward(ln_2(x)) = the "
+                                 "layer's output; this feed-forward read ln_2 of the layer's input x, "
+                                 "not x + attention")
+            self.after.set_data(self.layer_array("mlp_residual"), self.labels)
+        elif config.norm == "post":
             self.after.set_title("+ residual, then the norm ln_2 = the layer's output")
             self.after.set_data(self.layer_array("ln_2_out"), self.labels)
         else:

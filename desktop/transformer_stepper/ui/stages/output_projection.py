@@ -53,11 +53,16 @@ class OutputProjectionView(StageView):
         self._head_boundaries(config.n_head, config.d_head)
         self.projected.set_title(f"Attention output: concat · W_O + b_O ({config.d_model} × {config.d_model})")
         self.projected.set_data(self.layer_array("attn_out"), self.labels)
-        self.residual.set_title("Residual: x + attention output")
+        self.residual.set_title("Residual: x + attention output" + (
+            " (parallel residual: the feed-forward does not read this; it reads x too)"
+            if config.parallel_residual else ""))
         self.residual.set_data(self.layer_array("attn_residual"), self.labels)
         # post-LN (BERT): ln_1 follows this residual; pre-LN (GPT-2): ln_2 normalises it for the MLP
         norm = "ln_1" if config.norm == "post" else "ln_2"
-        role = "the new residual stream" if config.norm == "post" else "the feed-forward's input; the stream itself stays un-normalised"
+        role = ("the new residual stream" if config.norm == "post" else
+                "the feed-forward's input, of the layer's input x (parallel residual: both branches "
+                "read the same x)" if config.parallel_residual else
+                "the feed-forward's input; the stream itself stays un-normalised")
         self.norm_name = norm
         self.norm.set_title(f"LayerNorm {norm}: {role}")
         self.norm.set_data(self.layer_array(f"{norm}_out"), self.labels)
