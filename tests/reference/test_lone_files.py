@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from builders import model_error
+from tests.builders import model_error
 from reference_helpers import HF_OUTPUTS, assert_trace_matches, load_reference
 from transformer_stepper import load_model
 
