@@ -43,6 +43,8 @@ TEXTS = (
     "Ünïcödé café — ☕ 日本!",
     "She went to the bank to deposit money, then walked along the river bank.",
 )
+# RoBERTa numbers positions skipping pad tokens (create_position_ids_from_input_ids)
+EXTRA_TEXTS = {"roberta_tiny": ("The bank<pad> of the<pad><pad> river.",)}
 MINILM_TEXTS = (
     "The bank of the river.",
     "Ünïcödé café — ☕ 日本!",
@@ -258,6 +260,17 @@ def _decoder_sizes(vocab_size: int, **changes) -> dict:
     return sizes
 
 
+# LongRoPE factors shaped like Phi-3.5's (short near 1, long growing to tens), 8 rotated pairs
+PHI_SHORT = (1.0, 1.02, 1.05, 1.1, 1.2, 1.4, 1.8, 2.2)
+PHI_LONG = (1.0, 1.3, 2.0, 4.0, 8.0, 16.0, 30.0, 50.0)
+
+
+# fixtures added later keep their own seeds, whatever their place in family_configs()
+FAMILY_SEEDS = {name: SEED + 200 + i for i, name in enumerate((
+    "phi3_tiny", "phi35_tiny", "phi4_mini_tiny", "pythia_tiny", "neox_tiny_sequential",
+    "llama_tiny_yarn", "llama_tiny_dynamic"))}
+
+
 def family_configs():
     """name -> (HF model class, config class, config fields, tokenizer factory, decoder?)."""
     llama3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
@@ -296,6 +309,58 @@ def family_configs():
                             dict(dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64,
                                  activation="gelu", pad_token_id=0),
                             bert_tokenizer, False),
+        # microsoft/Phi-3-mini-4k-instruct: fused qkv_proj / gate_up_proj, MHA, no rope scaling,
+        # sliding_window 2047 (here 5), rms_norm_eps 1e-5, untied head, <s>
+        "phi3_tiny": ("Phi3ForCausalLM", "Phi3Config",
+                      dict(num_key_value_heads=4, sliding_window=5, rms_norm_eps=1e-5,
+                           original_max_position_embeddings=64, tie_word_embeddings=False,
+                           hidden_act="silu"), sentencepiece_tokenizer, True),
+        # microsoft/Phi-3.5-mini-instruct: longrope ("type": "longrope", short and long factors,
+        # original_max_position_embeddings 4096 of 131072, here 8 of 64: the third text is
+        # longer than 8, so it runs on the long factors, the others on the short ones)
+        "phi35_tiny": ("Phi3ForCausalLM", "Phi3Config",
+                       dict(hidden_size=64, num_key_value_heads=4, rms_norm_eps=1e-5,
+                            original_max_position_embeddings=8, sliding_window=None,
+                            rope_scaling={"type": "longrope", "short_factor": list(PHI_SHORT),
+                                          "long_factor": list(PHI_LONG)},
+                            tie_word_embeddings=False), sentencepiece_tokenizer, True),
+        # microsoft/Phi-4-mini-instruct: partial_rotary_factor 0.75, GQA 3:1 (here 2:1), tied
+        # head, longrope with top-level original_max_position_embeddings, byte-level BPE
+        "phi4_mini_tiny": ("Phi3ForCausalLM", "Phi3Config",
+                           dict(hidden_size=64, num_key_value_heads=2, partial_rotary_factor=0.75,
+                                rms_norm_eps=1e-5, original_max_position_embeddings=16,
+                                sliding_window=None, tie_word_embeddings=True,
+                                rope_scaling={"type": "longrope", "short_factor": list(PHI_SHORT[:6]),
+                                              "long_factor": list(PHI_LONG[:6])}),
+                           lambda: bytelevel_tokenizer(("<|endoftext|>",)), True),
+        # EleutherAI/pythia-160m: parallel residual, rotary_pct 0.25 (4 of 16 dims), interleaved
+        # query_key_value, LayerNorm with biases, erf GELU, untied embed_out
+        "pythia_tiny": ("GPTNeoXForCausalLM", "GPTNeoXConfig",
+                        dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                             max_position_embeddings=64, rotary_pct=0.25, rotary_emb_base=10000,
+                             layer_norm_eps=1e-5, hidden_act="gelu", use_parallel_residual=True,
+                             tie_word_embeddings=False, bos_token_id=0, eos_token_id=0),
+                        lambda: bytelevel_tokenizer(("<|endoftext|>",)), False),
+        # EleutherAI/pythia-70m's fields with use_parallel_residual false and rotary_pct 0.5:
+        # the sequential GPT-NeoX block, partial rotary at another width
+        "neox_tiny_sequential": ("GPTNeoXForCausalLM", "GPTNeoXConfig",
+                                 dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                      intermediate_size=128, max_position_embeddings=64, rotary_pct=0.5,
+                                      rotary_emb_base=10000, layer_norm_eps=1e-5, hidden_act="gelu",
+                                      use_parallel_residual=False, tie_word_embeddings=False,
+                                      bos_token_id=0, eos_token_id=0),
+                                 lambda: bytelevel_tokenizer(("<|endoftext|>",)), False),
+        # YaRN (Qwen2.5 / DeepSeek style: factor 4 over an original context of 16), head_dim 16
+        "llama_tiny_yarn": ("LlamaForCausalLM", "LlamaConfig",
+                            dict(head_dim=16, tie_word_embeddings=False,
+                                 rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                               "original_max_position_embeddings": 16}),
+                            sentencepiece_tokenizer, True),
+        # dynamic NTK scaling, factor 2 past max_position_embeddings 20 (texts 1 and 2 are longer)
+        "llama_tiny_dynamic": ("LlamaForCausalLM", "LlamaConfig",
+                               dict(head_dim=16, max_position_embeddings=20, tie_word_embeddings=True,
+                                    rope_scaling={"rope_type": "dynamic", "factor": 2.0}),
+                               lambda: bytelevel_tokenizer((LLAMA3_BOS, LLAMA3_EOS), template=LLAMA3_BOS), True),
     }
 
 
@@ -348,6 +413,32 @@ def make_round3(name: str, out: Path) -> None:
     make_family(name, out, SEED + seed, (class_name, config_name, fields, make_tokenizer, True))
 
 
+# fixtures whose config.json is rewritten in the spelling the released checkpoints use
+# (transformers 4: rope_scaling, top-level rope_theta / partial_rotary_factor; GPT-NeoX's
+# rotary_pct and rotary_emb_base); the others keep transformers 5's rope_parameters
+HUB_SPELLING = ("phi35_tiny", "phi4_mini_tiny", "pythia_tiny", "neox_tiny_sequential", "llama_tiny_yarn")
+
+
+def hub_spelling(path: Path, neox: bool) -> None:
+    config = json.loads(path.read_text())
+    rope = dict(config.pop("rope_parameters") or {})
+    theta, partial = rope.pop("rope_theta", None), rope.pop("partial_rotary_factor", None)
+    if neox:
+        config.update(rotary_emb_base=theta, rotary_pct=partial)
+    else:
+        config["rope_theta"] = theta
+        if partial is not None and partial != 1.0:
+            config["partial_rotary_factor"] = partial
+    if rope.get("rope_type", "default") != "default":
+        if "type" in rope:                       # Phi-3.5 / Phi-4-mini write "type" only
+            rope.pop("rope_type")
+        rope.pop("original_max_position_embeddings", None) if "original_max_position_embeddings" in config else None
+        config["rope_scaling"] = rope
+    else:
+        config["rope_scaling"] = None
+    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
 def make_family(name: str, out: Path, seed: int, spec=None) -> None:
     import torch
     import transformers
@@ -366,28 +457,37 @@ def make_family(name: str, out: Path, seed: int, spec=None) -> None:
     model.save_pretrained(folder, safe_serialization=True)
     (folder / "generation_config.json").unlink(missing_ok=True)
     tok.save(str(folder / "tokenizer.json"), pretty=True)
+    if name in HUB_SPELLING:
+        hub_spelling(folder / "config.json", name.startswith(("pythia", "neox")))
     model = load_eager(folder, class_name)
-    arrays = hf_outputs(model, folder / "tokenizer.json", TEXTS)
-    if decoder:
-        arrays.update(decoder_references(model, arrays["input_ids_0"]))
+    arrays = hf_outputs(model, folder / "tokenizer.json", TEXTS + EXTRA_TEXTS.get(name, ()))
+    if decoder or class_name.startswith("GPTNeoX"):
+        # dynamic rope: transformers' cached generate keeps keys turned at the shorter length's
+        # base; the reference is generate without a cache (every step a whole forward)
+        scaling = (fields.get("rope_scaling") or {}).get("rope_type")
+        arrays.update(decoder_references(model, arrays["input_ids_0"], use_cache=scaling != "dynamic"))
     save_npz(out / "hf_outputs" / f"{name}.npz", {**arrays, **provenance()})
 
 
-def decoder_references(model, ids: np.ndarray, layer: int = 0, head: int = 1) -> dict[str, np.ndarray]:
+def decoder_references(model, ids: np.ndarray, layer: int = 0, head: int = 1,
+                       use_cache: bool = True) -> dict[str, np.ndarray]:
     """Greedy generation of 20 tokens, and the outputs with one head's attention output zeroed
     before the output projection (a forward pre-hook on o_proj / c_proj)."""
     import torch
 
     arrays: dict[str, np.ndarray] = {}
+    fresh_rope_state(model)
     with torch.no_grad():  # an explicit mask: else a prompt token equal to pad_token_id is masked
         prompt = torch.from_numpy(ids)[None]
         generated = model.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False,
                                    max_new_tokens=20, min_new_tokens=20, pad_token_id=0,
-                                   eos_token_id=None)
+                                   eos_token_id=None, use_cache=use_cache)
     arrays["generated_ids_0"] = generated[0].numpy()
-    blocks = model.model.layers if hasattr(model, "model") else model.transformer.h
-    projection = (blocks[layer].self_attn.o_proj if hasattr(blocks[layer], "self_attn")
-                  else blocks[layer].attn.c_proj)
+    base = getattr(model, "model", None) or getattr(model, "gpt_neox", None) or model.transformer
+    blocks = base.layers if hasattr(base, "layers") else base.h
+    attention = getattr(blocks[layer], "self_attn", None) or getattr(blocks[layer], "attention", None)
+    projection = (attention.o_proj if hasattr(attention, "o_proj") else
+                  attention.dense if attention is not None else blocks[layer].attn.c_proj)
     width = (model.config.head_dim if getattr(model.config, "head_dim", None)
              else model.config.hidden_size // model.config.num_attention_heads)
 
@@ -396,6 +496,7 @@ def decoder_references(model, ids: np.ndarray, layer: int = 0, head: int = 1) ->
         x[..., head * width:(head + 1) * width] = 0
         return (x,)
 
+    fresh_rope_state(model)
     handle = projection.register_forward_pre_hook(zero_head)
     try:
         with torch.no_grad():
@@ -424,6 +525,16 @@ def hf_token_ids(tokenizer_file: Path, text: str) -> np.ndarray:
     return np.asarray(hf_ids, dtype=np.int64)
 
 
+def fresh_rope_state(model) -> None:
+    """Dynamic rope keeps the frequencies of the longest text seen so far (max_seq_len_cached)
+    and uses them for a shorter one that is still past max_position_embeddings: each text's
+    reference must come from a model that saw only it, as a freshly loaded one would."""
+    for module in model.modules():
+        if hasattr(module, "original_inv_freq") and hasattr(module, "original_max_seq_len"):
+            module.inv_freq = module.original_inv_freq.clone()
+            module.max_seq_len_cached = module.original_max_seq_len
+
+
 def hf_outputs(model, tokenizer_file: Path, texts) -> dict[str, np.ndarray]:
     """Per text t: text_t, input_ids_t, hidden_states_t, attentions_t (, logits_t)."""
     import torch
@@ -431,6 +542,7 @@ def hf_outputs(model, tokenizer_file: Path, texts) -> dict[str, np.ndarray]:
     arrays: dict[str, np.ndarray] = {}
     for t, text in enumerate(texts):
         ids = hf_token_ids(tokenizer_file, text)
+        fresh_rope_state(model)
         with torch.no_grad():
             out = model(input_ids=torch.from_numpy(ids)[None], output_hidden_states=True,
                         output_attentions=True)
@@ -528,6 +640,8 @@ def main(argv=None) -> int:
                         help="write only the family fixtures (Llama family, RoBERTa, DistilBERT, round 3)")
     parser.add_argument("--round3-only", action="store_true",
                         help="write only the Gemma 2, Gemma 3, OLMo 2 and SmolLM3 fixtures")
+    parser.add_argument("--only", nargs="+", metavar="NAME",
+                        help="write only these family fixtures (e.g. phi3_tiny pythia_tiny)")
     args = parser.parse_args(argv)
     if not (args.minilm / "model.safetensors").is_file():
         print(f"error: {args.minilm}: no all-MiniLM-L6-v2 model.safetensors (run the test "
@@ -547,9 +661,11 @@ def main(argv=None) -> int:
     if args.round3_only:
         return 0
     for offset, name in enumerate(family_configs()):
-        make_family(name, args.out, SEED + 10 + offset)
+        if args.only and name not in args.only:
+            continue
+        make_family(name, args.out, FAMILY_SEEDS.get(name, SEED + 10 + offset))
         print(f"wrote {args.out / name} and hf_outputs/{name}.npz")
-    if args.families_only:
+    if args.families_only or args.only:
         return 0
     for name in TINY:
         make_tiny(name, args.out)

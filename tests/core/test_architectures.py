@@ -162,5 +162,9 @@ def test_bad_head_layouts_are_named():
         tiny_config("llama", n_kv_head=3)
     with pytest.raises(ModelError, match="rotary positions need an even head width"):
         tiny_config("llama", head_dim=7)
-    with pytest.raises(ModelError, match="unsupported rope scaling 'yarn'"):
-        tiny_config("llama", rope_scaling="yarn")
+    with pytest.raises(ModelError, match="unsupported rope scaling 'ntk'"):
+        tiny_config("llama", rope_scaling="ntk")
+    with pytest.raises(ModelError, match="rotary_dim=10 must be even and at most the head width 8"):
+        tiny_config("llama", rotary_dim=10)
+    with pytest.raises(ModelError, match="rope_short_factor needs"):
+        tiny_config("llama", rope_scaling="longrope", rope_short_factor=(1.0,), rope_long_factor=(1.0,))

@@ -12,7 +12,10 @@ TEXT = "the queen rode to the bank of the river"
 
 
 @pytest.mark.parametrize("family", [None, "gpt2_tiny_lm", "llama_tiny_gqa4", "gemma_tiny", "qwen2_tiny",
-                                    "smollm3_tiny"], ids=lambda f: f or "builtin")
+                                    "smollm3_tiny",
+                                    "phi3_tiny", "phi4_mini_tiny", "pythia_tiny", "neox_tiny_sequential",
+                                    "llama_tiny_yarn"],
+                         ids=lambda f: f or "builtin")
 def test_parts_sum_to_the_stream_and_attributions_to_the_logit(family):
     model = load_model(None if family is None else FIXTURES / family)
     trace = model.trace(TEXT)

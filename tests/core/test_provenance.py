@@ -12,7 +12,9 @@ from transformer_stepper.core.provenance import KINDS, explain, explainable, res
 TEXT = "the queen rode to the bank of the river"
 FAMILIES = [None, "llama_tiny_gqa4", "qwen3_tiny", "gemma_tiny", "mistral_tiny", "gpt2_tiny_lm",
             "bert_tiny_mlm", "roberta_tiny", "distilbert_tiny", "gemma2_tiny", "gemma3_tiny", "olmo2_tiny",
-            "smollm3_tiny"]
+            "smollm3_tiny", "phi3_tiny", "phi35_tiny",
+            "phi4_mini_tiny", "pythia_tiny", "neox_tiny_sequential", "llama_tiny_yarn",
+            "llama_tiny_dynamic"]
 _models: dict = {}
 
 

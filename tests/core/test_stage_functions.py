@@ -14,9 +14,10 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TEXT = "the bank of the river was steep"
 LAYER = 1
 # rotary + GQA + untied head; learned positions + biases + Conv1D; post-LN encoder with types
-# Gemma 2 (layer 1 global, soft-capped), Gemma 3 (layer 1 local, own rope base), OLMo 2
+# Gemma 2 (layer 1 global, soft-capped), Gemma 3 (layer 1 local, own rope base), OLMo 2;
+# fused qkv, longrope, partial rotary, GQA, tied (Phi-4-mini); parallel residual (Pythia)
 FAMILIES = ["llama_tiny", "gpt2_tiny_lm", "bert_tiny_mlm", "qwen3_tiny", "builtin", "gemma2_tiny",
-            "gemma3_tiny", "olmo2_tiny"]
+            "gemma3_tiny", "olmo2_tiny", "phi4_mini_tiny", "pythia_tiny"]
 
 
 @pytest.fixture(scope="module", params=FAMILIES)

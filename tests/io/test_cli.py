@@ -159,8 +159,10 @@ def test_inferred_config_is_reported_as_a_warning(tmp_path, capsys):
     code, _, err = run(capsys, "trace", "--model", folder / "model.safetensors", "--text", "bank",
                        "--out", tmp_path / "t.npz")
     assert code == 0
-    assert err.splitlines() == [f"warning: {folder / 'model.safetensors'}: no config.json; inferred the "
-                                f"sizes from the tensor shapes and assumed 1 heads of 64"]
+    assert err.splitlines() == [f"warning: {folder / 'model.safetensors'}: no config.json; sizes read "
+                                f"from the tensor shapes, settings guessed: n_head=1 (heads of 64 "
+                                f"assumed), ln_eps=1e-05, activation=gelu_tanh; put the model's "
+                                f"config.json beside it for exact numbers"]
 
 
 # ------------------------------------------------------------------------------ a real process

@@ -52,13 +52,20 @@ def test_lone_safetensors_is_recognised_as_llama(tmp_path):
     model = load_model(folder / "model.safetensors")
     assert model.config.family == "llama" and model.config.n_head == 2
     assert model.config.n_kv_heads == 1 and not model.config.tied_head
-    assert any("assumed 2 heads of 64" in w for w in model.warnings)
+    assert any("n_head=2 (heads of 64 assumed)" in w for w in model.warnings)
+    assert model.settings_guessed == ("n_head=2 (heads of 64 assumed)", "rope_theta=10000.0",
+                                      "rope_scaling=none", "ln_eps=1e-06", "activation=silu",
+                                      "sliding_window=none", "n_ctx=2048")
 
 
 @pytest.mark.parametrize("changes, message", [
     ({"num_key_value_heads": 3}, "num_attention_heads=4 is not divisible by num_key_value_heads=3"),
-    ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}},
-     "unsupported rope_scaling type 'yarn' (supported: linear, llama3)"),
+    ({"rope_scaling": {"rope_type": "mrope", "factor": 4.0}},
+     "unsupported rope_scaling type 'mrope' (supported: linear, llama3, dynamic, yarn, longrope)"),
+    ({"rope_scaling": {"rope_type": "longrope", "short_factor": [1.0], "long_factor": [1.0]}},
+     "rope_scaling short_factor must be a list of 4 numbers (one per rotated pair)"),
+    ({"partial_rotary_factor": 0.1}, "partial_rotary_factor=0.1 rotates 0 of 8 dims"),
+    ({"partial_rotary_factor": 0.5}, "partial_rotary_factor=0.5 is not supported for llama (only 1.0)"),
     ({"head_dim": 7}, "head_dim=7 must be even for rotary positions"),
     ({"hidden_act": "mish"}, "unsupported hidden_act 'mish'"),
 ])

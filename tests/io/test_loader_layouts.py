@@ -131,8 +131,11 @@ def test_lone_safetensors_without_config_infers_sizes_and_warns(tmp_path, family
     (folder / "config.json").unlink()
     lone = folder / "model.safetensors"
     model = load_model(lone)
-    assert model.warnings == [f"{lone}: no config.json; inferred the sizes from the tensor shapes "
-                              f"and assumed 2 heads of 64"]
+    guesses = "ln_eps=1e-12, activation=gelu_erf" if family == "bert" else "ln_eps=1e-05, activation=gelu_tanh"
+    assert model.warnings == [f"{lone}: no config.json; sizes read from the tensor shapes, settings "
+                              f"guessed: n_head=2 (heads of 64 assumed), {guesses}; put the model's "
+                              f"config.json beside it for exact numbers"]
+    assert model.settings_guessed[0] == "n_head=2 (heads of 64 assumed)"
     fields = ("family", "n_vocab", "n_ctx", "d_model", "n_layer", "d_ff", "causal", "norm", "n_token_types")
     assert {f: getattr(model.config, f) for f in fields} == {f: getattr(with_config.config, f) for f in fields}
     assert model.config.n_head == 2

@@ -16,7 +16,9 @@ pytestmark = pytest.mark.reference
 
 ROUND3_FIXTURES = ("gemma2_tiny", "gemma3_tiny", "olmo2_tiny", "smollm3_tiny")
 FAMILY_FIXTURES = ("llama_tiny", "llama_tiny_mha", "llama_tiny_gqa4", "mistral_tiny", "qwen2_tiny",
-                   "qwen3_tiny", "gemma_tiny", "roberta_tiny", "distilbert_tiny", *ROUND3_FIXTURES)
+                   "qwen3_tiny", "gemma_tiny", "roberta_tiny", "distilbert_tiny", *ROUND3_FIXTURES,
+                   "phi3_tiny", "phi35_tiny", "phi4_mini_tiny", "pythia_tiny", "neox_tiny_sequential",
+                   "llama_tiny_yarn", "llama_tiny_dynamic")
 
 
 @pytest.mark.parametrize("name", FAMILY_FIXTURES)
@@ -58,6 +60,21 @@ def test_fixtures_exercise_what_they_claim(fixtures_dir):
     assert model("qwen3_tiny").qk_norm and model("qwen3_tiny").d_head * 4 != config("qwen3_tiny")["hidden_size"]
     assert model("gemma_tiny").embed_scale == pytest.approx(np.sqrt(32))
     assert model("roberta_tiny").position_offset == 2
+    assert model("phi3_tiny").sliding_window == 5 and model("phi3_tiny").gated_mlp
+    phi35, phi4 = model("phi35_tiny"), model("phi4_mini_tiny")
+    assert phi35.rope_scaling == phi4.rope_scaling == "longrope" and phi35.rope_original_n_ctx == 8
+    assert phi35.rope_attention_factor == pytest.approx(np.sqrt(1 + np.log(8) / np.log(8)))
+    assert phi4.rotary_dim == 12 and phi4.d_head == 16 and phi4.tied_head and phi4.group_size == 2
+    pythia, sequential = model("pythia_tiny"), model("neox_tiny_sequential")
+    assert pythia.parallel_residual and pythia.rotary_dim == 4 and not pythia.tied_head
+    assert not sequential.parallel_residual and sequential.rotary_dim == 8
+    assert model("llama_tiny_yarn").rope_scaling == "yarn"
+    assert model("llama_tiny_yarn").rope_attention_factor == pytest.approx(0.1 * np.log(4) + 1)
+    assert model("llama_tiny_dynamic").rope_scaling == "dynamic"
+    # the long factors, dynamic scaling and yarn's ramp are reached by the reference texts
+    for name, beyond in (("phi35_tiny", 8), ("phi4_mini_tiny", 16), ("llama_tiny_dynamic", 20)):
+        lengths = [len(load_reference(HF_OUTPUTS / f"{name}.npz")[f"input_ids_{t}"]) for t in range(3)]
+        assert min(lengths) <= beyond < max(lengths), (name, lengths)
     # the sliding window matters for the reference texts (longer than the window)
     reference = load_reference(HF_OUTPUTS / "mistral_tiny.npz")
     assert len(reference["input_ids_2"]) > 4
@@ -70,3 +87,20 @@ def test_tokenizers_add_the_special_tokens_hugging_face_adds(name, first, fixtur
     assert trace.tokens[0] == first and trace.special_tokens_mask[0]
     qwen = load_model(fixtures_dir / "qwen2_tiny").trace("the bank")
     assert not qwen.special_tokens_mask.any(), "Qwen adds no special tokens"
+
+
+def test_roberta_positions_skip_pad_tokens_as_hugging_face_does(fixtures_dir):
+    """The reference's fourth RoBERTa text holds <pad> tokens: HF gives them position
+    padding_idx and does not count them; provenance names the row each token read."""
+    from transformer_stepper.core.provenance import explain
+
+    reference = load_reference(HF_OUTPUTS / "roberta_tiny.npz")
+    model = load_model(fixtures_dir / "roberta_tiny")
+    text = str(reference["text_3"])
+    assert (reference["input_ids_3"] == 1).sum() == 3
+    trace = model.trace(text)
+    assert_trace_matches(trace, reference, 3, "roberta with pad tokens")
+    last = len(trace.input_ids) - 1                  # </s>: 12 tokens, 3 of them pads
+    explanation = explain(model, trace, "position_embeddings", (last, 0))
+    assert "row 10 of the position table" in explanation.steps[0].label
+    assert explanation.value == pytest.approx(float(model.params["wpe"][10, 0]))

@@ -11,7 +11,27 @@ from transformer_stepper.core.tokenize import Encoded
 
 pytestmark = pytest.mark.reference
 DECODERS = ("llama_tiny", "llama_tiny_mha", "llama_tiny_gqa4", "mistral_tiny", "qwen2_tiny",
-            "qwen3_tiny", "gemma_tiny", "gemma2_tiny", "gemma3_tiny", "olmo2_tiny", "smollm3_tiny")
+            "qwen3_tiny", "gemma_tiny", "gemma2_tiny", "gemma3_tiny", "olmo2_tiny", "smollm3_tiny",
+            "phi3_tiny", "phi35_tiny", "phi4_mini_tiny", "pythia_tiny", "neox_tiny_sequential",
+            "llama_tiny_yarn", "llama_tiny_dynamic")
+
+
+@pytest.mark.parametrize("name", ("phi35_tiny", "phi4_mini_tiny", "llama_tiny_dynamic", "pythia_tiny"))
+def test_kv_cache_extension_equals_a_retrace(name, fixtures_dir):
+    """Extending a trace token by token (the KV cache) gives a re-trace's numbers, also where the
+    rotary frequencies change with the length (longrope past its original context, dynamic past
+    max_position_embeddings): there the cache is dropped and every row recomputed."""
+    reference = load_reference(HF_OUTPUTS / f"{name}.npz")
+    model = load_model(fixtures_dir / name)
+    ids = reference["generated_ids_0"]
+    trace = prompt_trace(model, ids[:4])
+    for token in ids[4:]:
+        trace = model.extend(trace, [token])
+    whole = prompt_trace(model, ids)
+    np.testing.assert_allclose(trace.hidden_states, whole.hidden_states, atol=ATOL)
+    np.testing.assert_allclose(trace.attentions, whole.attentions, atol=ATOL)
+    cut = model.truncate(trace, 6)
+    np.testing.assert_allclose(cut.hidden_states, prompt_trace(model, ids[:6]).hidden_states, atol=ATOL)
 
 
 def prompt_trace(model, ids):

@@ -24,6 +24,11 @@ MODELS = {
     # rotary positions, RMSNorm, SwiGLU, 2 query heads per K/V head, untied head
     "llama": ("llama", {}),
 }
+# the committed HF fixtures of every other family (tests/fixtures/, checked against transformers)
+HF_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURE_FAMILIES = ("mistral_tiny", "qwen2_tiny", "qwen3_tiny", "gemma_tiny", "roberta_tiny",
+                    "distilbert_tiny", "phi3_tiny", "phi35_tiny", "phi4_mini_tiny", "pythia_tiny",
+                    "llama_tiny_yarn", "llama_tiny_dynamic")
 TEXT = {"bert": "the bank of the river", "gpt2": "the bank of the river",
         "sinusoidal": "she sat by the river bank", "bert_nohead": "he sat on the bank", "llama": "the bank of the river"}
 
@@ -81,9 +86,10 @@ def window(qtbot, settings):
 @pytest.fixture
 def loaded_window(qtbot, window, model_paths):
     def loader(kind: str) -> MainWindow:
-        window.session.set_text(TEXT[kind], immediate=True)
+        window.session.set_text(TEXT.get(kind, "the bank of the river"), immediate=True)
+        path = model_paths[kind] if kind in model_paths else HF_FIXTURES / kind
         with qtbot.waitSignal(window.session.traceChanged, timeout=10_000):
-            window.open_model(str(model_paths[kind]))
+            window.open_model(str(path))
         return window
     return loader
 

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from transformer_stepper.core import stages
 from transformer_stepper.ui.stages import VIEWS, create_view
 
-from .conftest import MODELS, builtin_model_or_skip
+from .conftest import FIXTURE_FAMILIES, MODELS, builtin_model_or_skip
 
 
 def walk(session) -> list[tuple[str, int]]:
@@ -31,7 +31,7 @@ def check_view(view) -> None:
     assert values["n_seq"] == view.session.trace.n_seq
 
 
-@pytest.mark.parametrize("kind", list(MODELS))
+@pytest.mark.parametrize("kind", list(MODELS) + list(FIXTURE_FAMILIES))
 def test_step_through_every_stage(qtbot, loaded_window, kind):
     window = loaded_window(kind)
     session = window.session
@@ -180,3 +180,21 @@ def test_the_positions_lab_models_step_through_every_stage_they_have(qtbot, wind
     assert item.toolTip().startswith("computed by transformer_stepper.core.forward.embed" if added
                                      else "this model ")
     assert window.errors == []
+
+
+def test_a_lone_file_with_guessed_settings_is_marked_in_the_window(qtbot, loaded_window, tmp_path):
+    """A lone .safetensors opened without config.json: the title and the status bar say the
+    settings were guessed, and the model label's tooltip names each guess."""
+    import shutil
+
+    from .conftest import HF_FIXTURES
+
+    for file in ("model.safetensors", "tokenizer.json"):
+        shutil.copy(HF_FIXTURES / "qwen3_tiny" / file, tmp_path / file)
+    window = loaded_window("llama")
+    assert "settings guessed" not in window.windowTitle()
+    with qtbot.waitSignal(window.session.traceChanged, timeout=10_000):
+        window.open_model(str(tmp_path / "model.safetensors"))
+    assert window.windowTitle().endswith("— settings guessed")
+    assert "settings guessed" in window.model_label.text()
+    assert "rope_theta=10000.0" in window.model_label.toolTip()

@@ -12,13 +12,14 @@ NormPlacement = Literal["pre", "post", "sandwich", "branch_out"]
 QKNormOver = Literal["head", "projection"]
 NormKind = Literal["layer", "rms"]
 Activation = Literal["gelu_erf", "gelu_tanh", "relu", "silu"]
-RopeScaling = Literal["", "linear", "llama3"]
+RopeScaling = Literal["", "linear", "llama3", "dynamic", "yarn", "longrope"]
 
 POSITIONS = ("learned", "sinusoidal", "rotary", "none", "concat")
 NORM_KINDS = ("layer", "rms")
 ACTIVATION_NAMES = ("gelu_erf", "gelu_tanh", "relu", "silu")
-ROPE_SCALINGS = ("", "linear", "llama3")
 NORM_PLACEMENTS = ("pre", "post", "sandwich", "branch_out")
+ROPE_SCALINGS = ("", "linear", "llama3", "dynamic", "yarn", "longrope")
+LENGTH_DEPENDENT_ROPE = ("dynamic", "longrope")   # frequencies change with the text's length
 
 
 @dataclass(frozen=True)
@@ -57,13 +58,24 @@ class ModelConfig:
     qk_norm_over: QKNormOver = "head"  # ... or of the whole q and k projections (OLMo 2)
     embed_scale: float = 1.0         # token rows multiplied by this (Gemma: √d_model)
     position_offset: int = 0         # first position id (RoBERTa: padding_idx + 1)
+    skip_pad_positions: bool = False # RoBERTa: the pad token (id position_offset - 1) gets position
+                                     # padding_idx and is not counted (create_position_ids_from_input_ids)
     sliding_window: int = 0          # a query sees at most this many keys, itself included (0 = all)
     rope_theta: float = 10000.0
-    rope_scaling: RopeScaling = ""   # "" none, "linear", "llama3"
+    rope_scaling: RopeScaling = ""   # "" none, "linear", "llama3", "dynamic", "yarn", "longrope"
     rope_factor: float = 1.0
     rope_low_freq_factor: float = 1.0
     rope_high_freq_factor: float = 4.0
-    rope_original_n_ctx: int = 8192
+    rope_original_n_ctx: int = 8192  # llama3, yarn, longrope: pre-training context; dynamic: the
+                                     # context beyond which the base grows (max_position_embeddings)
+    rope_attention_factor: float = 1.0   # yarn, longrope: cos and sin multiplied by it
+    rope_beta_fast: float = 32.0         # yarn: the ramp between extrapolated and interpolated pairs
+    rope_beta_slow: float = 1.0
+    rope_truncate: bool = True           # yarn: ramp bounds rounded to whole dimensions
+    rope_short_factor: tuple = ()        # longrope: per-pair divisors up to rope_original_n_ctx
+    rope_long_factor: tuple = ()         # ... and beyond it
+    rotary_dim: int = 0              # partial rotary: the first rotary_dim dims of a head turn (0 = all)
+    parallel_residual: bool = False  # x + attn(ln_1(x)) + mlp(ln_2(x)): both read the same x (GPT-NeoX)
     query_scale: float = 0.0         # scores scaled by query_scale^-1/2 (Gemma 2/3's
                                      # query_pre_attn_scalar); 0 = by d_head^-1/2
     attn_softcap: float = 0.0        # scores -> cap·tanh(scores / cap) before the mask (Gemma 2); 0 = none
@@ -79,7 +91,7 @@ class ModelConfig:
             value = getattr(self, field)
             if not isinstance(value, int) or value <= 0:
                 raise ModelError(f"config: {field} must be a positive integer, got {value!r}")
-        for field in ("n_kv_head", "head_dim", "position_offset", "sliding_window", "d_position"):
+        for field in ("n_kv_head", "head_dim", "position_offset", "sliding_window", "d_position", "rotary_dim"):
             value = getattr(self, field)
             if type(value) is not int or value < 0:
                 raise ModelError(f"config: {field} must be a non-negative integer, got {value!r}")
@@ -103,6 +115,7 @@ class ModelConfig:
             raise ModelError(f"config: rotary positions need an even head width, got {self.d_head}")
         self._check_concat()
         self._check_layer_kinds()
+        self._check_rotary()
 
     def _check_layer_kinds(self) -> None:
         # per-layer attention (local/global windows, rope bases, NoPE layers) and soft-capping
@@ -139,6 +152,25 @@ class ModelConfig:
         """post_attn_ln / post_mlp_ln normalise each branch's output before the residual add."""
         return self.norm in ("sandwich", "branch_out")
 
+    def _check_rotary(self) -> None:
+        # partial rotary and the longrope factors (JSON gives lists: kept as tuples, hashable)
+        for field in ("rope_short_factor", "rope_long_factor"):
+            try:
+                object.__setattr__(self, field, tuple(float(f) for f in getattr(self, field)))
+            except (TypeError, ValueError):
+                raise ModelError(f"config: {field} must be a list of numbers, "
+                                 f"got {getattr(self, field)!r}") from None
+        if self.rotary_dim and (self.rotary_dim % 2 or self.rotary_dim > self.d_head):
+            raise ModelError(f"config: rotary_dim={self.rotary_dim} must be even and at most the "
+                             f"head width {self.d_head}")
+        if self.rope_scaling == "longrope":
+            for field in ("rope_short_factor", "rope_long_factor"):
+                if len(getattr(self, field)) != self.d_rotary // 2:
+                    raise ModelError(f"config: {field} needs {self.d_rotary // 2} numbers (one per "
+                                     f"rotated pair), got {len(getattr(self, field))}")
+        if self.parallel_residual and self.norm != "pre":
+            raise ModelError("config: parallel_residual needs pre-norm blocks")
+
     def _check_concat(self) -> None:
         if self.position != "concat":
             if self.d_position:
@@ -159,6 +191,11 @@ class ModelConfig:
     @property
     def d_head(self) -> int:
         return self.head_dim or self.d_model // self.n_head
+
+    @property
+    def d_rotary(self) -> int:
+        """Width of a head that rotary positions turn: all of it, or its first rotary_dim dims."""
+        return self.rotary_dim or self.d_head
 
     @property
     def n_kv_heads(self) -> int:

@@ -75,7 +75,7 @@ def times_rows_transposed(x: np.ndarray, params: Mapping[str, np.ndarray], name:
 @dataclass(frozen=True)
 class Context:
     """What every layer's attention needs besides its input: the additive mask (0 / -inf, or
-    None) and, for rotary models, cos and sin of every position's angles [n_seq, d_head // 2].
+    None) and, for rotary models, cos and sin of every position's angles [n_seq, d_rotary // 2].
     A model whose layers differ (local_layers: Gemma 2/3) has the local layers' own in `local`;
     layer_context picks a layer's."""
     mask: Optional[np.ndarray]
@@ -101,14 +101,45 @@ def attention_mask(config: ModelConfig, n_seq: int, start: int = 0,
     return ops.additive_mask(blocked[start:])
 
 
-def rope_frequencies(config: ModelConfig, local: bool = False) -> np.ndarray:
-    # [d_head // 2]: radians per position of each rotated pair; local=True: the local layers'
-    # own base, unscaled, where the model has one (Gemma 3's rope_local_base_freq)
+def rope_frequencies(config: ModelConfig, n_seq: int = 0, local: bool = False) -> np.ndarray:
+    # [d_rotary // 2]: radians per position of each rotated pair, for a text of n_seq tokens
+    # (dynamic and longrope scaling change with the length; 0: a short text's); local=True: the
+    # local layers' own base, unscaled, where the model has one (Gemma 3's rope_local_base_freq)
+    d, theta, kind = config.d_rotary, config.rope_theta, config.rope_scaling
     if local and config.rope_local_theta:
-        return ops.rope_frequencies(config.d_head, config.rope_local_theta)
-    return ops.rope_frequencies(config.d_head, config.rope_theta, config.rope_scaling,
-                                config.rope_factor, config.rope_low_freq_factor,
+        return ops.rope_frequencies(d, config.rope_local_theta)
+    if kind == "dynamic":
+        return ops.dynamic_rope_frequencies(d, theta, config.rope_factor, config.rope_original_n_ctx, n_seq)
+    if kind == "yarn":
+        return ops.yarn_rope_frequencies(d, theta, config.rope_factor, config.rope_original_n_ctx,
+                                         config.rope_beta_fast, config.rope_beta_slow, config.rope_truncate)
+    if kind == "longrope":
+        long = n_seq > config.rope_original_n_ctx
+        return ops.longrope_frequencies(d, theta, config.rope_long_factor if long else config.rope_short_factor)
+    return ops.rope_frequencies(d, theta, kind, config.rope_factor, config.rope_low_freq_factor,
                                 config.rope_high_freq_factor, config.rope_original_n_ctx)
+
+
+def rope_length_key(config: ModelConfig, n_seq: int):
+    """What of a text's length its rotary frequencies depend on: None for most models; for
+    dynamic and longrope scaling, past the original context, the length itself (dynamic) or
+    just that it is past (longrope). Rows computed at lengths with different keys differ,
+    so a KV cache or shared rows are reused only under the same key (else: re-traced)."""
+    if config.position != "rotary" or n_seq <= config.rope_original_n_ctx:
+        return None
+    if config.rope_scaling == "dynamic":
+        return n_seq
+    return "long" if config.rope_scaling == "longrope" else None
+
+
+def rope_cos_sin(config: ModelConfig, angles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # [n, d_rotary // 2] angles -> cos, sin; yarn and longrope multiply both by their attention
+    # factor (so rotated q·k grows by its square), as transformers does
+    cos, sin = np.cos(angles), np.sin(angles)
+    if config.rope_attention_factor != 1.0:
+        factor = F32(config.rope_attention_factor)
+        cos, sin = cos * factor, sin * factor
+    return cos, sin
 
 
 def context(config: ModelConfig, n_seq: int, record: Recorder = None, start: int = 0,
@@ -122,12 +153,12 @@ def context(config: ModelConfig, n_seq: int, record: Recorder = None, start: int
     angles = _angles(config, n_seq, start, interventions, local=False)
     if record is not None:
         record("rope_angles", angles, None)
-    return Context(mask, np.cos(angles), np.sin(angles), interventions, local)
+    return Context(mask, *rope_cos_sin(config, angles), interventions, local)
 
 
 def _angles(config: ModelConfig, n_seq: int, start: int, interventions: tuple, local: bool) -> np.ndarray:
-    # [n_seq - start, d_head // 2]: the rotation angles of positions start.. (as permuted)
-    angles = ops.rope_angles(n_seq, rope_frequencies(config, local))[start:]
+    # [n_seq - start, d_rotary // 2]: the rotation angles of positions start.. (as permuted)
+    angles = ops.rope_angles(n_seq, rope_frequencies(config, n_seq, local))[start:]
     order = interventions_lib.position_order(interventions, n_seq)
     return angles if order is None else angles[order]
 
@@ -140,7 +171,7 @@ def _local_context(config: ModelConfig, n_seq: int, record, start: int, interven
     angles = _angles(config, n_seq, start, interventions, local=True)
     if record is not None and config.rope_local_theta:
         record("rope_angles_local", angles, None)
-    return Context(mask, np.cos(angles), np.sin(angles), interventions)
+    return Context(mask, *rope_cos_sin(config, angles), interventions)
 
 
 def layer_context(config: ModelConfig, ctx: Context, layer: int) -> Context:
@@ -194,10 +225,23 @@ def position_table(config: ModelConfig, params: Mapping[str, np.ndarray], n_seq:
     return rows(params, "wpe", np.arange(first, first + n_seq))
 
 
+def pad_skipping_position_ids(config: ModelConfig, input_ids: np.ndarray) -> np.ndarray:
+    # [n_seq] ids -> [n_seq] position ids as transformers' create_position_ids_from_input_ids
+    # (RoBERTa): pad tokens get padding_idx, the others padding_idx + 1 + how many non-pad
+    # tokens come before them
+    padding_idx = config.position_offset - 1
+    counted = input_ids != padding_idx
+    return np.cumsum(counted) * counted + padding_idx
+
+
 def _position_embeddings(config: ModelConfig, params, n_seq: int, start: int,
-                         interventions: tuple) -> np.ndarray:
+                         interventions: tuple, input_ids=None) -> np.ndarray:
     # the position table of this text, as the interventions leave it (zeroed or permuted)
-    position_embeddings = position_table(config, params, n_seq, start)
+    if (config.skip_pad_positions and input_ids is not None and start == 0
+            and (input_ids == config.position_offset - 1).any()):
+        position_embeddings = rows(params, "wpe", pad_skipping_position_ids(config, input_ids))
+    else:
+        position_embeddings = position_table(config, params, n_seq, start)
     if interventions_lib.no_positions(interventions):
         position_embeddings = np.zeros_like(position_embeddings)
     order = interventions_lib.position_order(interventions, n_seq)
@@ -229,7 +273,7 @@ def embed(params, config: ModelConfig, input_ids, token_type_ids, record, start:
         x = np.concatenate([x, position_embeddings.astype(x.dtype, copy=False)], axis=-1)
         record("embedding_concat", x, None)
     if config.position in ("learned", "sinusoidal"):
-        position_embeddings = _position_embeddings(config, params, n_seq, start, interventions)
+        position_embeddings = _position_embeddings(config, params, n_seq, start, interventions, input_ids)
         record("position_embeddings", position_embeddings, None)
         x = x + position_embeddings
         if config.n_token_types:
@@ -465,7 +509,9 @@ def block(params, config: ModelConfig, x, ctx: Context, layer: int, record,
           cache: Optional[KVCache] = None) -> np.ndarray:
     # Stage 11. [n_seq, d_model] -> [n_seq, d_model]; ln_1 belongs to attention, ln_2 to the feed-forward
     record("layer_in", x, layer)
-    if config.norms_branch_output:
+    if config.parallel_residual:
+        x = parallel_residual(params, config, x, ctx, layer, record, cache)
+    elif config.norms_branch_output:
         x = _branch_norms(params, config, x, ctx, layer, record, cache)
     elif config.norm == "pre":
         x = x + attention(params, config, _norm(params, config, "ln_1", x, layer, record), ctx,
@@ -481,6 +527,21 @@ def block(params, config: ModelConfig, x, ctx: Context, layer: int, record,
         record("mlp_residual", x, layer)
         x = _norm(params, config, "ln_2", x, layer, record)
     record("layer_out", x, layer)
+    return x
+
+
+def parallel_residual(params, config: ModelConfig, x, ctx: Context, layer: int, record,
+                      cache: Optional[KVCache] = None) -> np.ndarray:
+    # [n_seq, d_model] -> [n_seq, d_model]: x + attn(ln_1(x)) + mlp(ln_2(x)) (GPT-NeoX, Pythia):
+    # both branches read the layer's input x (ln_2_in is layer_in, not the attention's sum);
+    # attn_residual = x + attn, then + mlp: the same sum, recorded in two steps
+    attn_out = attention(params, config, _norm(params, config, "ln_1", x, layer, record), ctx,
+                         layer, record, cache)
+    mlp_out = feed_forward(params, config, _norm(params, config, "ln_2", x, layer, record), layer, record)
+    x = x + attn_out
+    record("attn_residual", x, layer)
+    x = x + mlp_out
+    record("mlp_residual", x, layer)
     return x
 
 

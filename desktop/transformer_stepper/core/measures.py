@@ -9,7 +9,7 @@ import numpy as np
 
 from . import ops
 from .config import ModelConfig
-from .forward import rope_frequencies
+from .forward import rope_cos_sin, rope_frequencies
 
 _TINY = 1e-12
 
@@ -140,9 +140,10 @@ def largest_drop(cosines: np.ndarray) -> tuple[int, float]:
 # -- rotary positions: what the stepper's position stages plot ------------------------------
 def rotated_at(config: ModelConfig, vector: np.ndarray, positions: np.ndarray) -> np.ndarray:
     # [d_head] unrotated, [m] positions -> [m, d_head]: the vector as RoPE turns it at each position
+    # (partial rotary: the dims from d_rotary on stay as they are; yarn/longrope: × their factor)
     angles = np.asarray(positions, dtype=np.float32)[:, None] * rope_frequencies(config)[None, :]
     return ops.rotate(np.broadcast_to(vector, (len(positions), len(vector)))[None],
-                      np.cos(angles), np.sin(angles))[0]
+                      *rope_cos_sin(config, angles))[0]
 
 
 def rope_shift_scores(config: ModelConfig, q: np.ndarray, k: np.ndarray, query_pos: int,
@@ -170,10 +171,12 @@ def wrapped(angles: np.ndarray) -> np.ndarray:
     return (np.angle(np.exp(1j * angles.astype(np.float64)))).astype(np.float32)
 
 
-def pair_arrows(before: np.ndarray, after: np.ndarray, pairs: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+def pair_arrows(before: np.ndarray, after: np.ndarray, pairs: list[int],
+                half: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """[d_head] vectors -> for each pair index i, ((x, y) before, (x, y) after) with
-    x = v[i], y = v[i + d_head/2] (Hugging Face's rotate_half pairing)."""
-    half = len(before) // 2
+    x = v[i], y = v[i + half] (Hugging Face's rotate_half pairing; half = d_rotary / 2, by
+    default d_head / 2: partial rotary pairs only the first d_rotary dims)."""
+    half = half or len(before) // 2
     return [(np.array([before[i], before[i + half]]), np.array([after[i], after[i + half]])) for i in pairs]
 
 

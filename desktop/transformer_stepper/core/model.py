@@ -11,7 +11,7 @@ from .config import ModelConfig
 from .errors import ModelError
 from .params import ParamStore
 from .forward import (KVCache, block, context, expected_shapes, finish, forward, head_product,
-                      vocabulary_logits)
+                      rope_length_key, vocabulary_logits)
 from .tokenize import Encoded, Tokenizer
 from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder, Trace
 
@@ -79,6 +79,7 @@ class Model:
         self.tokenizer = tokenizer
         self.source = source
         self.warnings: list[str] = []
+        self.settings_guessed: tuple[str, ...] = ()   # 'field=value' a lone file could not tell
         max_id = tokenizer.max_id()
         if max_id >= config.n_vocab:
             raise ModelError(f"{tokenizer.source}: token id {max_id} ({tokenizer.id_to_token(max_id)!r}) "
@@ -271,6 +272,9 @@ class Model:
         start, n_new = trace.n_seq, len(new_ids)
         recorder = Recorder(per_layer=RESIDUAL_NAMES)
         cache = trace.kv_cache.copy()
+        if rope_length_key(self.config, start) != rope_length_key(self.config, start + n_new):
+            return self._fresh(np.concatenate([trace.input_ids, new_ids]),
+                               np.concatenate([trace.arrays["token_type_ids"], types]), after_layer)
         with _quiet_floats():
             step_ctx = context(self.config, start + n_new, recorder, start)
             forward(self.params, self.config, new_ids, types, recorder, ctx=step_ctx, cache=cache,
@@ -284,6 +288,21 @@ class Model:
                     for name in trace.residual}
         return arrays, residual, cache, full_ctx
 
+    def _fresh(self, ids: np.ndarray, all_types: np.ndarray, after_layer=None):
+        """_grown's result computed afresh over every row: the rotary frequencies changed with
+        the length (dynamic, longrope), so the cached keys and earlier rows no longer hold
+        (transformers' Phi-3 drops its cache at that step too)."""
+        recorder = Recorder(per_layer=RESIDUAL_NAMES)
+        cache = KVCache(self.config.n_layer)
+        with _quiet_floats():
+            ctx = context(self.config, len(ids), recorder)
+            forward(self.params, self.config, ids, all_types, recorder, ctx=ctx, cache=cache,
+                    logits=False, after_layer=after_layer)
+        arrays, residual = recorder.finish()
+        arrays["token_type_ids"] = all_types.copy()
+        arrays["token_type_ids"].flags.writeable = False
+        return arrays, residual, cache, ctx
+
     def shared_rows(self, previous: Optional[Trace], encoded: Encoded) -> int:
         """How many leading positions of `encoded` a trace of it can take from `previous`: in a
         causal model a position's every array depends on it and the positions before it alone,
@@ -295,6 +314,8 @@ class Model:
         ids = np.asarray(encoded.input_ids, dtype=np.int64)
         types = np.asarray(encoded.token_type_ids, dtype=np.int64)
         n = min(len(ids), previous.n_seq)
+        if rope_length_key(self.config, previous.n_seq) != rope_length_key(self.config, len(ids)):
+            return 0                              # other rotary frequencies: no row is the same
         same = (previous.input_ids[:n] == ids[:n]) & (previous.arrays["token_type_ids"][:n] == types[:n])
         return n if same.all() else int(np.argmin(same))
 
@@ -345,12 +366,16 @@ class Model:
             raise ModelError(f"cannot cut a trace of {trace.n_seq} tokens to {n_seq}")
         if n_seq == trace.n_seq:
             return trace
-        cut = lambda value: _frozen_copy(value[:n_seq])                      # noqa: E731
-        cache = KVCache(self.config.n_layer, [k[:, :n_seq].copy() for k in trace.kv_cache.keys],
-                        [v[:, :n_seq].copy() for v in trace.kv_cache.values])
-        residual = {name: tuple(cut(value) for value in values) for name, values in trace.residual.items()}
-        arrays = {name: cut(value) for name, value in trace.arrays.items()}
-        ctx = context(self.config, n_seq, interventions=trace.interventions)
+        if rope_length_key(self.config, n_seq) != rope_length_key(self.config, trace.n_seq):
+            arrays, residual, cache, ctx = self._fresh(trace.input_ids[:n_seq],
+                                                       trace.arrays["token_type_ids"][:n_seq])
+        else:
+            cut = lambda value: _frozen_copy(value[:n_seq])                  # noqa: E731
+            cache = KVCache(self.config.n_layer, [k[:, :n_seq].copy() for k in trace.kv_cache.keys],
+                            [v[:, :n_seq].copy() for v in trace.kv_cache.values])
+            residual = {name: tuple(cut(value) for value in values) for name, values in trace.residual.items()}
+            arrays = {name: cut(value) for name, value in trace.arrays.items()}
+            ctx = context(self.config, n_seq, interventions=trace.interventions)
         end = int(trace.offsets[n_seq][0]) if trace.offsets[n_seq][1] > 0 else len(trace.text)
         return self._trace(arrays, residual, ctx, text=trace.text[:end], tokens=trace.tokens[:n_seq],
                            input_ids=trace.input_ids[:n_seq].copy(), offsets=trace.offsets[:n_seq].copy(),

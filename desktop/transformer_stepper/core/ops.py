@@ -2,6 +2,8 @@
 n_seq, d_model, n_head, d_head, d_ff, n_vocab, n_ctx."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 F32 = np.float32
@@ -207,20 +209,71 @@ def rope_frequencies(d_head: int, theta: float, scaling: str = "", factor: float
     return inv_freq.astype(F32)
 
 
+def default_rope_frequencies(d_rotary: int, theta) -> np.ndarray:
+    # [d_rotary // 2] float32: θ^(-2i/d), the unscaled radians per position of pair i
+    exponents = np.arange(0, d_rotary, 2, dtype=np.int64).astype(F32) / F32(d_rotary)
+    return (F32(1.0) / (F32(theta) ** exponents)).astype(F32)
+
+
+def dynamic_rope_frequencies(d_rotary: int, theta: float, factor: float, original_n_ctx: int,
+                             n_seq: int) -> np.ndarray:
+    # [d_rotary // 2] "dynamic" NTK scaling (transformers' _compute_dynamic_ntk_parameters): up
+    # to original_n_ctx tokens the plain frequencies; beyond, the base grows with the length,
+    # base · (factor·n/original - (factor - 1))^(d/(d-2)), in float32 as transformers' update is
+    if n_seq <= original_n_ctx:
+        return default_rope_frequencies(d_rotary, theta)
+    grown = (F32(factor) * F32(n_seq) / F32(original_n_ctx)) - F32(factor - 1)
+    base = F32(theta) * (grown ** F32(d_rotary / (d_rotary - 2)))
+    exponents = np.arange(0, d_rotary, 2, dtype=np.int64).astype(F32) / F32(d_rotary)
+    return (F32(1.0) / (base ** exponents)).astype(F32)
+
+
+def yarn_rope_frequencies(d_rotary: int, theta: float, factor: float, original_n_ctx: int,
+                          beta_fast: float = 32.0, beta_slow: float = 1.0,
+                          truncate: bool = True) -> np.ndarray:
+    # [d_rotary // 2] YaRN (transformers' _compute_yarn_parameters): fast pairs (many turns over
+    # the original context) kept, slow ones divided by factor, a linear ramp between
+    def correction_dim(rotations: float) -> float:
+        return (d_rotary * math.log(original_n_ctx / (rotations * 2 * math.pi))) / (2 * math.log(theta))
+
+    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, d_rotary - 1)
+    if low == high:
+        high += 0.001                                          # as transformers: no division by 0
+    pos_freqs = F32(theta) ** (np.arange(0, d_rotary, 2).astype(F32) / F32(d_rotary))
+    extrapolation = F32(1.0) / pos_freqs
+    interpolation = F32(1.0) / (F32(factor) * pos_freqs)
+    ramp = np.clip((np.arange(d_rotary // 2, dtype=F32) - F32(low)) / F32(high - low), 0, 1)
+    kept = F32(1) - ramp.astype(F32)
+    return (interpolation * (F32(1) - kept) + extrapolation * kept).astype(F32)
+
+
+def longrope_frequencies(d_rotary: int, theta: float, factors) -> np.ndarray:
+    # [d_rotary // 2] LongRoPE (Phi-3): pair i's plain frequency divided by factors[i] (the
+    # short factors up to the original context, the long ones beyond it)
+    exponents = np.arange(0, d_rotary, 2, dtype=np.int64).astype(F32) / F32(d_rotary)
+    return (F32(1.0) / (np.asarray(factors, dtype=F32) * (F32(theta) ** exponents))).astype(F32)
+
+
 def rope_angles(n_seq: int, inv_freq: np.ndarray) -> np.ndarray:
     # [n_seq, d_head // 2]: the angle pos · θ_i by which pair i of position pos turns
     return np.arange(n_seq, dtype=F32)[:, None] * inv_freq[None, :]
 
 
 def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
-    # [n_head, n_seq, d_head], [n_seq, d_head // 2] twice -> [n_head, n_seq, d_head]. Pair i is
-    # (x[i], x[i + d_head/2]) (Hugging Face's rotate_half layout, not interleaved neighbours),
-    # turned by its angle: x·cos + rotate_half(x)·sin.
-    half = x.shape[-1] // 2
-    first, second = x[..., :half], x[..., half:]
+    # [n_head, n_seq, d_head], [n_seq, d_rotary // 2] twice -> [n_head, n_seq, d_head]. Pair i is
+    # (x[i], x[i + d_rotary/2]) (Hugging Face's rotate_half layout, not interleaved neighbours),
+    # turned by its angle: x·cos + rotate_half(x)·sin. Partial rotary (d_rotary < d_head): the
+    # dims from d_rotary on pass through untouched.
+    half = cos.shape[-1]
+    first, second = x[..., :half], x[..., half:2 * half]
     out = np.empty_like(x)
     out[..., :half] = first * cos - second * sin
-    out[..., half:] = second * cos + first * sin
+    out[..., half:2 * half] = second * cos + first * sin
+    if 2 * half < x.shape[-1]:
+        out[..., 2 * half:] = x[..., 2 * half:]
     return out
 
 

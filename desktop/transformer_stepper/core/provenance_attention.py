@@ -177,28 +177,38 @@ def explain_projection(model, trace, name: str, index: tuple) -> Explanation:
         python += (f"g = model.params['h.{layer}.attn.{which}_norm.g']\n"
                    f"pre = pre / np.sqrt(np.mean(pre ** 2) + {config.ln_eps!r}) * g\n")
     notes = []
-    angles = _angles_name(trace, layer)
-    if which != "v" and not unrotated and angles is not None:
-        half = d_head // 2
+    angles = _angles_name(trace, layer)           # this layer's (local layers: their own), or None
+    rotated = which != "v" and not unrotated and angles is not None
+    if rotated and c >= config.d_rotary:      # partial rotary: this dim is not turned
+        python += f"value = pre[{c}]\n"
+        notes.append(f"partial rotary: only dims 0–{config.d_rotary - 1} of each head turn; dim {c} "
+                     f"passes through unrotated")
+    elif rotated:
+        half = config.d_rotary // 2
         pair = c % half
         angle = float(trace.arrays[angles][i, pair])
-        cos, sin = np.cos(angle), np.sin(angle)
+        factor = config.rope_attention_factor
+        cos, sin = np.cos(angle) * factor, np.sin(angle) * factor
         partner = c + half if c < half else c - half
-        if c < half:       # (a, b) -> (a cos − b sin, b cos + a sin), pair (c, c + d_head/2)
+        scaled = f" · {factor:.6g}" if factor != 1.0 else ""
+        if c < half:       # (a, b) -> (a cos − b sin, b cos + a sin), pair (c, c + d_rotary/2)
             value = float(head_vector[c] * cos - head_vector[partner] * sin)
-            rotation = f"{which}[{c}]·cos θ − {which}[{partner}]·sin θ"
-            python += (f"theta = trace['{angles}'][{i}, {pair}]\n"
-                       f"value = pre[{c}] * np.cos(theta) - pre[{partner}] * np.sin(theta)\n")
+            rotation = f"({which}[{c}]·cos θ − {which}[{partner}]·sin θ){scaled}"
+            sign = "-"
         else:
             value = float(head_vector[c] * cos + head_vector[partner] * sin)
-            rotation = f"{which}[{c}]·cos θ + {which}[{partner}]·sin θ"
-            python += (f"theta = trace['{angles}'][{i}, {pair}]\n"
-                       f"value = pre[{c}] * np.cos(theta) + pre[{partner}] * np.sin(theta)\n")
+            rotation = f"({which}[{c}]·cos θ + {which}[{partner}]·sin θ){scaled}"
+            sign = "+"
+        python += (f"theta = trace['{angles}'][{i}, {pair}]\n"
+                   f"value = (pre[{c}] * np.cos(theta) {sign} pre[{partner}] * np.sin(theta))"
+                   + (f" * {factor!r}" if factor != 1.0 else "") + "\n")
         steps += [Step(f"partner dim {partner} before the rotation", float(head_vector[partner])),
-                  Step(f"θ = position · freq[{pair}] (cos {cos:.6g}, sin {sin:.6g})", angle),
+                  Step(f"θ = position · freq[{pair}] (cos {np.cos(angle):.6g}, sin {np.sin(angle):.6g})", angle),
                   Step(f"rotated: {rotation}", value)]
         formula = f"rotate({formula}, θ_{i})"
         notes.append(f"rotary: dims {min(c, partner)} and {max(c, partner)} turn together by the angle of position {i}")
+        if factor != 1.0:
+            notes.append(f"{config.rope_scaling}: cos and sin are multiplied by the attention factor {factor:.6g}")
     else:
         python += f"value = pre[{c}]\n"
     return Explanation(name, index, where, formula, base.operands, base.terms, base.rest,

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import interventions as interventions_lib
 from . import ops
-from .forward import head_table, output_direction, rows
+from .forward import head_table, output_direction, pad_skipping_position_ids, rows
 from .labels import ACTIVATION_SHORT, NORM_LABELS
 from .provenance_terms import Explanation, Names, Step, Term, _layer, _num, _terms, linear
 
@@ -233,8 +233,11 @@ def explain_lookup(model, trace, name: str, index: tuple) -> Explanation:
             python = f"import numpy as np\nvalue = np.float32(np.{fn}({position} / 10000 ** ({c - c % 2} / {config.d_model})))\n"
         else:
             row = config.position_offset + position
+            if config.skip_pad_positions:      # RoBERTa: pad tokens are not counted
+                row = int(pad_skipping_position_ids(config, trace.input_ids)[position])
             value = float(rows(model.params, "wpe", np.array([row]))[0, c])
-            how = f"row {row} of the position table wpe"
+            how = f"row {row} of the position table wpe" + (
+                " (pad tokens take row padding_idx and are not counted)" if config.skip_pad_positions else "")
             python = f"value = model.params['wpe'][{row}, {c}]\n"
         steps = (Step(how, value),)
         formula = "p[c] = the position's row of P"

@@ -18,7 +18,7 @@ from ..core.errors import ModelError
 from ..core.forward import expected_shapes
 from ..core.model import Model
 from ..core.tokenize import Tokenizer
-from . import families, npz_format
+from . import families, lone_file, npz_format
 from .checkpoint_params import CheckpointParams
 from .families.common import count_layers
 from .resources import builtin_model_dir
@@ -123,24 +123,31 @@ def _shape_reader(ckpt: Checkpoint):
     return shape
 
 
-def infer_config(ckpt: Checkpoint, family, warnings: list[str]) -> ModelConfig:
-    """A lone safetensors without config.json: dimensions from shapes. The head count is
-    not in any shape, so the family assumes the common head width (64)."""
+def infer_config(ckpt: Checkpoint, family, warnings: list[str]) -> tuple[ModelConfig, tuple[str, ...]]:
+    """A lone safetensors without config.json: refused where its family or settings cannot be
+    told (io/lone_file.py), else dimensions from shapes and every other setting guessed and
+    named (-> the config and the guesses). The head count is not in any shape: the family
+    assumes the common head width (64) unless q/k norms give it."""
+    why = lone_file.refusal(ckpt, ckpt.names())
+    if why:
+        raise ModelError(f"{ckpt.source}: {why}")
     try:
         cfg = family.infer_hf_config(_shape_reader(ckpt), ckpt.names())
     except ModelError as exc:
         message = str(exc)
         raise ModelError(message if message.startswith(ckpt.source) else f"{ckpt.source}: {message}") from None
     d_model = cfg.get("hidden_size") or cfg.get("n_embd") or cfg.get("dim")
-    heads = cfg.get("num_attention_heads") or cfg.get("n_head") or cfg.get("n_heads")
-    width = cfg.get("head_dim") or d_model // heads
-    if "head_dim" not in cfg and d_model % _ASSUMED_D_HEAD:
+    heads_known = lone_file.head_width(ckpt, ckpt.names()) is not None
+    if not heads_known and d_model % _ASSUMED_D_HEAD:
         raise ModelError(f"{ckpt.source}: no config.json, and d_model={d_model} is not a multiple of "
                          f"{_ASSUMED_D_HEAD}, so the head count cannot be assumed; put the "
                          f"model's config.json beside it")
-    warnings.append(f"{ckpt.source}: no config.json; inferred the sizes from the tensor shapes "
-                    f"and assumed {heads} heads of {width}")
-    return config_from_hf(cfg, ckpt.source, ckpt.names(), warnings)
+    config = config_from_hf(cfg, ckpt.source, ckpt.names(), warnings)
+    guessed = lone_file.describe(config, heads_known)
+    warnings.append(f"{ckpt.source}: no config.json; sizes read from the tensor shapes, settings "
+                    f"guessed: {', '.join(guessed)}; put the model's config.json beside it for "
+                    f"exact numbers")
+    return config, guessed
 
 
 # ------------------------------------------------------------------------------ params
@@ -219,6 +226,7 @@ def _warn_unused_layers(ckpt: Checkpoint, config: ModelConfig, warnings: list[st
 def _from_checkpoint(ckpt: Checkpoint, folder: Path, cfg: Optional[dict], name: str) -> Model:
     names = ckpt.names()
     warnings: list[str] = []
+    guessed: tuple[str, ...] = ()
     if cfg is not None:
         config = config_from_hf(cfg, str(folder / "config.json"), names, warnings)
     elif (meta := _metadata_config(ckpt)) is not None:
@@ -228,12 +236,13 @@ def _from_checkpoint(ckpt: Checkpoint, folder: Path, cfg: Optional[dict], name: 
         if family is None or family is families.stepper:
             raise ModelError(f"{ckpt.source}: cannot tell the architecture from the tensor names "
                              f"and there is no config.json beside it")
-        config = infer_config(ckpt, family, warnings)
+        config, guessed = infer_config(ckpt, family, warnings)
     config = config.replace(name=name)
     _warn_unused_layers(ckpt, config, warnings)
     params = _map_params(ckpt, config)
     model = Model(config, params, _find_tokenizer(folder), source=ckpt.source)
     model.warnings = warnings
+    model.settings_guessed = guessed
     return model
 
 

@@ -372,8 +372,13 @@ class MainWindow(QMainWindow):
                 self.recent.add(str(Path(path).expanduser().resolve()))
             self.settings.setValue("last_model", "" if path is None else str(Path(path).expanduser().resolve()))
             config = model.config
-            self.setWindowTitle(f"Transformer Stepper — {model.name}")
-            self.model_label.setText(f"{model.name} ({config.family})")
+            guessed = " — settings guessed" if model.settings_guessed else ""
+            self.setWindowTitle(f"Transformer Stepper — {model.name}{guessed}")
+            self.model_label.setText(f"{model.name} ({config.family})"
+                                     + (" · ⚠ settings guessed" if model.settings_guessed else ""))
+            self.model_label.setToolTip("\n".join(model.warnings))
+            if model.warnings:
+                self.statusBar().showMessage(model.warnings[0], 20000)
             self.params_label.setText(f"{model.n_params() / 1e6:.2f} M parameters")
             for box, count, name in ((self.layer_box, config.n_layer, "layer"),
                                      (self.head_box, config.n_head, "head")):

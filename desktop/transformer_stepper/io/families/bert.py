@@ -20,7 +20,7 @@ def detect(names: set[str]) -> bool:
 
 
 def encoder_config(cfg: dict, source: str, family: str, has_mlm_head: bool,
-                   position_offset: int = 0) -> ModelConfig:
+                   position_offset: int = 0, **extra) -> ModelConfig:
     """The BERT layout's config, shared by RoBERTa (whose positions start later)."""
     position = cfg.get("position_embedding_type", "absolute")
     if position != "absolute":
@@ -45,7 +45,7 @@ def encoder_config(cfg: dict, source: str, family: str, has_mlm_head: bool,
         causal=bool(cfg.get("is_decoder", False)),  # BertModel masks causally as a decoder
         activation=activation(cfg, "hidden_act", source, "gelu", ACTIVATIONS),
         ln_eps=number(cfg, "layer_norm_eps", source, 1e-12), final_norm=False,
-        lm_head=head, lm_head_transform=head)
+        lm_head=head, lm_head_transform=head, **extra)
 
 
 def untied_head_warning(cfg: dict, source: str, has_head: bool, warnings: list[str]) -> None:

@@ -8,11 +8,33 @@ from ...core.config import ModelConfig
 from ...core.errors import ModelError
 from .common import (IDENTITY, TRANSPOSE, KeyMap, activation, build, count_layers, display_name,
                      divisible, flag, integer, number, prefixed, strip_prefix, tied)
+from .rope import rope_fields
 
 MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 LAYER_MARKER = "layers."
 ACTIVATIONS = {"silu": "silu", "swish": "silu", "gelu": "gelu_erf", "gelu_pytorch_tanh": "gelu_tanh",
                "gelu_new": "gelu_tanh", "relu": "relu"}
+# transformers 5's config class defaults for the keys read here that a config.json may leave
+# out (LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config); a key present as null stays null
+# (Mistral's "sliding_window": null means no window; a missing one means 4096).
+CONFIG_DEFAULTS = {
+    "llama": dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+                  num_attention_heads=32, hidden_act="silu", max_position_embeddings=2048,
+                  rms_norm_eps=1e-6, tie_word_embeddings=False, rope_theta=10000.0,
+                  attention_bias=False, mlp_bias=False),
+    "mistral": dict(vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                    num_attention_heads=32, num_key_value_heads=8, hidden_act="silu",
+                    max_position_embeddings=131072, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                    rope_theta=10000.0, sliding_window=4096),
+    "qwen2": dict(vocab_size=151936, hidden_size=4096, intermediate_size=22016, num_hidden_layers=32,
+                  num_attention_heads=32, hidden_act="silu", max_position_embeddings=32768,
+                  rms_norm_eps=1e-6, tie_word_embeddings=False, rope_theta=10000.0,
+                  use_sliding_window=False),
+    "qwen3": dict(vocab_size=151936, hidden_size=4096, intermediate_size=22016, num_hidden_layers=32,
+                  num_attention_heads=32, head_dim=128, hidden_act="silu", max_position_embeddings=32768,
+                  rms_norm_eps=1e-6, tie_word_embeddings=False, rope_theta=10000.0,
+                  attention_bias=False, use_sliding_window=False),
+}
 _BIASES = {  # (q/k/v, o, mlp) biases when the config does not say
     "llama": None, "mistral": (False, False, False), "qwen2": (True, False, False), "qwen3": None}
 
@@ -20,39 +42,6 @@ _BIASES = {  # (q/k/v, o, mlp) biases when the config does not say
 def detect(names: set[str]) -> bool:
     return any(n.endswith("self_attn.q_proj.weight") for n in names) and \
         any(n.endswith("mlp.gate_proj.weight") for n in names)
-
-
-def rope_fields(cfg: dict, source: str, d_head: int) -> dict:
-    """rope_theta and rope_scaling (or transformers 5's rope_parameters) -> config fields."""
-    params = cfg.get("rope_parameters")
-    scaling = cfg.get("rope_scaling")
-    if isinstance(params, dict) and scaling is None:
-        scaling = params
-    theta = cfg.get("rope_theta")
-    if theta is None and isinstance(params, dict):
-        theta = params.get("rope_theta")
-    fields: dict = {"rope_theta": number({"rope_theta": theta}, "rope_theta", source, 10000.0, positive=True)}
-    partial = cfg.get("partial_rotary_factor", 1.0)
-    if partial not in (None, 1, 1.0):
-        raise ModelError(f"{source}: partial_rotary_factor={partial!r} is not supported (only 1.0)")
-    if scaling is None:
-        return fields
-    if not isinstance(scaling, dict):
-        raise ModelError(f"{source}: rope_scaling must be an object or null, got {scaling!r}")
-    kind = scaling.get("rope_type", scaling.get("type", "default"))
-    if kind == "default":
-        return fields
-    if kind not in ("linear", "llama3"):
-        raise ModelError(f"{source}: unsupported rope_scaling type {kind!r} (supported: linear, llama3)")
-    fields.update(rope_scaling=kind, rope_factor=number(scaling, "factor", source, 1.0, positive=True))
-    if kind == "llama3":
-        fields.update(
-            rope_low_freq_factor=number(scaling, "low_freq_factor", source, 1.0, positive=True),
-            rope_high_freq_factor=number(scaling, "high_freq_factor", source, 4.0, positive=True),
-            rope_original_n_ctx=integer(scaling, "original_max_position_embeddings", source, 8192))
-        if fields["rope_high_freq_factor"] <= fields["rope_low_freq_factor"]:
-            raise ModelError(f"{source}: rope_scaling high_freq_factor must exceed low_freq_factor")
-    return fields
 
 
 def decoder_config(cfg: dict, source: str, names: set[str], family: str, **overrides) -> ModelConfig:
@@ -78,11 +67,11 @@ def decoder_config(cfg: dict, source: str, names: set[str], family: str, **overr
     if family in ("qwen2", "qwen3") and flag(cfg, "use_sliding_window", source, False):
         raise ModelError(f"{source}: use_sliding_window=true (per-layer windows) is not supported")
     is_tied = tied(cfg, default=False)
+    n_ctx = integer(cfg, "max_position_embeddings", source, 2048)
     fields = dict(
         family=family, name=display_name(cfg),
         n_vocab=integer(cfg, "vocab_size", source),
-        n_ctx=integer(cfg, "max_position_embeddings", source, 2048),
-        d_model=d_model, n_head=n_head, n_kv_head=n_kv if n_kv != n_head else 0,
+        n_ctx=n_ctx, d_model=d_model, n_head=n_head, n_kv_head=n_kv if n_kv != n_head else 0,
         head_dim=head_dim if head_dim * n_head != d_model else 0,
         n_layer=integer(cfg, "num_hidden_layers", source),
         d_ff=integer(cfg, "intermediate_size", source),
@@ -91,13 +80,18 @@ def decoder_config(cfg: dict, source: str, names: set[str], family: str, **overr
         ln_eps=number(cfg, "rms_norm_eps", source, 1e-6), final_norm=True,
         lm_head=is_tied or "lm_head.weight" in names, tied_head=is_tied,
         qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=mlp_bias, qk_norm=family == "qwen3",
-        sliding_window=window, **rope_fields(cfg, source, head_dim))
+        sliding_window=window)
+    fields.update(rope_fields(cfg, source, head_dim, n_ctx, model_type=family))
+    if fields["rotary_dim"]:    # transformers' Llama-family rotation turns the whole head
+        raise ModelError(f"{source}: partial_rotary_factor={cfg.get('partial_rotary_factor')!r} is "
+                         f"not supported for {family} (only 1.0)")
     fields.update(overrides)
     return build(source, **fields)
 
 
 def config_from_hf(cfg: dict, source: str, names: set[str], warnings: list[str]) -> ModelConfig:
-    return decoder_config(cfg, source, names, cfg.get("model_type", "llama"))
+    family = cfg.get("model_type", "llama")
+    return decoder_config({**CONFIG_DEFAULTS.get(family, {}), **cfg}, source, names, family)
 
 
 def decoder_keymap(config: ModelConfig, norm_transform=IDENTITY) -> KeyMap:
@@ -134,7 +128,11 @@ def infer_hf_config(shape, names: set[str]) -> dict:
     n_vocab, d_model = shape(p + "embed_tokens.weight", 2)
     d_q = shape(p + "layers.0.self_attn.q_proj.weight", 2)[0]
     d_kv = shape(p + "layers.0.self_attn.k_proj.weight", 2)[0]
-    head_dim = 64 if d_q % 64 == 0 else d_q     # a lone file does not say; 64 is the common width
+    q_norm = p + "layers.0.self_attn.q_norm.weight"
+    if q_norm in names:                          # Qwen3: the per-head norm is as wide as a head
+        head_dim = shape(q_norm, 1)[0]
+    else:                                        # a lone file does not say; 64 is the common width
+        head_dim = 64 if d_q % 64 == 0 else d_q
     model_type = "qwen3" if any(n.endswith("self_attn.q_norm.weight") for n in names) else (
         "qwen2" if any(n.endswith("self_attn.q_proj.bias") for n in names) else "llama")
     return {"model_type": model_type, "vocab_size": n_vocab, "hidden_size": d_model,

@@ -21,7 +21,8 @@ def config_from_hf(cfg: dict, source: str, names: set[str], warnings: list[str])
     padding_idx = 1 if padding_idx is None else integer({"pad_token_id": padding_idx + 1},
                                                         "pad_token_id", source) - 1
     family = cfg.get("model_type") if cfg.get("model_type") in MODEL_TYPES else "roberta"
-    return encoder_config(cfg, source, family, has_head, position_offset=padding_idx + 1)
+    return encoder_config(cfg, source, family, has_head, position_offset=padding_idx + 1,
+                          skip_pad_positions=True)
 
 
 def keymap(config: ModelConfig, names: set[str]) -> KeyMap:

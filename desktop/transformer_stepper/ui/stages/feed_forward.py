@@ -52,7 +52,12 @@ class FeedForwardView(StageView):
         down = "· W_down" if config.gated_mlp else "· W2 + b2"
         self.output.set_title(f"Feed-forward output: {down} ({config.d_ff} → {config.d_model})")
         self.output.set_data(self.layer_array("mlp_out"), self.labels)
-        if config.norms_branch_output:      # Gemma 2/3, OLMo 2: the output is normed before the add
+        if config.parallel_residual:
+            self.after.set_title("Parallel residual: x + attention(ln_1(x)) + feed-forward(ln_2(x)) = the "
+                                 "layer's output; this feed-forward read ln_2 of the layer's input x, "
+                                 "not x + attention")
+            self.after.set_data(self.layer_array("mlp_residual"), self.labels)
+        elif config.norms_branch_output:      # Gemma 2/3, OLMo 2: the output is normed before the add
             self.after.set_title(f"+ residual: x + post_mlp_ln(feed-forward output) = the layer's output "
                                  f"(post_mlp_ln: {NORM_LABELS[config.norm_kind]} of the output, before the add)")
             self.after.set_data(self.layer_array("mlp_residual"), self.labels)

@@ -55,14 +55,18 @@ class OutputProjectionView(StageView):
         self.projected.set_title(f"Attention output: concat · W_O + b_O ({config.d_model} × {config.d_model})")
         self.projected.set_data(self.layer_array("attn_out"), self.labels)
         branch_out = config.norms_branch_output
-        self.residual.set_title("Residual: x + post_attn_ln(attention output)" if branch_out
-                                else "Residual: x + attention output")
+        self.residual.set_title("Residual: x + post_attn_ln(attention output)" if branch_out else
+                                "Residual: x + attention output" + (
+                                    " (parallel residual: the feed-forward does not read this; it reads x too)"
+                                    if config.parallel_residual else ""))
         self.residual.set_data(self.layer_array("attn_residual"), self.labels)
         # post-LN (BERT): ln_1 follows this residual; pre-LN (GPT-2): ln_2 normalises it for the
         # MLP; Gemma 2/3 and OLMo 2: post_attn_ln normalises the attention output before the add
         norm, role = (("post_attn_ln", "the attention output, normalised before it is added to x")
                       if branch_out else
                       ("ln_1", "the new residual stream") if config.norm == "post" else
+                      ("ln_2", "the feed-forward's input, of the layer's input x (parallel residual: "
+                               "both branches read the same x)") if config.parallel_residual else
                       ("ln_2", "the feed-forward's input; the stream itself stays un-normalised"))
         self.norm_name = norm
         self.norm.set_title(f"{NORM_LABELS[config.norm_kind]} {norm}: {role}")

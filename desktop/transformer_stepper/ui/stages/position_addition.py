@@ -200,21 +200,24 @@ class PositionAdditionView(StageView):
 
     def _update_turns(self) -> None:
         trace, i, head = self.trace, self.selected, self.session.head
-        half = trace.config.d_head // 2
+        config = trace.config
+        half = config.d_rotary // 2
         pairs = measures.shown_pairs(half)
         angles = trace["rope_angles"][i]
         for figure, name in ((self.q_turn, "q"), (self.k_turn, "k")):
             before, after = trace.layer(f"{name}_unrotated", 0)[head, i], trace.layer(name, 0)[head, i]
             curves = []
-            for n, (pair, (b, a)) in enumerate(zip(pairs, measures.pair_arrows(before, after, pairs))):
+            for n, (pair, (b, a)) in enumerate(zip(pairs, measures.pair_arrows(before, after, pairs, half))):
                 color = PALETTE[n % len(PALETTE)]
                 curves.append(Curve(f"pair {pair} before", np.array([0, b[1]], np.float32),
                                     x=np.array([0, b[0]], np.float32), color=color, width=1.0))
                 curves.append(Curve(f"pair {pair} turned {float(angles[pair]):.2f} rad",
                                     np.array([0, a[1]], np.float32), x=np.array([0, a[0]], np.float32),
                                     color=color, width=3.0))
+            partial = (f"; dims {config.d_rotary}–{config.d_head - 1} are not rotated (partial rotary)"
+                       if config.d_rotary < config.d_head else "")
             figure.set_title(f"{name} of '{self.labels[i]}' (pos {i}), layer 0, head {head}: "
-                             f"pairs before (thin) and after (thick) the rotation")
+                             f"pairs before (thin) and after (thick) the rotation{partial}")
             figure.set_curves(curves)
 
     def update_selection(self) -> None:

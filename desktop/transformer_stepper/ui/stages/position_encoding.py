@@ -105,14 +105,16 @@ class PositionEncodingView(StageView):
         config = trace.config
         angles = trace["rope_angles"]                                   # [n_seq, d_head/2]
         positions = [str(i) for i in range(trace.n_seq)]
-        self.table.set_title(f"Rotation angle pos·θ_i of each of {angles.shape[1]} pairs, "
+        partial = (f" (the first {config.d_rotary} of {config.d_head} dims of a head; the other "
+                   f"{config.d_head - config.d_rotary} are not rotated)" if config.d_rotary < config.d_head else "")
+        self.table.set_title(f"Rotation angle pos·θ_i of each of {angles.shape[1]} pairs{partial}, "
                              f"wrapped to (−π, π] (radians)")
         self.table.set_axis_labels("pair i")
         self.wavelengths.set_axis_labels("pair i")
         self.table.set_data(measures.wrapped(angles), positions, col_labels=[f"pair {i}" for i in range(angles.shape[1])])
         pairs = measures.shown_pairs(angles.shape[1])
         n_positions = max(trace.n_seq, MIN_POSITIONS)
-        freqs = rope_frequencies(config)
+        freqs = rope_frequencies(config, trace.n_seq)
         grid = np.arange(n_positions, dtype=np.float32)[:, None] * freqs[None, :]
         self.curves.set_title("cos(pos·θ_i) of a few pairs, fast to slow")
         self.curves.set_curves([Curve(f"pair {i}", np.cos(grid[:, i])) for i in pairs])
@@ -130,7 +132,7 @@ class PositionEncodingView(StageView):
         self.wavelengths.set_title("Wavelength of each pair (positions per turn, log10)")
         curves = [Curve("this model", np.log10(measures.wavelengths(freqs)))]
         if config.rope_scaling:
-            plain = ops.rope_frequencies(config.d_head, config.rope_theta)
+            plain = ops.rope_frequencies(config.d_rotary, config.rope_theta)
             curves.append(Curve("before rope scaling", np.log10(measures.wavelengths(plain))))
         self.wavelengths.set_curves(curves)
         self.token_types.unused = True
@@ -160,7 +162,7 @@ class PositionEncodingView(StageView):
         config = trace.config
         if config.position == "rotary":
             together, key_only = self.shift_curves
-            freqs = rope_frequencies(config)
+            freqs = rope_frequencies(config, trace.n_seq)
             return {"pos": i, "n_pairs": len(freqs), "theta": f"{config.rope_theta:g}",
                     "fastest": f"{float(measures.wavelengths(freqs)[0]):.1f}",
                     "slowest": f"{float(measures.wavelengths(freqs)[-1]):,.0f}",
