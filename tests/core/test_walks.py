@@ -13,7 +13,7 @@ import pytest
 
 from transformer_stepper import load_model
 from transformer_stepper.core.errors import ModelError
-from transformer_stepper.core.walks import Step, WalkError, fill_step
+from transformer_stepper.core.walks import WalkError, fill_step
 from transformer_stepper.io.walks import load_walks, read_walk, walk_extras
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

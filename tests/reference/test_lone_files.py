@@ -47,7 +47,7 @@ def test_a_gemma_file_is_not_run_as_llama(fixtures_dir, tmp_path):
 
 
 @pytest.mark.parametrize("extra, says", [
-    ("model.layers.0.pre_feedforward_layernorm.weight", "Gemma 2/3"),
+    ("model.layers.0.pre_feedforward_layernorm.weight", "Gemma 2"),
     ("model.layers.0.post_feedforward_layernorm.weight", "OLMo 2")])
 def test_sandwich_and_post_norm_files_are_refused(fixtures_dir, tmp_path, extra, says):
     def add(tensors):

@@ -90,4 +90,4 @@ def test_lone_file_without_config_is_told_apart_and_refused(name, family, fixtur
         load_model(tmp_path / "model.safetensors")
     message = str(caught.value)
     assert message.startswith(str(tmp_path / "model.safetensors")) and "\n" not in message
-    assert family in message and "config.json beside the file" in message
+    assert family in message and "config.json beside" in message

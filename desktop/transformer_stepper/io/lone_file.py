@@ -16,7 +16,6 @@ from typing import Optional
 import numpy as np
 
 from ..core.config import ModelConfig
-from ..core.errors import ModelError
 
 GUESSED = {   # ModelConfig fields a lone file cannot tell, per family
     "llama": ("rope_theta", "rope_scaling", "ln_eps", "activation", "sliding_window", "n_ctx"),
@@ -39,7 +38,8 @@ def refusal(ckpt, names: set[str]) -> Optional[str]:
     put = "put the model's config.json beside it"
     sandwich = _ends(names, "pre_feedforward_layernorm.weight")
     if sandwich:
-        return (f"no config.json, and {sandwich} (sandwich norms) marks Gemma 2/3, whose "
+        which = "Gemma 3" if _ends(names, "self_attn.q_norm.weight") else "Gemma 2"   # q/k norms: 3
+        return (f"no config.json, and {sandwich} (sandwich norms) marks {which}, whose "
                 f"soft-capping, local/global layers and rope bases only config.json says; {put}")
     post = _ends(names, "post_feedforward_layernorm.weight")
     if post and not _ends(names, "input_layernorm.weight"):

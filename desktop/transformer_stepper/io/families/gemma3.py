@@ -22,7 +22,8 @@ from ...core.errors import ModelError
 from .common import ADD_ONE, KeyMap, integer, number, strip_prefix
 from .gemma2 import gemma_decoder, softcap
 from .layer_kinds import branch_norm_keymap, sliding_layers, window_fields, with_defaults
-from .llama import decoder_keymap, rope_fields
+from .llama import decoder_keymap
+from .rope import rope_fields
 
 MODEL_TYPES = ("gemma3_text", "gemma3")
 CONFIG_FAMILIES = MODEL_TYPES
@@ -54,7 +55,7 @@ def text_config(cfg: dict, source: str) -> dict:
     return {**text, "_name_or_path": cfg.get("_name_or_path")}
 
 
-def rope_settings(cfg: dict, source: str, d_head: int) -> dict:
+def rope_settings(cfg: dict, source: str, d_head: int, n_ctx: int) -> dict:
     """Global layers: rope_theta + rope_scaling; local layers: rope_local_base_freq, unscaled
     (transformers 4 keys, or transformers 5's rope_parameters per layer type)."""
     params = cfg.get("rope_parameters")
@@ -70,7 +71,7 @@ def rope_settings(cfg: dict, source: str, d_head: int) -> dict:
                          f"(rope_parameters.sliding_attention={local!r})")
     theta = full.pop("rope_theta", None)
     fields = rope_fields({"rope_theta": GLOBAL_THETA if theta is None else theta,
-                          "rope_scaling": full or None}, source, d_head)
+                          "rope_scaling": full or None}, source, d_head, n_ctx)
     fields["rope_local_theta"] = number({"rope_local_base_freq": local.get("rope_theta")},
                                         "rope_local_base_freq", source, LOCAL_THETA, positive=True)
     return fields
@@ -85,7 +86,8 @@ def config_from_hf(cfg: dict, source: str, names: set[str], warnings: list[str])
     local = sliding_layers(cfg, source, n_layer,
                            ("sliding_attention" if (i + 1) % pattern else "full_attention"
                             for i in range(n_layer)))
-    rope = rope_settings(cfg, source, integer(cfg, "head_dim", source))
+    rope = rope_settings(cfg, source, integer(cfg, "head_dim", source),
+                         integer(cfg, "max_position_embeddings", source))
     windows = window_fields({"sliding_window": window}, source, local)
     if not windows["local_layers"] and local:      # no window, but the local rope base still applies
         windows["local_layers"] = local
