@@ -477,8 +477,10 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=FIXTURES)
     parser.add_argument("--families-only", action="store_true",
                         help="write only the Llama-family, RoBERTa and DistilBERT fixtures")
+    parser.add_argument("--seq2seq-only", action="store_true",
+                        help="write only the encoder-decoder fixtures (T5, BART, mBART, Marian)")
     args = parser.parse_args(argv)
-    if not (args.minilm / "model.safetensors").is_file():
+    if not args.seq2seq_only and not (args.minilm / "model.safetensors").is_file():
         print(f"error: {args.minilm}: no all-MiniLM-L6-v2 model.safetensors (run the test "
               f"suite once to fetch it, or pass --minilm)", file=sys.stderr)
         return 2
@@ -490,6 +492,11 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)  # one thread: the same summation order on every machine
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
+    import make_seq2seq_fixtures
+
+    make_seq2seq_fixtures.make_all(args.out, SEED + 50)
+    if args.seq2seq_only:
+        return 0
     for offset, name in enumerate(family_configs()):
         make_family(name, args.out, SEED + 10 + offset)
         print(f"wrote {args.out / name} and hf_outputs/{name}.npz")

@@ -14,9 +14,10 @@ from types import ModuleType
 from typing import Optional
 
 from ...core.errors import ModelError
-from . import bert, distilbert, gemma, gpt2, llama, roberta, stepper
+from . import bart, bert, distilbert, gemma, gpt2, llama, marian, roberta, stepper, t5
 
-FAMILIES: tuple[ModuleType, ...] = (stepper, bert, roberta, distilbert, gpt2, llama, gemma)
+FAMILIES: tuple[ModuleType, ...] = (stepper, bert, roberta, distilbert, gpt2, llama, gemma,
+                                     t5, bart, marian)
 REFUSED = {  # model types people have that this version does not compute, and why
     "gemma2": "Gemma 2 (logit soft-capping and alternating sliding windows) is not supported",
     "gemma3": "Gemma 3 (soft-capping, alternating local/global attention) is not supported",
