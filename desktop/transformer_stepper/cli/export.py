@@ -15,13 +15,15 @@ from pathlib import Path
 
 from ..core import stages
 from ..core.errors import ModelError
+from . import seq2seq
 from .console import check_scale, say
 
 
 def add_parser(sub) -> None:
     parser = sub.add_parser("export", help="render every stage's plots to image files (no display)")
     parser.add_argument("--model")
-    parser.add_argument("--text", required=True)
+    parser.add_argument("--text")
+    seq2seq.add_arguments(parser)
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--format", choices=("png", "svg"), default="png")
     parser.add_argument("--layer", type=int, default=0)
