@@ -56,12 +56,40 @@ def run_export(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     for warning in model.warnings:
         say(f"warning: {warning}", sys.stderr)
+    seq2seq.check_text(args)
+    if seq2seq.is_seq2seq(model):
+        return _export_seq2seq(args, model, folder)
+    args.text = seq2seq.text_for(args, model)
     _check_layer_head(args, model.config)
     trace = model.trace(args.text)
     if trace.truncated:
         say(f"warning: the text is longer than the model's context; truncated to "
             f"{model.config.n_ctx} tokens", sys.stderr)
 
+    written = _render(args, model, trace, folder, [s.key for s in stages.STAGES])
+    return 0
+
+
+def _export_seq2seq(args: argparse.Namespace, model, folder: Path) -> int:
+    """The encoder's stages over the source into DIR/encoder, the decoder's (self-attention
+    stages; cross-attention arrays are in `trace --source`) into DIR/decoder."""
+    trace = seq2seq.seq2seq_trace(args, model)
+    encoder_model, decoder_model = model.stack_models()
+    keys = [s.key for s in stages.STAGES]
+    for name, stack_model, stack_trace, stack_keys in (
+            ("encoder", encoder_model, trace.encoder, keys),
+            ("decoder", decoder_model, trace.decoder, [k for k in keys if k != "logit_lens"])):
+        _check_layer_head(args, stack_model.config)
+        if name == "decoder":
+            say("note: skipped 13-logit_lens of the decoder: the lens does not apply this model's "
+                "head scaling and final_logits_bias", sys.stderr)
+        sub = folder / name
+        sub.mkdir(exist_ok=True)
+        _render(args, stack_model, stack_trace, sub, stack_keys)
+    return 0
+
+
+def _render(args: argparse.Namespace, model, trace, folder: Path, stage_keys) -> list:
     start = time.perf_counter()
     from ..ui.offscreen import ensure_application
 
@@ -72,7 +100,7 @@ def run_export(args: argparse.Namespace) -> int:
 
     session = SnapshotSession(model, trace, layer=args.layer, head=args.head)
     options = ExportOptions(format=args.format, scale=float(args.scale))
-    job = ExportJob(session, folder, [s.key for s in stages.STAGES], options)
+    job = ExportJob(session, folder, stage_keys, options)
     for note in job.notes:
         say(f"note: {note}", sys.stderr)
     job.fileWritten.connect(
@@ -83,4 +111,4 @@ def run_export(args: argparse.Namespace) -> int:
         job.deleteLater()
         session.deleteLater()
     say(f"{len(written)} files in {folder} ({time.perf_counter() - start:.1f} s)")
-    return 0
+    return written

@@ -158,6 +158,18 @@ class Seq2SeqModel:
     def can_generate(self) -> bool:
         return True
 
+    def stack_models(self):
+        """(encoder, decoder) as one-stack Models over the same parameters (Scoped views): what
+        the stage views and exports of one stack read beside the stack's Trace. The decoder
+        stand-in's own head lacks T5's scaling and the final_logits_bias, so anything that
+        reads logits reads them from the decoder Trace (Seq2SeqLogitHead), never from it."""
+        from .model import Model
+
+        encoder = Model(self.config.encoder, Scoped(self.params, "encoder."), self.tokenizer, self.source)
+        decoder = Model(self.config.decoder, Scoped(self.params, "decoder."), self.target_tokenizer,
+                        self.source)
+        return encoder, decoder
+
     # -- tokens ------------------------------------------------------------------------------
     def encode_source(self, text: str) -> tuple[Encoded, tuple[str, ...]]:
         """-> (the source's tokens, notices). Longer than the encoder's positions: cut, said."""
