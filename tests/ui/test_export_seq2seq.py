@@ -21,3 +21,15 @@ def test_export_writes_encoder_and_decoder_stages(capsys, tmp_path):
     assert "12-prediction-top_tokens.png" in decoder
     assert not any(name.startswith("13-") for name in decoder) and "13-logit_lens" in err
     assert not QImage(str(tmp_path / "out" / "decoder" / "07-softmax-attention_weights-L1H3.png")).isNull()
+
+
+def test_the_window_refuses_an_encoder_decoder_in_one_line():
+    import pytest
+
+    from transformer_stepper.core.errors import ModelError
+    from transformer_stepper.ui.workers import load_and_trace
+
+    with pytest.raises(ModelError, match=r"t5_tiny: t5 is an encoder–decoder; the stepper window does "
+                                         r"not show those yet: use `transformer-stepper") as error:
+        load_and_trace(str(FIXTURES / "t5_tiny"), "The bank.")
+    assert "\n" not in str(error.value)
