@@ -29,7 +29,7 @@ def test_the_window_refuses_an_encoder_decoder_in_one_line():
     from transformer_stepper.core.errors import ModelError
     from transformer_stepper.ui.workers import load_and_trace
 
-    with pytest.raises(ModelError, match=r"t5_tiny: t5 is an encoder–decoder; the stepper window does "
-                                         r"not show those yet: use `transformer-stepper") as error:
+    with pytest.raises(ModelError, match=r"t5_tiny: t5 is an encoder–decoder; open it in its own "
+                                         r"window with `transformer-stepper --model PATH`") as error:
         load_and_trace(str(FIXTURES / "t5_tiny"), "The bank.")
     assert "\n" not in str(error.value)

@@ -50,6 +50,20 @@ class WithComputed(ParamStore):
         return self.stored.row_blocks(name, block_rows)
 
 
+def is_seq2seq_path(path) -> bool:
+    """Does `path` (a folder, or a file in one) hold an encoder–decoder, by its config.json's
+    model_type? (Read before opening, to choose the window; False when it cannot tell.)"""
+    import json
+
+    folder = Path(path)
+    folder = folder if folder.is_dir() else folder.parent
+    try:
+        model_type = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return any(model_type in f.MODEL_TYPES for f in families.FAMILIES if getattr(f, "SEQ2SEQ", False))
+
+
 def _decoder_missing(ckpt, keymap) -> Optional[str]:
     decoder = [full for core, full, _ in keymap if core.startswith("decoder.")]
     if decoder and not any(full in ckpt.where for full in decoder):
