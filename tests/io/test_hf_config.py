@@ -39,7 +39,7 @@ def test_non_divisible_head_count(tmp_path):
 
 
 SUPPORTED = ("transformer-stepper, bert, roberta, xlm-roberta, distilbert, gpt2, llama, mistral, "
-             "qwen2, qwen3, gemma")
+             "qwen2, qwen3, gemma, t5, bart, mbart, marian")
 
 
 @pytest.mark.parametrize("model_type", ["mamba", None, 7])

@@ -38,11 +38,16 @@ class CrossAttentionView(QWidget):
                               row_names="target", col_names="source", click=None)
         self.outputs = Heatmap("Weighted sum Σ w·v (head output)", "dim", "target",
                                row_names="target", col_names="dim")
-        for figure, row, col, span in ((self.alignment, 0, 0, 2), (self.scores, 0, 2, 1),
-                                       (self.q, 1, 0, 1), (self.k, 1, 1, 1), (self.v, 1, 2, 1),
-                                       (self.outputs, 2, 0, 3)):
-            grid.addWidget(figure, row, col, 1, span)
-        grid.setRowStretch(0, 3)
+        # the alignment gets the most room: it is what this stage is for
+        for figure, row, col, rows, cols in ((self.alignment, 0, 0, 2, 2), (self.scores, 0, 2, 1, 1),
+                                             (self.outputs, 1, 2, 1, 1), (self.q, 2, 0, 1, 1),
+                                             (self.k, 2, 1, 1, 1), (self.v, 2, 2, 1, 1)):
+            grid.addWidget(figure, row, col, rows, cols)
+        for row, stretch in ((0, 2), (1, 2), (2, 2)):
+            grid.setRowStretch(row, stretch)
+        grid.setColumnStretch(0, 2)
+        grid.setColumnStretch(1, 2)
+        grid.setColumnStretch(2, 3)
         self.alignment.cellClicked.connect(self._cell_clicked)
         self.scores.cellClicked.connect(self._cell_clicked)
         for figure, signal in ((self.q, self.targetSelected), (self.outputs, self.targetSelected),
