@@ -55,3 +55,10 @@ def test_a_click_on_the_alignment_selects_target_and_source(window):
     assert window.states["Encoder"].selected_token == 3
     assert window.states["Decoder"].selected_token == 0
     assert window.cross_view.alignment.col_band.isVisible()
+
+
+def test_a_click_on_a_prediction_bar_appends_that_token(qtbot, window):
+    n = window.trace.decoder.n_seq
+    window.states["Decoder"].generation.append(7)
+    qtbot.waitUntil(lambda: window.trace.decoder.n_seq == n + 1, timeout=10000)
+    assert int(window.trace.decoder.input_ids[-1]) == 7

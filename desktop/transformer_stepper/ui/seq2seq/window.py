@@ -18,10 +18,33 @@ from ...core.labels import token_labels
 from ...core.seq2seq_stages import SECTIONS, seq2seq_stages
 from ..stages import create_view
 from ..timers import one_shot
-from ..view_state import ViewState
+from ..view_state import FixedSampling, ViewState
 from ..workers import Task, WorkerPool
 from .cross_view import CrossAttentionView
 from . import work
+
+
+class _Steer(FixedSampling):
+    """The decoder's prediction view: a click on a bar appends that token (as in the main
+    window's generation)."""
+
+    def __init__(self, append, parent=None) -> None:
+        super().__init__(parent=parent)
+        self._append = append
+
+    def append(self, token_id: int) -> None:
+        self._append(token_id)
+
+
+class DecoderState(ViewState):
+    """The decoder's view state; `steer(token id)` appends a chosen token."""
+
+    def __init__(self, *args, steer=None, **kwargs) -> None:
+        self._steer = steer
+        super().__init__(*args, **kwargs)
+
+    def _new_generation(self):
+        return _Steer(self._steer, parent=self)
 
 
 class TranslationWindow(QMainWindow):
@@ -100,6 +123,10 @@ class TranslationWindow(QMainWindow):
         if self.trace is not None:
             self._run(work.steps, self.model, self.trace, 1, self.layer)
 
+    def append_token(self, token_id: int) -> None:
+        if self.trace is not None:
+            self._run(work.append, self.model, self.trace, int(token_id), self.layer)
+
     def translate(self) -> None:
         if self.trace is not None:
             self._run(work.steps, self.model, self.trace, 64, self.layer)
@@ -139,8 +166,9 @@ class TranslationWindow(QMainWindow):
         self.states = {
             "Encoder": ViewState(encoder, self.trace.encoder, layer=self.layer, head=self.head,
                                  parent=self),
-            "Decoder": ViewState(decoder, self.trace.decoder, layer=self.layer, head=self.head,
-                                 selected=self.trace.decoder.n_seq - 1, parent=self)}
+            "Decoder": DecoderState(decoder, self.trace.decoder, layer=self.layer, head=self.head,
+                                    selected=self.trace.decoder.n_seq - 1, parent=self,
+                                    steer=self.append_token)}
         self.states["Encoder"].selectionChanged.connect(self._source_selected)
         self.states["Decoder"].selectionChanged.connect(self._target_selected)
         current = self.stage_list.currentItem()

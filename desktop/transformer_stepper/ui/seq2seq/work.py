@@ -45,3 +45,9 @@ def steps(model, trace, n_tokens: int, layer: int):
     done = generate(model, trace, n_tokens)
     final = done[-1] if done else trace
     return (*prepared(model, final, layer)[:2], target_text(model, final))
+
+
+def append(model, trace, token_id: int, layer: int):
+    """The user's choice of the next target token (a click on a prediction bar)."""
+    final = model.extend(trace, [token_id])
+    return (*prepared(model, final, layer)[:2], target_text(model, final))
