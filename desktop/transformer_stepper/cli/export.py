@@ -66,7 +66,7 @@ def run_export(args: argparse.Namespace) -> int:
         say(f"warning: the text is longer than the model's context; truncated to "
             f"{model.config.n_ctx} tokens", sys.stderr)
 
-    written = _render(args, model, trace, folder, [s.key for s in stages.STAGES])
+    _render(args, model, trace, folder, [s.key for s in stages.STAGES])
     return 0
 
 
