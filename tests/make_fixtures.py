@@ -642,8 +642,10 @@ def main(argv=None) -> int:
                         help="write only the Gemma 2, Gemma 3, OLMo 2 and SmolLM3 fixtures")
     parser.add_argument("--only", nargs="+", metavar="NAME",
                         help="write only these family fixtures (e.g. phi3_tiny pythia_tiny)")
+    parser.add_argument("--seq2seq-only", action="store_true",
+                        help="write only the encoder-decoder fixtures (T5, BART, mBART, Marian)")
     args = parser.parse_args(argv)
-    if not (args.minilm / "model.safetensors").is_file():
+    if not args.seq2seq_only and not (args.minilm / "model.safetensors").is_file():
         print(f"error: {args.minilm}: no all-MiniLM-L6-v2 model.safetensors (run the test "
               f"suite once to fetch it, or pass --minilm)", file=sys.stderr)
         return 2
@@ -655,6 +657,12 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)  # one thread: the same summation order on every machine
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
+    if args.seq2seq_only or not (args.round3_only or args.only):
+        import make_seq2seq_fixtures
+
+        make_seq2seq_fixtures.make_all(args.out, SEED + 50)
+        if args.seq2seq_only:
+            return 0
     for name in round3_configs():
         make_round3(name, args.out)
         print(f"wrote {args.out / name} and hf_outputs/{name}.npz")

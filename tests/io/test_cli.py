@@ -83,7 +83,7 @@ def _bad_cases(tmp_path, bert):
                                f"error: {tmp_path / 'missing'}: folder does not exist"),
         "out is a folder": (m + [tmp_path / "out" / "dir.npz"], f"error: {tmp_path / 'out' / 'dir.npz'}: is a folder"),
         "no text": (["trace", "--model", bert, "--out", out],
-                    "error: the following arguments are required: --text (see transformer-stepper trace --help)"),
+                    "error: give the text: --text TEXT (or --source TEXT for an encoder–decoder)"),
         "text without value": (["trace", "--model", bert, "--out", out, "--text"],
                                "error: argument --text: expected one argument (see transformer-stepper trace --help)"),
         "unknown option": (m + [out, "--bogus"],

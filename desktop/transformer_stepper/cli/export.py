@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..core import stages
 from ..core.errors import ModelError
+from . import seq2seq
 from .console import check_scale, say
 
 
@@ -24,6 +25,7 @@ def add_parser(sub) -> None:
     parser.add_argument("--text")
     parser.add_argument("--session", help="a .stepper session file: its model, text (and generated "
                                           "tokens), layer, head, selection, temperature and shown pass")
+    seq2seq.add_arguments(parser)
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--format", choices=("png", "svg"), default="png")
     parser.add_argument("--layer", type=int, default=0)
@@ -34,8 +36,10 @@ def add_parser(sub) -> None:
 
 def _check_arguments(args: argparse.Namespace) -> None:
     check_scale(args.scale)
-    if (args.text is None) == (args.session is None):
-        raise ModelError("give --text TEXT or --session FILE (one of them)")
+    if args.session is None:
+        seq2seq.check_text(args)
+    elif args.text is not None or args.source is not None:
+        raise ModelError("--session names its text; leave out --text and --source")
     if args.session is not None and args.model is not None:
         raise ModelError("--session names its model; leave out --model")
     if args.format not in ("png", "svg"):
@@ -65,12 +69,38 @@ def run_export(args: argparse.Namespace) -> int:
         model = load_model(args.model)
         for warning in model.warnings:
             say(f"warning: {warning}", sys.stderr)
+        if seq2seq.is_seq2seq(model):
+            return _export_seq2seq(args, model, folder)
+        args.text = seq2seq.text_for(args, model)
         _check_layer_head(args, model.config)
         trace = model.trace(args.text)
     if trace.truncated:
         say(f"warning: the text is longer than the model's context; truncated to "
             f"{model.config.n_ctx} tokens", sys.stderr)
+    _render(args, model, trace, folder, [s.key for s in stages.STAGES], view.get("snapshot", {}))
+    return 0
 
+
+def _export_seq2seq(args: argparse.Namespace, model, folder: Path) -> int:
+    """The encoder's stages over the source into DIR/encoder, the decoder's (self-attention
+    stages; cross-attention arrays are in `trace --source`) into DIR/decoder."""
+    trace = seq2seq.seq2seq_trace(args, model)
+    encoder_model, decoder_model = model.stack_models()
+    keys = [s.key for s in stages.STAGES]
+    for name, stack_model, stack_trace, stack_keys in (
+            ("encoder", encoder_model, trace.encoder, keys),
+            ("decoder", decoder_model, trace.decoder, [k for k in keys if k != "logit_lens"])):
+        _check_layer_head(args, stack_model.config)
+        if name == "decoder":
+            say("note: skipped 13-logit_lens of the decoder: the lens does not apply this model's "
+                "head scaling and final_logits_bias", sys.stderr)
+        sub = folder / name
+        sub.mkdir(exist_ok=True)
+        _render(args, stack_model, stack_trace, sub, stack_keys)
+    return 0
+
+
+def _render(args: argparse.Namespace, model, trace, folder: Path, stage_keys, snapshot=None) -> list:
     start = time.perf_counter()
     from ..ui.offscreen import ensure_application
 
@@ -79,9 +109,9 @@ def run_export(args: argparse.Namespace) -> int:
     from ..ui.export.render import ExportOptions
     from ..ui.export.snapshot import SnapshotSession
 
-    session = SnapshotSession(model, trace, layer=args.layer, head=args.head, **view.get("snapshot", {}))
+    session = SnapshotSession(model, trace, layer=args.layer, head=args.head, **(snapshot or {}))
     options = ExportOptions(format=args.format, scale=float(args.scale))
-    job = ExportJob(session, folder, [s.key for s in stages.STAGES], options)
+    job = ExportJob(session, folder, stage_keys, options)
     for note in job.notes:
         say(f"note: {note}", sys.stderr)
     job.fileWritten.connect(
@@ -92,7 +122,7 @@ def run_export(args: argparse.Namespace) -> int:
         job.deleteLater()
         session.deleteLater()
     say(f"{len(written)} files in {folder} ({time.perf_counter() - start:.1f} s)")
-    return 0
+    return written
 
 
 def _from_session(path: Path):

@@ -1,6 +1,7 @@
 """`transformer-stepper generate --model PATH --text TEXT [--tokens N] [--temperature T]
 [--top-k K] [--top-p P] [--seed S] [--trace FILE.npz]`: continue a text token by token (causal
-models with a head) and print the continuation; optionally write the final trace."""
+models with a head) and print the continuation; optionally write the final trace. An
+encoder–decoder takes --source TEXT [--target TEXT] and prints the translation (to EOS)."""
 from __future__ import annotations
 
 import argparse
@@ -8,13 +9,15 @@ import sys
 from pathlib import Path
 
 from ..core.errors import ModelError
+from . import seq2seq
 from .console import say
 
 
 def add_parser(sub) -> None:
     parser = sub.add_parser("generate", help="continue a text token by token (decoders), print the continuation")
     parser.add_argument("--model")
-    parser.add_argument("--text", required=True)
+    parser.add_argument("--text")
+    seq2seq.add_arguments(parser)
     parser.add_argument("--tokens", type=int, default=20, help="how many tokens to add (default 20)")
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     parser.add_argument("--top-k", type=int, default=0, help="0 = off")
@@ -37,9 +40,13 @@ def run_generate(args: argparse.Namespace) -> int:
     if args.tokens < 1:
         raise ModelError(f"--tokens must be at least 1, got {args.tokens}")
     sampling = Sampling(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    seq2seq.check_text(args)
     model = load_model(args.model)
     for warning in model.warnings:
         say(f"warning: {warning}", sys.stderr)
+    if seq2seq.is_seq2seq(model):
+        return _translate(args, model, sampling, out)
+    args.text = seq2seq.text_for(args, model)
     if not model.can_generate:
         raise ModelError(f"{model.name}: generation needs a causal model with an output head "
                          f"(this is a {model.config.family} {'encoder' if not model.config.causal else 'model without a head'})")
@@ -53,4 +60,25 @@ def run_generate(args: argparse.Namespace) -> int:
     if out is not None:
         save_npz(out, final)
         say(f"wrote {out}: {final.n_seq} tokens ({len(steps)} generated)", sys.stderr)
+    return 0
+
+
+def _translate(args: argparse.Namespace, model, sampling, out) -> int:
+    """Encoder once, decoder step by step from the start token (after --target) to EOS; prints
+    the target text."""
+    from ..core.seq2seq_generate import finished, generate as generate_target
+    from ..io.array_export import save_npz
+
+    first = seq2seq.seq2seq_trace(args, model)
+    steps = generate_target(model, first, args.tokens, sampling)
+    final = steps[-1] if steps else first
+    if not finished(model, final):
+        say(f"warning: stopped after {len(steps)} tokens without reaching the end-of-sentence token",
+            sys.stderr)
+    tokenizer = model.target_tokenizer
+    ids = [int(i) for i in final.decoder.input_ids[1:] if i != model.config.eos_token_id]
+    say("".join(tokenizer.continuation([], ids)).strip())
+    if out is not None:
+        save_npz(out, final)
+        say(f"wrote {out}: {final.decoder.n_seq} decoder tokens ({len(steps)} generated)", sys.stderr)
     return 0

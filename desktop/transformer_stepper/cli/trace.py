@@ -1,5 +1,6 @@
 """`transformer-stepper trace --model PATH --text TEXT --out FILE.npz`: every intermediate of
-one forward pass, written as .npz (no pickle)."""
+one forward pass, written as .npz (no pickle). An encoder–decoder takes --source TEXT [--target
+TEXT] and writes encoder_*, decoder_*, cross_attentions and logits (Seq2SeqTrace.to_dict)."""
 from __future__ import annotations
 
 import argparse
@@ -9,13 +10,15 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import ModelError
+from . import seq2seq
 from .console import say
 
 
 def add_parser(sub) -> None:
     parser = sub.add_parser("trace", help="write every intermediate of one forward pass to .npz")
     parser.add_argument("--model", help="HF folder, .safetensors or .npz (default: built-in model)")
-    parser.add_argument("--text", required=True)
+    parser.add_argument("--text")
+    seq2seq.add_arguments(parser)
     parser.add_argument("--out", required=True, help="output .npz")
     parser.set_defaults(run=run_trace)
 
@@ -29,10 +32,16 @@ def run_trace(args: argparse.Namespace) -> int:
         raise ModelError(f"{out}: the output file must end in .npz")
     if not out.parent.is_dir():
         raise ModelError(f"{out.parent}: folder does not exist")
+    seq2seq.check_text(args)
     model = load_model(args.model)
     for warning in model.warnings:
         say(f"warning: {warning}", sys.stderr)
-    trace = model.trace(args.text)
+    if seq2seq.is_seq2seq(model):
+        trace = seq2seq.seq2seq_trace(args, model)
+        save_npz(out, trace)
+        say(f"wrote {out}: {trace.encoder.n_seq} source, {trace.decoder.n_seq} decoder tokens")
+        return 0
+    trace = model.trace(seq2seq.text_for(args, model))
     if trace.truncated:
         say(f"warning: the text is longer than the model's context; truncated to "
             f"{model.config.n_ctx} tokens", sys.stderr)

@@ -83,6 +83,7 @@ class Context:
     sin: Optional[np.ndarray] = None
     interventions: tuple = ()          # core/interventions.py: what this pass changes
     local: Optional["Context"] = None  # the local layers' mask (window) and angles (local base)
+    scale: Optional[float] = None      # what scores are multiplied by (None: 1/√d_head; T5: 1)
 
 
 def attention_mask(config: ModelConfig, n_seq: int, start: int = 0,
@@ -301,14 +302,18 @@ def _bias(params, name: str, present: bool) -> Optional[np.ndarray]:
 # stepper's views, provenance and the README point at them). `attention` below runs them in
 # order and adds what is not math: recording, the KV cache, in-place buffers, interventions.
 
+def project_heads(params, config: ModelConfig, x, layer: int, name: str, n_heads: int):
+    # [n_seq, d_model] -> [n_heads, n_seq, d_head]: x·W + b of one of q, k, v, split into heads
+    p = f"h.{layer}.attn.{name}"
+    return ops.split_heads(ops.linear(x, params[p + ".w"], _bias(params, p + ".b", config.qkv_bias)),
+                           n_heads)
+
+
 def project_qkv(params, config: ModelConfig, x, layer: int):
     # [n_seq, d_model] -> q [n_head, n_seq, d_head], k, v [n_kv_head, n_seq, d_head]: x·W + b
-    p = f"h.{layer}.attn."
-
-    def heads(name: str, n_heads: int) -> np.ndarray:
-        return ops.split_heads(ops.linear(x, params[p + name + ".w"],
-                                          _bias(params, p + name + ".b", config.qkv_bias)), n_heads)
-    return heads("q", config.n_head), heads("k", config.n_kv_heads), heads("v", config.n_kv_heads)
+    return (project_heads(params, config, x, layer, "q", config.n_head),
+            project_heads(params, config, x, layer, "k", config.n_kv_heads),
+            project_heads(params, config, x, layer, "v", config.n_kv_heads))
 
 
 def norm_qk(params, config: ModelConfig, q, k, layer: int):
@@ -426,6 +431,13 @@ def attention(params, config: ModelConfig, x, ctx: Context, layer: int, record,
         q, k = rotate_qk(q, k, ctx)
     if cache is not None:
         k, v = cache.append(layer, k, v)                   # [n_kv, n_keys, d_head]
+    return attend(params, config, q, k, v, ctx, layer, record)
+
+
+def attend(params, config: ModelConfig, q, k, v, ctx: Context, layer: int, record) -> np.ndarray:
+    # q [n_head, n_q, d_head], k, v [n_kv_head, n_k, d_head] -> [n_q, d_model]: stages 6-9
+    # from projected heads. Self-attention reads k, v of x itself; cross-attention (core/
+    # seq2seq.py) those of the encoder's output, through this same function.
     k, v = _repeat_kv(config, k), _repeat_kv(config, v)    # [n_head, n_keys, d_head]
     record("q", q, layer)
     record("k", k, layer)
@@ -433,7 +445,7 @@ def attention(params, config: ModelConfig, x, ctx: Context, layer: int, record,
     in_place = not keeps_detail(record, layer)             # nothing kept: reuse the n² buffer
     raw = dot_products(q, k)
     record("scores_raw", raw, layer)
-    scale = attention_scale(config)
+    scale = attention_scale(config) if ctx.scale is None else F32(ctx.scale)
     if config.attn_softcap and not in_place:               # before tanh: the same product
         record("scores_uncapped", np.multiply(raw, scale), layer)
     scaled = scale_and_mask(raw, scale, ctx.mask, out=raw if in_place else None, cap=config.attn_softcap)

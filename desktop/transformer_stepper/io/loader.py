@@ -238,6 +238,9 @@ def _from_checkpoint(ckpt: Checkpoint, folder: Path, cfg: Optional[dict], name: 
                              f"and there is no config.json beside it")
         config, guessed = infer_config(ckpt, family, warnings)
     config = config.replace(name=name)
+    if getattr(families.of_config(config), "SEQ2SEQ", False):    # T5, BART, Marian
+        from . import seq2seq_loader
+        return seq2seq_loader.load(ckpt, folder, config, warnings, _find_tokenizer(folder))
     _warn_unused_layers(ckpt, config, warnings)
     params = _map_params(ckpt, config)
     model = Model(config, params, _find_tokenizer(folder), source=ckpt.source)

@@ -38,6 +38,10 @@ class ComputeResult:
 
 def load_and_trace(path: Optional[str], text: str, layer: int = 0) -> LoadResult:
     model = load_model(path)
+    if getattr(model, "is_seq2seq", False):     # its own window: ui/seq2seq/
+        raise ModelError(f"{path}: {model.config.family} is an encoder–decoder; open it in its own "
+                         f"window with `transformer-stepper --model PATH` (or trace|generate|export "
+                         f"--source TEXT)")
     start = time.perf_counter()
     try:
         trace = model.trace(text, detail_layers=(min(layer, model.config.n_layer - 1),))

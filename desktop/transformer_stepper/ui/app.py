@@ -57,6 +57,15 @@ def create_main_window(model_path: Optional[str] = None, text: Optional[str] = N
 def run(model_path: Optional[str] = None, text: Optional[str] = None,
         session_file: Optional[str] = None) -> int:
     app = application()
+    from ..io.seq2seq_loader import is_seq2seq_path
+
+    if model_path and is_seq2seq_path(model_path):      # T5, BART, Marian: their own window
+        from .seq2seq.window import TranslationWindow
+
+        window = TranslationWindow(text or "")
+        window.open_model(model_path)
+        window.show()
+        return app.exec()
     window = create_main_window(model_path, text)
     window.show()
     if session_file:

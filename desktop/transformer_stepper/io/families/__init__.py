@@ -14,12 +14,12 @@ from types import ModuleType
 from typing import Optional
 
 from ...core.errors import ModelError
-from . import (bert, distilbert, gemma, gemma2, gemma3, gpt2, gpt_neox, llama, olmo2, phi3, roberta,
-               smollm3, stepper)
+from . import (bart, bert, distilbert, gemma, gemma2, gemma3, gpt2, gpt_neox, llama, marian, olmo2, phi3,
+               roberta, smollm3, stepper, t5)
 
 # gemma3, gemma2 and olmo2 before llama: their lone files have Llama's names plus their own norms
 FAMILIES: tuple[ModuleType, ...] = (stepper, bert, roberta, distilbert, gpt2, gemma3, gemma2, olmo2, llama,
-                                    gemma, smollm3, phi3, gpt_neox)
+                                    gemma, smollm3, phi3, gpt_neox, t5, bart, marian)
 REFUSED: dict[str, str] = {}  # model types people have that this version does not compute, and why
 
 

@@ -1,0 +1,251 @@
+"""The encoder–decoder stepper window: a source box, the target so far (editable: teacher
+forcing, every position's prediction shown), Next Token / Translate, the stage list in an
+Encoder and a Decoder section (Cross-attention between the decoder's self-attention and its
+feed-forward), layer and head. Each one-stack stage is its ordinary view (ui/stages/) over that
+stack's Trace; selection is linked: a target or source token chosen anywhere is chosen in every
+view of its side and in the alignment. Opening, tracing, stepping and a layer's detail run in a
+worker (the latest request wins); the views read traces whose layer is ready."""
+from __future__ import annotations
+
+from typing import Optional
+
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QMainWindow, QPushButton,
+                               QSpinBox, QSplitter, QStackedWidget, QTreeWidget, QTreeWidgetItem,
+                               QVBoxLayout, QWidget)
+from PySide6.QtCore import Qt
+
+from ...core.labels import token_labels
+from ...core.seq2seq_stages import SECTIONS, seq2seq_stages
+from ..stages import create_view
+from ..timers import one_shot
+from ..view_state import FixedSampling, ViewState
+from ..workers import Task, WorkerPool
+from .cross_view import CrossAttentionView
+from . import work
+
+
+class _Steer(FixedSampling):
+    """The decoder's prediction view: a click on a bar appends that token (as in the main
+    window's generation)."""
+
+    def __init__(self, append, parent=None) -> None:
+        super().__init__(parent=parent)
+        self._append = append
+
+    def append(self, token_id: int) -> None:
+        self._append(token_id)
+
+
+class DecoderState(ViewState):
+    """The decoder's view state; `steer(token id)` appends a chosen token."""
+
+    def __init__(self, *args, steer=None, **kwargs) -> None:
+        self._steer = steer
+        super().__init__(*args, **kwargs)
+
+    def _new_generation(self):
+        return _Steer(self._steer, parent=self)
+
+
+class TranslationWindow(QMainWindow):
+    def __init__(self, source: str = "", parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Transformer Stepper — encoder–decoder")
+        self.model = self.trace = None
+        self.states: dict[str, ViewState] = {}
+        self.views: dict[tuple[str, str], QWidget] = {}
+        self.layer = self.head = 0
+        self.workers = WorkerPool(max_threads=1)
+        self._request = 0
+        self._build(source)
+        self._debounce = one_shot(self, 200, self.retrace)
+
+    # -- widgets ----------------------------------------------------------------------------
+    def _build(self, source: str) -> None:
+        central = QWidget()
+        outer = QVBoxLayout(central)
+        row = QHBoxLayout()
+        self.source_box, self.target_box = QLineEdit(source), QLineEdit()
+        self.source_box.setPlaceholderText("source sentence")
+        self.target_box.setPlaceholderText("target so far (type to teacher-force)")
+        self.next_button, self.translate_button = QPushButton("Next Token"), QPushButton("Translate")
+        self.layer_box, self.head_box = QSpinBox(), QSpinBox()
+        for label, widget, stretch in (("Source", self.source_box, 3), ("Target", self.target_box, 3),
+                                       ("", self.next_button, 0), ("", self.translate_button, 0),
+                                       ("Layer", self.layer_box, 0), ("Head", self.head_box, 0)):
+            if label:
+                row.addWidget(QLabel(label))
+            row.addWidget(widget, stretch)
+        outer.addLayout(row)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        outer.addWidget(self.status)
+        splitter = QSplitter()
+        self.stage_list = QTreeWidget()
+        self.stage_list.setHeaderHidden(True)
+        self.stage_list.setMaximumWidth(260)
+        self.pages = QStackedWidget()
+        self.cross_view = CrossAttentionView()
+        self.pages.addWidget(self.cross_view)
+        splitter.addWidget(self.stage_list)
+        splitter.addWidget(self.pages)
+        splitter.setStretchFactor(1, 1)
+        outer.addWidget(splitter, 1)
+        self.setCentralWidget(central)
+        self.source_box.textEdited.connect(self._debounce_start)
+        self.target_box.textEdited.connect(self._debounce_start)
+        self.next_button.clicked.connect(self.next_token)
+        self.translate_button.clicked.connect(self.translate)
+        self.layer_box.valueChanged.connect(self._layer_changed)
+        self.head_box.valueChanged.connect(self._head_changed)
+        self.stage_list.currentItemChanged.connect(self._show_stage)
+        self.cross_view.targetSelected.connect(lambda i: self._select("Decoder", i))
+        self.cross_view.sourceSelected.connect(lambda i: self._select("Encoder", i))
+
+    def _debounce_start(self, _text: str = "") -> None:
+        self._debounce.start()
+
+    # -- work --------------------------------------------------------------------------------
+    def _run(self, function, *args) -> None:
+        self._request += 1
+        task = Task(self._request, function, *args)
+        self.workers.start(task, self._finished, self._failed)
+
+    def open_model(self, path: Optional[str]) -> None:
+        self.status.setText(f"opening {path} …")
+        self._run(work.open_and_trace, path, self.source_box.text(), self.target_box.text())
+
+    def retrace(self) -> None:
+        if self.model is not None:
+            self._run(work.trace, self.model, self.source_box.text(), self.target_box.text(), self.layer)
+
+    def next_token(self) -> None:
+        if self.trace is not None:
+            self._run(work.steps, self.model, self.trace, 1, self.layer)
+
+    def append_token(self, token_id: int) -> None:
+        if self.trace is not None:
+            self._run(work.append, self.model, self.trace, int(token_id), self.layer)
+
+    def translate(self) -> None:
+        if self.trace is not None:
+            self._run(work.steps, self.model, self.trace, 64, self.layer)
+
+    def _layer_changed(self, layer: int) -> None:
+        self.layer = layer
+        if self.trace is not None:
+            self._run(work.prepared, self.model, self.trace, layer)
+
+    def _head_changed(self, head: int) -> None:
+        self.head = head
+        for state in self.states.values():
+            state.set_head(head)
+        self._refresh_cross()
+
+    def _finished(self, request: int, result) -> None:
+        if request != self._request:           # a later request is under way: it wins
+            return
+        model, trace, target_text = result
+        new_model = model is not self.model
+        self.model, self.trace = model, trace
+        if target_text is not None:
+            self.target_box.setText(target_text)
+        self.status.setText(" ".join(trace.notices) or f"{model.name}: {trace.encoder.n_seq} source "
+                            f"tokens, encoded once; {trace.decoder.n_seq} decoder positions "
+                            f"({trace.decoder.computed_rows} computed by this pass)")
+        self._take_trace(new_model)
+
+    def _failed(self, request: int, message: str, _user_error: bool) -> None:
+        if request == self._request:
+            self.status.setText(f"error: {message}")
+
+    # -- views ---------------------------------------------------------------------------------
+    def _take_trace(self, new_model: bool) -> None:
+        encoder, decoder = work.stack_models(self.model)
+        old = self.states
+        self.states = {
+            "Encoder": ViewState(encoder, self.trace.encoder, layer=self.layer, head=self.head,
+                                 parent=self),
+            "Decoder": DecoderState(decoder, self.trace.decoder, layer=self.layer, head=self.head,
+                                    selected=self.trace.decoder.n_seq - 1, parent=self,
+                                    steer=self.append_token)}
+        self.states["Encoder"].selectionChanged.connect(self._source_selected)
+        self.states["Decoder"].selectionChanged.connect(self._target_selected)
+        current = self.stage_list.currentItem()
+        key = current.data(0, Qt.ItemDataRole.UserRole) if current is not None else None
+        for view in self.views.values():
+            self.pages.removeWidget(view)
+            view.deleteLater()
+        self.views.clear()
+        for state in old.values():
+            state.deleteLater()
+        if new_model:
+            self._fill_stage_list()
+        else:
+            self._show_key(key)
+
+    def _fill_stage_list(self) -> None:
+        config = self.model.config
+        self.layer_box.setRange(0, min(config.encoder.n_layer, config.decoder.n_layer) - 1)
+        self.head_box.setRange(0, min(config.encoder.n_head, config.decoder.n_head) - 1)
+        self.stage_list.blockSignals(True)
+        self.stage_list.clear()
+        sections = {name: QTreeWidgetItem([name]) for name in SECTIONS}
+        for item in sections.values():
+            self.stage_list.addTopLevelItem(item)
+            item.setExpanded(True)
+        cross = None
+        for section, stage in seq2seq_stages(config):
+            child = QTreeWidgetItem([f"{stage.number}. {stage.title}"])
+            child.setData(0, Qt.ItemDataRole.UserRole, (section, stage.key))
+            sections[section].addChild(child)
+            cross = child if stage.key == "cross_attention" else cross
+        self.stage_list.blockSignals(False)
+        self.stage_list.setCurrentItem(cross)
+
+    def _show_key(self, key) -> None:
+        for i in range(self.stage_list.topLevelItemCount()):
+            section = self.stage_list.topLevelItem(i)
+            for j in range(section.childCount()):
+                if section.child(j).data(0, Qt.ItemDataRole.UserRole) == key:
+                    self._show_stage(section.child(j))
+                    return
+
+    def _show_stage(self, item, _previous=None) -> None:
+        key = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
+        if key is None or self.trace is None:
+            return
+        section, stage_key = key
+        if stage_key == "cross_attention":
+            self._refresh_cross()
+            self.pages.setCurrentWidget(self.cross_view)
+            return
+        view = self.views.get(key)
+        if view is None:
+            view = self.views[key] = create_view(stage_key, self.states[section])
+            self.pages.addWidget(view)
+        self.pages.setCurrentWidget(view)
+
+    def _refresh_cross(self) -> None:
+        if self.trace is None or not self.trace.decoder.is_ready(self.layer):
+            return
+        labels = {side: token_labels(state.trace, state.model.tokenizer) for side, state in self.states.items()}
+        self.cross_view.show_trace(self.trace, self.layer, self.head, labels["Encoder"], labels["Decoder"])
+
+    def _select(self, section: str, index: int) -> None:
+        state = self.states.get(section)
+        if state is not None:
+            state.select_token(index)
+        self.cross_view.select(index if section == "Decoder" else None,
+                               index if section == "Encoder" else None)
+
+    def _source_selected(self, index: int) -> None:
+        self.cross_view.select(None, index)
+
+    def _target_selected(self, index: int) -> None:
+        self.cross_view.select(index, None)
+
+    def closeEvent(self, event) -> None:
+        self._request += 1
+        self.workers.wait()
+        super().closeEvent(event)

@@ -1,0 +1,45 @@
+"""`trace` and `generate` with --source/--target on an encoder–decoder."""
+from pathlib import Path
+
+import numpy as np
+
+from transformer_stepper.cli import main
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_generate_prints_hf_greedy_translation(capsys, tmp_path):
+    ref = np.load(FIXTURES / "hf_outputs" / "marian_tiny.npz")
+    code, out, err = run(capsys, "generate", "--model", FIXTURES / "marian_tiny",
+                         "--source", str(ref["source_0"]), "--tokens", 12, "--trace", tmp_path / "g.npz")
+    assert code == 0, err
+    saved = np.load(tmp_path / "g.npz")
+    np.testing.assert_array_equal(saved["decoder_input_ids"], ref["generated_ids_0"])
+    assert saved["cross_attentions"].shape[2:] == (len(ref["generated_ids_0"]), len(ref["input_ids_0"]))
+    assert out.strip() and "Traceback" not in err
+
+
+def test_trace_with_a_target_writes_hf_named_arrays(capsys, tmp_path):
+    ref = np.load(FIXTURES / "hf_outputs" / "bart_tiny.npz")
+    code, out, err = run(capsys, "trace", "--model", FIXTURES / "bart_tiny", "--source",
+                         str(ref["source_1"]), "--target", str(ref["target_1"]), "--out", tmp_path / "t.npz")
+    assert code == 0, err
+    saved = np.load(tmp_path / "t.npz", allow_pickle=False)
+    for name in ("encoder_hidden_states", "decoder_hidden_states", "cross_attentions", "logits"):
+        np.testing.assert_allclose(saved[name], ref[f"{name}_1"], atol=1e-4, rtol=0)
+
+
+def test_source_on_a_one_stack_model_and_no_text_are_one_line_errors(capsys, tmp_path):
+    code, _, err = run(capsys, "trace", "--model", FIXTURES / "gpt2_tiny", "--source", "Hi",
+                       "--out", tmp_path / "t.npz")
+    assert code == 2 and err.count("\n") == 1 and "use --text" in err
+    code, _, err = run(capsys, "generate", "--model", FIXTURES / "t5_tiny")
+    assert code == 2 and err.startswith("error: give the text")
+    code, _, err = run(capsys, "generate", "--model", FIXTURES / "t5_tiny", "--source", " ")
+    assert code == 2 and err == "error: empty source: type a sentence to translate\n"

@@ -1,0 +1,64 @@
+"""The encoder–decoder window: Encoder and Decoder sections with Cross-attention, the alignment
+drawn from the trace's cross-attention weights, teacher forcing, a step, linked selection."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transformer_stepper.ui.seq2seq.window import TranslationWindow
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.fixture
+def window(qtbot):
+    w = TranslationWindow("The bank of the river.")
+    qtbot.addWidget(w)
+    w.open_model(str(FIXTURES / "bart_tiny"))
+    qtbot.waitUntil(lambda: w.trace is not None, timeout=10000)
+    yield w
+    w.workers.wait()
+
+
+def _items(w):
+    return {w.stage_list.topLevelItem(i).text(0): [w.stage_list.topLevelItem(i).child(j).text(0)
+            for j in range(w.stage_list.topLevelItem(i).childCount())]
+            for i in range(w.stage_list.topLevelItemCount())}
+
+
+def test_sections_and_the_cross_attention_stage(window):
+    items = _items(window)
+    assert list(items) == ["Encoder", "Decoder"]
+    assert "9. Cross-attention" not in items["Encoder"] and "12. Prediction" not in items["Encoder"]
+    decoder = items["Decoder"]
+    assert decoder.index("9. Cross-attention") == decoder.index("9. Output projection and residual") + 1
+    assert decoder.index("10. Feed-forward and residual") == decoder.index("9. Cross-attention") + 1
+    assert window.pages.currentWidget() is window.cross_view    # opens on cross-attention
+
+
+def test_teacher_forcing_then_a_step_and_the_alignment(qtbot, window):
+    window.target_box.setText("Das Ufer")
+    window.retrace()
+    qtbot.waitUntil(lambda: window.trace.decoder.n_seq > 1, timeout=10000)
+    n_tgt, n_src = window.trace.decoder.n_seq, window.trace.encoder.n_seq
+    window.head_box.setValue(2)
+    np.testing.assert_array_equal(window.cross_view.alignment.values, window.trace.cross_attentions[0, 2])
+    assert window.cross_view.alignment.values.shape == (n_tgt, n_src)
+    window.next_token()
+    qtbot.waitUntil(lambda: window.trace.decoder.n_seq == n_tgt + 1, timeout=10000)
+    assert window.trace.decoder.computed_rows == 1                 # the step computed one position
+    assert window.target_box.text().startswith("Das")
+
+
+def test_a_click_on_the_alignment_selects_target_and_source(window):
+    window.cross_view.alignment.cellClicked.emit(0, 3)
+    assert window.states["Encoder"].selected_token == 3
+    assert window.states["Decoder"].selected_token == 0
+    assert window.cross_view.alignment.col_band.isVisible()
+
+
+def test_a_click_on_a_prediction_bar_appends_that_token(qtbot, window):
+    n = window.trace.decoder.n_seq
+    window.states["Decoder"].generation.append(7)
+    qtbot.waitUntil(lambda: window.trace.decoder.n_seq == n + 1, timeout=10000)
+    assert int(window.trace.decoder.input_ids[-1]) == 7
