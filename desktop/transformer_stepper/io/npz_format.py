@@ -21,6 +21,7 @@ import numpy as np
 from ..core.config import ModelConfig
 from ..core.errors import ModelError
 from ..core.forward import expected_shapes
+from .safetensors_file import open_regular
 
 _CORRUPT = (OSError, EOFError, zipfile.BadZipFile, zlib.error)
 
@@ -66,7 +67,7 @@ def _tensor(archive, name: str, path: Path) -> np.ndarray:
 def _check_magic(path: Path) -> None:
     # say what the file is before numpy does (its wording changes between versions)
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             magic = handle.read(6)
     except OSError as exc:
         raise ModelError(f"{path}: cannot read ({exc.strerror or exc})") from None
@@ -81,7 +82,7 @@ def _check_magic(path: Path) -> None:
 def read(path: Path) -> tuple[ModelConfig, dict[str, np.ndarray], Optional[str]]:
     _check_magic(path)
     # our own handle: np.load leaks the file it opened when the archive turns out corrupt
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         try:
             archive = np.load(handle, allow_pickle=False)
         except (ValueError, *_CORRUPT) as exc:

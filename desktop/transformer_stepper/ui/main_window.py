@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QLabel, QLi
 from shiboken6 import isValid
 
 from ..core import stages
+from ..core.errors import ModelError
 from . import explanations
 from .export.dialogs import add_export_actions
 from .export.menu import install_plot_menus
@@ -540,7 +541,11 @@ class MainWindow(QMainWindow):
             self.explanation.show_markdown(f"## {stage.number}. {stage.title}\n\n*No trace yet.*")
             return
         view.ensure_current()
-        values, flags = view.explanation_values()
+        try:
+            values, flags = view.explanation_values()
+        except ModelError as exc:   # the numbers it quotes need weights that are gone
+            self.explanation.show_markdown(f"## {stage.number}. {stage.title}\n\n⚠ {exc}")
+            return
         where = (f" · layer {self.session.layer}, head {self.session.head}" if stage.per_head else
                  f" · layer {self.session.layer}" if stage.per_layer else "")
         body = explanations.render_stage(key, values, flags)

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 from shiboken6 import isValid
 
 from ...core import stages
+from ...core.errors import ModelError
 from ...core.labels import ACTIVATION_LABELS, NORM_LABELS
 from ...core.trace import Trace
 from ..connections import Connections
@@ -71,6 +72,7 @@ class StageView(QWidget):
         # (weak reference to the trace, data key, selection) last drawn: what was drawn, never
         # the trace itself, so an old trace is freed as soon as the session lets it go
         self._drawn: Optional[tuple] = None
+        self._problem: Optional[str] = None      # why the view could not be drawn
         self._pending: Optional[weakref.ref] = None      # the trace a worker computes for
         self._failed: Optional[tuple] = None             # (trace ref, message): work that failed
         self._turns = PaintTurns(self)          # new data: the figures repaint one per turn
@@ -333,10 +335,15 @@ class StageView(QWidget):
         self.placeholder.setText("Open a model and type a sentence to see this stage.")
         drawn, key, selected = self._drawn, self.data_key(), self.session.selected_token
         self.placeholder.setVisible(False)
-        if drawn is None or drawn[0]() is not trace or drawn[1] != key:
-            self._paint_in_turns()
-            self.update_data()
-        self.update_selection()
+        try:
+            if drawn is None or drawn[0]() is not trace or drawn[1] != key:
+                self._paint_in_turns()
+                self.update_data()
+            self.update_selection()
+        except ModelError as exc:   # a weight the view reads is gone (the file changed on disk)
+            self._show_problem(str(exc))
+            return
+        self._problem = None
         self._drawn = (weakref.ref(trace), key, selected)
         self._note_cache(trace)
         note = intervention_note(trace.interventions, self.stage, self.session.layer, self.session.head)
@@ -347,6 +354,15 @@ class StageView(QWidget):
         for widget in self._extras:
             widget.setVisible(True)
         self.updated.emit()
+
+    def _show_problem(self, message: str) -> None:
+        """The view cannot be drawn: its placeholder says why, in one line; nothing is lost."""
+        self.placeholder.setText(f"⚠ {message}")
+        self.placeholder.setVisible(True)
+        for widget in [figure for _, figure in self._figures] + self._extras:
+            widget.setVisible(False)
+        self._drawn = None
+        self._problem = message
 
     def _paint_in_turns(self) -> None:
         """New data for every figure: they repaint one per event-loop turn (first in the order
@@ -411,6 +427,8 @@ class StageView(QWidget):
                          mlm=c.lm_head and not c.causal, rotary=c.position == "rotary",
                          rms=c.norm_kind == "rms", gated=c.gated_mlp, gqa=c.group_size > 1,
                          added_positions=c.position in ("learned", "sinusoidal"), tied=c.tied_head)
+            if self._problem:       # update_data failed: its numbers are not there to quote
+                raise ModelError(self._problem)
             values.update(self.stage_values())
         return values, flags
 
