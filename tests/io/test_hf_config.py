@@ -128,7 +128,7 @@ def test_stepper_config_with_values_of_the_wrong_type(tmp_path):
     write_folder(tmp_path, tensors, {"model_type": "transformer-stepper", "stepper_config": fields},
                  wordpiece_tokenizer())
     assert model_error(load_model, tmp_path) == (
-        f"{tmp_path / 'model.safetensors'}: ln_eps must be a non-negative number, got 'small'")
+        f"{tmp_path / 'config.json'}: ln_eps must be a non-negative finite number, got 'small'")
     fields = config.to_dict() | {"n_head": 5}
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "transformer-stepper", "stepper_config": fields}))
     assert model_error(load_model, tmp_path) == (

@@ -254,7 +254,10 @@ def _metadata_config(ckpt: Checkpoint) -> Optional[dict]:
 
 def _warn_unused_layers(ckpt: Checkpoint, config: ModelConfig, warnings: list[str]) -> None:
     # transformers also loads only the layers the config asks for, and says so
-    found = count_layers(ckpt.names(), families.of_config(config).LAYER_MARKER)
+    try:
+        found = count_layers(ckpt.names(), families.of_config(config).LAYER_MARKER)
+    except ModelError as exc:
+        raise ModelError(f"{ckpt.source}: {exc}") from None
     if found > config.n_layer:
         warnings.append(f"{ckpt.source}: the checkpoint has {found} layers but the config asks "
                         f"for {config.n_layer}; the extra layers are ignored")

@@ -7,6 +7,7 @@ we cannot read (int8, float8 ...) is only an error if the model asks for it."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import struct
@@ -26,6 +27,12 @@ _ITEMSIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1
              "F8_E8M0": 1, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8, "U32": 4,
              "U16": 2, "U8": 1, "BOOL": 1, "C64": 8}
 _MAX_HEADER = 100 * 1024 * 1024  # the format's own limit
+_MAX_DIM = 1 << 62               # a dimension numpy can hold (a shape entry of 2**63 overflows)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def bf16_to_f32(raw: np.ndarray) -> np.ndarray:
@@ -136,8 +143,8 @@ def _parse_entry(path: Path, name: str, info, data_len: int) -> tuple[str, tuple
     dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
     if not isinstance(dtype, str):
         raise bad(f"dtype {dtype!r}")
-    if not isinstance(shape, list) or not all(type(s) is int and s >= 0 for s in shape):
-        raise bad(f"shape {shape!r}")
+    if not isinstance(shape, list) or not all(type(s) is int and 0 <= s < _MAX_DIM for s in shape):
+        raise bad(f"shape {_short(shape)}")
     if (not isinstance(offsets, list) or len(offsets) != 2
             or not all(type(o) is int for o in offsets)):
         raise bad(f"data_offsets {offsets!r}")
@@ -147,7 +154,7 @@ def _parse_entry(path: Path, name: str, info, data_len: int) -> tuple[str, tuple
                          f"{data_len} data bytes (file truncated?)")
     itemsize = _ITEMSIZE.get(dtype)
     if itemsize is not None:
-        expected = int(np.prod(shape, dtype=np.int64)) * itemsize
+        expected = math.prod(shape) * itemsize     # Python ints: no int64 overflow
         if end - start != expected:
             raise ModelError(f"{path}: tensor {name} has {end - start} data bytes, but {dtype} "
                              f"{tuple(shape)} needs {expected}")
