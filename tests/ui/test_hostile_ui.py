@@ -5,6 +5,7 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 from tests.builders import gpt2_folder
 from transformer_stepper.core import stages
@@ -65,3 +66,41 @@ def test_fifo_and_traversal_fail_to_open_and_keep_the_model(qtbot, window, tmp_p
         window.open_model(str(folder))
     assert "outside the model folder" in failed.args[0]
     assert session.trace is before and session.text == "the bank of the river"
+
+
+def _nan_model(path, everywhere=False):
+    from tests.builders import bytelevel_tokenizer, random_params, tiny_config, write_npz_model
+    config = tiny_config("gpt2")
+    params = {name: value.copy() for name, value in random_params(config, seed=1).items()}
+    if everywhere:
+        params["wte"][:] = np.nan
+    else:
+        params["h.0.mlp.fc.w"][:, :5] = np.nan
+        params["h.1.attn.q.w"][0, 0] = np.inf
+    return write_npz_model(path, config, params, bytelevel_tokenizer())
+
+
+@pytest.mark.parametrize("everywhere", [False, True])
+def test_non_finite_weights_draw_without_throwing(qtbot, window, tmp_path, everywhere):
+    # one policy: warn once, draw what is finite, mark NaN/Inf cells, never throw
+    _open(qtbot, window, _nan_model(tmp_path / "nan.npz", everywhere), "the bank of the river")
+    session = window.session
+    assert not np.isfinite(session.trace["hidden_states"]).all()
+    assert window.text_problem.isVisible() and "NaN" in window.text_problem.text()
+    _visit_every_stage(qtbot, window)
+    for i in range(session.trace.n_seq):     # every token's hover and prediction
+        session.select_token(i)
+    assert window.errors == []
+
+
+def test_non_finite_weights_generate_and_compare_say_so(qtbot, window, tmp_path):
+    from transformer_stepper.core.generate import Sampling
+    _open(qtbot, window, _nan_model(tmp_path / "nan.npz"), "the bank of the river")
+    generation = window.session.generation
+    for sampling in (Sampling(), Sampling(temperature=1.0, seed=3)):
+        generation.set_sampling(sampling)
+        with qtbot.waitSignal(generation.failed, timeout=10_000) as failed:
+            assert generation.generate(3)
+        assert "every next-token logit is NaN or infinite" in failed.args[0]
+    assert window.session.trace.text == "the bank of the river"    # nothing made up, nothing lost
+    assert window.errors == []

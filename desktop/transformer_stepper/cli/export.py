@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..core import stages
 from ..core.errors import ModelError
-from .console import check_scale, say
+from .console import check_scale, say, warn_non_finite
 
 
 def add_parser(sub) -> None:
@@ -59,6 +59,7 @@ def run_export(args: argparse.Namespace) -> int:
     if trace.truncated:
         say(f"warning: the text is longer than the model's context; truncated to "
             f"{model.config.n_ctx} tokens", sys.stderr)
+    warn_non_finite(model, trace, drawn=True)
 
     start = time.perf_counter()
     from ..ui.offscreen import ensure_application
@@ -80,5 +81,7 @@ def run_export(args: argparse.Namespace) -> int:
     finally:
         job.deleteLater()
         session.deleteLater()
+    for problem in job.problems:
+        say(f"warning: {problem}", sys.stderr)
     say(f"{len(written)} files in {folder} ({time.perf_counter() - start:.1f} s)")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 from PySide6.QtCore import QEvent, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QLabel, QLineEdit, QListWidget,
@@ -388,6 +389,11 @@ class MainWindow(QMainWindow):
         truncated = f" (truncated to {trace.config.n_ctx})" if trace.truncated else ""
         self.tokens_label.setText(f"{trace.n_seq} tokens{truncated}")
         self.time_label.setText(f"forward pass {1000 * self.session.compute_seconds:.0f} ms")
+        if not np.isfinite(trace.residual["layer_out"][-1]).all():   # NaN/Inf reach the end
+            self.text_problem.setText("⚠ the forward pass produced inf or NaN (are the weights "
+                                      "corrupt?): non-finite cells are hatched and left out of "
+                                      "ranges, maps and choices")
+            self.text_problem.setVisible(True)
         self._explain_soon.start()           # (the view draws the new trace itself, being shown)
 
     def _on_text_changed(self, text: str) -> None:

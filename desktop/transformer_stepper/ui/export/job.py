@@ -97,6 +97,7 @@ class ExportJob(QObject):
         self.folder = Path(folder)
         self.options = options
         self.units, self.notes = plan(session, stage_keys, all_layers_heads)
+        self.problems: list[str] = []      # views that could not be drawn (and why)
         self.total = len(self.units) * STEPS_PER_UNIT
         self.max_pending = max_pending
         self.written: list[Path] = []
@@ -175,6 +176,9 @@ class ExportJob(QObject):
             session.set_layer(unit.layer)
             session.set_head(unit.head)
             plots = view.plots()
+            problem = getattr(view, "_problem", None)
+            if problem:                       # said, never skipped in silence
+                self.problems.append(f"{unit.stage.number:02d}-{unit.stage.key}: not drawn: {problem}")
             for k, (name, item) in enumerate(plots):
                 path = self.folder / plot_file_name(unit.stage, name, unit.layer, unit.head, options.format)
                 self.progressed.emit(index * STEPS_PER_UNIT + k * STEPS_PER_UNIT // len(plots),

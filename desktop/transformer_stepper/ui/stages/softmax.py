@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
 
 from ...core import measures
 from ..plots import Bars, Heatmap
-from ..plots.common import format_value
+from ..plots.common import finite_max, format_value
 from .base import StageView
 
 SLIDER_STEPS = 200          # slider position s -> T = 10 ** ((s - 100) / 100): 0.1 … 10
@@ -88,7 +88,7 @@ class SoftmaxView(StageView):
         self.weights.set_title(f"Attention weights softmax(scores / T), layer {layer}, head {head}"
                                + (" — hatched: masked" if trace.config.causal else ""))
         self.weights.set_data(self.shown_weights, self.labels, self.labels,
-                              levels=(0.0, max(float(np.nanmax(self.shown_weights)), 1e-6)))
+                              levels=(0.0, max(finite_max(self.shown_weights, 1.0), 1e-6)))
 
     def update_selection(self) -> None:
         i = self.selected
