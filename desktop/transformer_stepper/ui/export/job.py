@@ -113,7 +113,6 @@ class ExportJob(QObject):
         self._delivered: set[int] = set()
         self._ids = itertools.count()
         self._host: Optional[QWidget] = None
-        self._gc_was_enabled = False
         self._views: list = []
         self._steps: Optional[Iterator] = None
         self._steps_done = False
@@ -127,11 +126,10 @@ class ExportJob(QObject):
         if self.state != "idle":
             raise RuntimeError("an export job runs once")
         self.state = "running"
-        # The cyclic garbage collector stays off while the job runs and collects between
-        # stages only when no write is under way: a collection on the GUI thread that finalises
-        # Qt objects while the worker runs Python deadlocked about one export in ten
-        self._gc_was_enabled = gc.isenabled()
-        gc.disable()
+        # The cyclic garbage collector stays on (it used to be turned off here: a collection
+        # that finalised views caught in a reference cycle, through their provenance click
+        # hooks, deadlocked about one export in ten; the views no longer make that cycle:
+        # StageView.add_figure/close, and tests/ui/test_gc_stress.py)
         self._host = QWidget()             # never shown: the views only lay out and paint
         self._steps = self._run_steps()
         QCoreApplication.instance().aboutToQuit.connect(self.cancel)   # quitting mid-export
@@ -277,8 +275,6 @@ class ExportJob(QObject):
         if self._steps is not None and not self._stepping:
             self._steps.close()
         self._pool.waitForDone()
-        if self._gc_was_enabled:
-            gc.enable()
         for request_id, result in list(self._completed):   # finished while we waited
             self._on_written(request_id, result)
         for view in list(self._views):
@@ -298,4 +294,4 @@ class ExportJob(QObject):
         view.close()
         view.deleteLater()
         if not self._tasks and self._pool.activeThreadCount() == 0:
-            gc.collect()                   # no write under way: safe (see start)
+            gc.collect()                   # free the closed views now, between writes

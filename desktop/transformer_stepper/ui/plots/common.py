@@ -211,6 +211,19 @@ def finite_span(span, default=None):
     return (low, high)
 
 
+def adopt_plot_menus(plot: pg.PlotItem, owner) -> None:
+    """A PlotItem makes a parentless QMenu and WidgetGroup (its "Plot Options") that sit in a
+    reference cycle with it: once the figure is gone, the cycle collector would destroy those
+    Qt objects in whichever thread it happens to run in (a worker's: a deadlock or a crash).
+    Parented to the figure, Qt deletes them with it, on the GUI thread."""
+    menu = getattr(plot, "ctrlMenu", None)
+    if menu is not None:
+        menu.setParent(owner, menu.windowFlags())
+    group = getattr(plot, "stateGroup", None)
+    if group is not None:
+        group.setParent(owner)
+
+
 class LazyMenuViewBox(pg.ViewBox):
     """A ViewBox whose right-click menu (two axis panels of Qt widgets, a few ms per plot) is
     made on the first right-click: a stage shows several plots, and most are never
@@ -258,6 +271,7 @@ class Figure(pg.GraphicsLayoutWidget):
         self.ci.addItem(self.title_label, row=0, col=0, colspan=2)
         self.plot = self.ci.addPlot(row=1, col=0, axisItems={"bottom": self.x_axis, "left": self.y_axis},
                                     viewBox=LazyMenuViewBox())
+        adopt_plot_menus(self.plot, self)
         self.plot.hideButtons()
         self.set_title(title)
         self.plot.setLabel("bottom", x_label, **LABEL_STYLE)

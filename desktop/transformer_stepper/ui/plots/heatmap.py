@@ -11,7 +11,7 @@ from PySide6.QtGui import QBrush, QColor, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QWidget
 
 from ...core import measures
-from .common import (HIGHLIGHT_PEN, LABEL_STYLE, Figure, cache_on_screen, finite_span, format_value,
+from .common import (HIGHLIGHT_PEN, adopt_plot_menus, LABEL_STYLE, Figure, cache_on_screen, finite_span, format_value,
                      nearest_index)
 
 DIVERGING = "CET-D1A"        # blue - white - red: signed values, zero is white
@@ -59,6 +59,7 @@ class Heatmap(Figure):
             bar = pg.ColorBarItem(colorMap=DIVERGING if self.signed else SEQUENTIAL,
                                   interactive=False, width=14, colorMapMenu=False,
                                   pen=pg.mkPen("#888"))
+            adopt_plot_menus(bar, self)          # a ColorBarItem is a PlotItem
             bar.axis.setLabel(self._value_label, **LABEL_STYLE)
             bar.axis.setWidth(None)          # room for the tick values and the label
             bar.axis.enableAutoSIPrefix(False)

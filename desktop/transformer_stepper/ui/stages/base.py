@@ -204,12 +204,15 @@ class StageView(QWidget):
         figure.tokenClicked.connect(on_click or self.session.select_token)
         figure.hovered.connect(self.readout.setText)
         if explain is not None:
+            # a bound method, not a lambda holding the view: no reference cycle through the
+            # connection; close() drops the figure's explain (which may hold the view)
             figure.explain = explain
-            figure.cellClicked.connect(lambda r, c, explain=explain: self._explain_cell(explain, r, c))
+            figure.cellClicked.connect(self._explain_cell)
         return figure
 
-    def _explain_cell(self, explain, row: int, col: int) -> None:
-        if self.trace is None:
+    def _explain_cell(self, row: int, col: int) -> None:
+        explain = getattr(self.sender(), "explain", None)
+        if self.trace is None or explain is None:
             return
         address = explain(row, col)
         if address is not None:
@@ -434,6 +437,10 @@ class StageView(QWidget):
 
     def close(self) -> bool:
         self._connections.disconnect_all()
+        for _, figure in self._figures:   # explain lambdas read the view: break the cycle
+            if getattr(figure, "explain", None) is not None:
+                figure.explain = None
+                figure.cellClicked.disconnect(self._explain_cell)
         self._turns.stop()
         return super().close()
 

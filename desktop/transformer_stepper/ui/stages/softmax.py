@@ -43,7 +43,7 @@ class SoftmaxView(StageView):
         self.temperature_label.setMinimumWidth(210)
         row.addWidget(self.temperature_label)
         self.reset = QPushButton("Reset to T = 1")
-        self.reset.clicked.connect(lambda: self.session.set_temperature(1.0))
+        self.reset.clicked.connect(self._reset_temperature)   # a bound method: no cycle
         row.addWidget(self.reset)
         row.addStretch(1)
         self.add_controls(bar)
@@ -72,6 +72,9 @@ class SoftmaxView(StageView):
         self.slider.setValue(temperature_to_slider(temperature))
         self.slider.blockSignals(False)
         self._on_data()
+
+    def _reset_temperature(self) -> None:
+        self.session.set_temperature(1.0)
 
     def update_data(self) -> None:
         trace, layer, head = self.trace, self.session.layer, self.session.head
