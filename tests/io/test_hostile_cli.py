@@ -151,3 +151,30 @@ def test_tokenizer_regex_retry_limit_is_one_line(tmp_path, capfd):
     out, err = capfd.readouterr()
     assert "panicked" not in err and "backtrace" not in err
     assert tokenizer.encode("a a", 100).input_ids.size      # and it still works afterwards
+
+
+def test_trace_logits_are_computed_once_by_two_threads(models):
+    import threading
+    from transformer_stepper import load_model
+    model = load_model(models[""])
+    trace = model.trace("the bank of the river")
+    calls, inner = [], trace._logits_of
+    gate = threading.Barrier(2)
+
+    def counted(rows):
+        calls.append(rows)
+        return inner(rows)
+
+    trace._logits_of = counted
+    results = []
+
+    def read():
+        gate.wait()
+        results.append(trace.logits)
+
+    threads = [threading.Thread(target=read) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1 and results[0] is results[1]
