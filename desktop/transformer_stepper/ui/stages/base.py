@@ -430,8 +430,8 @@ class StageView(QWidget):
                          mlm=c.lm_head and not c.causal, rotary=c.position == "rotary",
                          rms=c.norm_kind == "rms", gated=c.gated_mlp, gqa=c.group_size > 1,
                          added_positions=c.position in ("learned", "sinusoidal"), tied=c.tied_head)
-            if self._problem:       # update_data failed: its numbers are not there to quote
-                raise ModelError(self._problem)
+            if self._problem or self._drawn is None:   # not drawn: no numbers to quote
+                raise ModelError(self._problem or self.placeholder.text().lstrip("⚠ "))
             values.update(self.stage_values())
         return values, flags
 
