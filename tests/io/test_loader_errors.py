@@ -211,7 +211,8 @@ def test_tokenizer_json_that_is_a_folder(tmp_path):
     (folder / "tokenizer.json").unlink()
     (folder / "tokenizer.json").mkdir()
     assert model_error(load_model, folder) == (
-        f"{folder / 'tokenizer.json'}: not found (the tokenizer must sit beside the weights)")
+        f"{folder / 'tokenizer.json'}: not a regular file (a folder); only regular files are "
+        f"opened")
 
 
 def test_tokenizer_whose_ids_exceed_the_vocab(tmp_path):

@@ -92,7 +92,7 @@ def test_config_values_rejected_by_model_config(good, config):
     _rewrite(good, __config__=np.array(json.dumps(config.to_dict() | {"n_head": 5})))
     assert model_error(load_model, good) == f"{good}: __config__: d_model=24 is not divisible by n_head=5"
     _rewrite(good, __config__=np.array(json.dumps(config.to_dict() | {"causal": "yes"})))
-    assert model_error(load_model, good) == f"{good}: causal must be true or false, got 'yes'"
+    assert model_error(load_model, good) == f"{good}: __config__: causal must be true or false, got 'yes'"
 
 
 def test_bad_embedded_tokenizer(good):

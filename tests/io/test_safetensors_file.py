@@ -55,7 +55,7 @@ def test_absurd_header_length_is_refused_before_reading(tmp_path):
     (b"\x00\x01garbage\xff\xfe", "corrupt safetensors header ("),
     (b"not json at all", "corrupt safetensors header (Expecting value"),
     (b"[1, 2, 3]", "corrupt safetensors header (not a JSON object)"),
-    (b"\xff\xfe\xfd\xfc", "corrupt safetensors header ('utf-8' codec can't decode"),
+    (b"\xff\xfe\xfd\xfc", "corrupt safetensors header (not UTF-8 text)"),
     (b"[" * 100_000 + b"]" * 100_000, "corrupt safetensors header ("),  # nesting too deep
     (b"", "corrupt safetensors header (Expecting value"),
 ])
@@ -207,7 +207,8 @@ def test_file_shrinking_after_the_header_was_read(good):
     path, _ = good
     f = SafetensorsFile(path)
     path.write_bytes(path.read_bytes()[:-8])
-    assert model_error(f.get, "b") == f"{path}: tensor b lies past the end of the file (file truncated?)"
+    # a read of the shrunk map would end the process (SIGBUS): refused before it
+    assert model_error(f.get, "b") == f"{path}: the file changed on disk; reopen it"
 
 
 def test_header_length_over_the_format_limit(tmp_path):

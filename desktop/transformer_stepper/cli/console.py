@@ -34,3 +34,17 @@ class Parser(argparse.ArgumentParser):
 def check_scale(scale: float) -> None:
     if not math.isfinite(scale) or not MIN_SCALE <= scale <= MAX_SCALE:
         raise ModelError(f"--scale {scale:g}: must be between {MIN_SCALE:g} and {MAX_SCALE:g}")
+
+
+def warn_non_finite(model, trace, drawn: bool = False) -> bool:
+    """One warning line when the pass produced NaN or Inf (corrupt weights): the numbers are
+    shown as they are, non-finite cells marked, and nothing throws. -> whether it warned."""
+    import numpy as np
+
+    if np.isfinite(trace.hidden_states).all():
+        return False
+    how = ("; non-finite values are drawn as hatched cells and left out of ranges and maps"
+           if drawn else "")
+    say(f"warning: {model.source or model.name}: the forward pass produced inf or NaN "
+        f"(are the weights corrupt?){how}", sys.stderr)
+    return True

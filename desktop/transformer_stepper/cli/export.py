@@ -16,7 +16,7 @@ from pathlib import Path
 from ..core import stages
 from ..core.errors import ModelError
 from . import seq2seq
-from .console import check_scale, say
+from .console import check_scale, say, warn_non_finite
 
 
 def add_parser(sub) -> None:
@@ -77,6 +77,7 @@ def run_export(args: argparse.Namespace) -> int:
     if trace.truncated:
         say(f"warning: the text is longer than the model's context; truncated to "
             f"{model.config.n_ctx} tokens", sys.stderr)
+    warn_non_finite(model, trace, drawn=True)
     _render(args, model, trace, folder, [s.key for s in stages.STAGES], view.get("snapshot", {}))
     return 0
 
@@ -121,6 +122,8 @@ def _render(args: argparse.Namespace, model, trace, folder: Path, stage_keys, sn
     finally:
         job.deleteLater()
         session.deleteLater()
+    for problem in job.problems:
+        say(f"warning: {problem}", sys.stderr)
     say(f"{len(written)} files in {folder} ({time.perf_counter() - start:.1f} s)")
     return written
 

@@ -7,11 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
 
 from ..core.errors import ModelError
 from . import seq2seq
-from .console import say
+from .console import say, warn_non_finite
 
 
 def add_parser(sub) -> None:
@@ -45,9 +44,7 @@ def run_trace(args: argparse.Namespace) -> int:
     if trace.truncated:
         say(f"warning: the text is longer than the model's context; truncated to "
             f"{model.config.n_ctx} tokens", sys.stderr)
-    if not np.isfinite(trace.hidden_states).all():
-        say(f"warning: {model.source or model.name}: the forward pass produced inf or NaN "
-            f"(are the weights corrupt?)", sys.stderr)
+    warn_non_finite(model, trace)
     save_npz(out, trace)  # atomic; an OSError becomes one ModelError line naming the file
     say(f"wrote {out}: {trace.n_seq} tokens, {len(trace.names())} arrays")
     return 0

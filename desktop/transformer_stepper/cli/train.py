@@ -59,7 +59,8 @@ def run_train(args, on_progress: Optional[Callable[[TrainProgress], None]] = Non
     """args.out, args.steps, args.seed (None: the recipe's); optional args.force.
     `on_progress` also sees every step (the app's live view; tests use it to interrupt)."""
     recipe = _recipe_from_args(args)
-    snapshots = getattr(args, "snapshots", None) or DEFAULT_SNAPSHOTS
+    snapshots = getattr(args, "snapshots", None)
+    snapshots = DEFAULT_SNAPSHOTS if snapshots is None else snapshots   # 0 is refused, not 64
     if snapshots < 2:
         raise ModelError(f"--snapshots must be at least 2, got {snapshots}")
     out = Path(args.out).expanduser().absolute()

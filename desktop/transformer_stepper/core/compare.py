@@ -222,10 +222,17 @@ def pca_maps(pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if n_pool == 0:
         return coords, explained
     for s in range(n_states):
-        mean, axes, explained[s] = measures.principal_axes(pool[s], 2)
-        coords[s] = measures.project(pool[s], mean, axes)
+        # fitted on the rows that are numbers (corrupt weights give NaN/Inf states): those
+        # rows get NaN coordinates, drawn as nothing, and the rest are mapped as usual
+        finite = np.isfinite(pool[s]).all(axis=-1)
+        coords[s][~finite] = np.nan
+        if not finite.any():
+            continue
+        mean, axes, explained[s] = measures.principal_axes(pool[s][finite], 2)
+        coords[s][finite] = measures.project(pool[s][finite], mean, axes)
         if s > 0:
-            coords[s] *= measures.align_signs(coords[s], coords[s - 1])
+            both = finite & np.isfinite(coords[s - 1]).all(axis=-1)
+            coords[s] *= measures.align_signs(coords[s][both], coords[s - 1][both])
     return coords, explained
 
 

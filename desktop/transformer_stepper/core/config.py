@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,6 +21,20 @@ ACTIVATION_NAMES = ("gelu_erf", "gelu_tanh", "relu", "silu")
 NORM_PLACEMENTS = ("pre", "post", "sandwich", "branch_out")
 ROPE_SCALINGS = ("", "linear", "llama3", "dynamic", "yarn", "longrope")
 LENGTH_DEPENDENT_ROPE = ("dynamic", "longrope")   # frequencies change with the text's length
+# Sane upper limits, far above any released model (Llama 3.1 405B: 126 layers, d_model 16384,
+# d_ff 53248; Gemma: 256k vocabulary; 1M-token contexts): a config asking for more is an
+# error, not an allocation proportional to it (num_hidden_layers: 1000000000 in a 1 KB file)
+LIMITS = {"n_vocab": 1 << 24, "n_ctx": 1 << 24, "d_model": 1 << 17, "n_head": 1 << 12,
+          "n_layer": 1 << 12, "d_ff": 1 << 19, "n_kv_head": 1 << 12, "head_dim": 1 << 14,
+          "position_offset": 1 << 24, "sliding_window": 1 << 24, "d_position": 1 << 17,
+          "n_token_types": 1 << 16, "rope_original_n_ctx": 1 << 24, "rotary_dim": 1 << 14}
+_FLAGS = ("embed_norm", "causal", "gated_mlp", "final_norm", "lm_head", "lm_head_transform",
+          "tied_head", "qkv_bias", "o_bias", "mlp_bias", "qk_norm", "skip_pad_positions",
+          "parallel_residual", "rope_truncate")
+# float fields -> must they be > 0 (else >= 0)
+_NUMBERS = {"ln_eps": False, "embed_scale": True, "rope_theta": True, "rope_factor": True,
+            "rope_low_freq_factor": True, "rope_high_freq_factor": True,
+            "rope_attention_factor": True, "rope_beta_fast": False, "rope_beta_slow": False}
 
 
 @dataclass(frozen=True)
@@ -87,14 +102,7 @@ class ModelConfig:
     name: str = ""
 
     def __post_init__(self) -> None:
-        for field in ("n_vocab", "n_ctx", "d_model", "n_head", "n_layer", "d_ff"):
-            value = getattr(self, field)
-            if not isinstance(value, int) or value <= 0:
-                raise ModelError(f"config: {field} must be a positive integer, got {value!r}")
-        for field in ("n_kv_head", "head_dim", "position_offset", "sliding_window", "d_position", "rotary_dim"):
-            value = getattr(self, field)
-            if type(value) is not int or value < 0:
-                raise ModelError(f"config: {field} must be a non-negative integer, got {value!r}")
+        self._check_types()
         if not self.head_dim and self.d_model % self.n_head:
             raise ModelError(
                 f"config: d_model={self.d_model} is not divisible by n_head={self.n_head}")
@@ -170,6 +178,34 @@ class ModelConfig:
                                      f"rotated pair), got {len(getattr(self, field))}")
         if self.parallel_residual and self.norm != "pre":
             raise ModelError("config: parallel_residual needs pre-norm blocks")
+
+    def _check_types(self) -> None:
+        """Every field its type and range (bool is not an integer here: n_ctx: true is refused)."""
+        for field in ("n_vocab", "n_ctx", "d_model", "n_head", "n_layer", "d_ff", "rope_original_n_ctx"):
+            value = getattr(self, field)
+            if type(value) is not int or value <= 0:
+                raise ModelError(f"config: {field} must be a positive integer, got {value!r}")
+        for field in ("n_kv_head", "head_dim", "position_offset", "sliding_window", "d_position",
+                      "n_token_types", "rotary_dim"):
+            value = getattr(self, field)
+            if type(value) is not int or value < 0:
+                raise ModelError(f"config: {field} must be a non-negative integer, got {value!r}")
+        for field, limit in LIMITS.items():
+            if getattr(self, field) > limit:
+                raise ModelError(f"config: {field}={getattr(self, field)} is over the limit of "
+                                 f"{limit} (no real model has that many)")
+        for field in _FLAGS:
+            if type(getattr(self, field)) is not bool:
+                raise ModelError(f"config: {field} must be true or false, got {getattr(self, field)!r}")
+        for field, positive in _NUMBERS.items():
+            value = getattr(self, field)
+            if (type(value) not in (int, float) or not math.isfinite(value) or value < 0
+                    or (positive and value == 0)):
+                kind = "a positive" if positive else "a non-negative"
+                raise ModelError(f"config: {field} must be {kind} finite number, got {value!r}")
+        for field in ("family", "name"):
+            if not isinstance(getattr(self, field), str):
+                raise ModelError(f"config: {field} must be text, got {getattr(self, field)!r}")
 
     def _check_concat(self) -> None:
         if self.position != "concat":

@@ -34,6 +34,8 @@ class Sampling:
             raise ModelError(f"top-k must be 0 (off) or a positive integer, got {self.top_k!r}")
         if not 0 < self.top_p <= 1:
             raise ModelError(f"top-p must be in (0, 1] (1 = off), got {self.top_p!r}")
+        if type(self.seed) is not int or not 0 <= self.seed < 1 << 63:
+            raise ModelError(f"seed must be a non-negative integer below 2**63, got {self.seed!r}")
 
     @property
     def greedy(self) -> bool:
@@ -48,10 +50,29 @@ class Distribution:
     sampled: np.ndarray          # [n_vocab] the renormalised distribution the choice draws from
 
 
+def finite_logits(logits: np.ndarray) -> np.ndarray:
+    """[n_vocab] logits as float64 with NaN and ±Inf set to -inf: a token whose logit is not a
+    number is never chosen (corrupt weights). A ModelError when none is finite: no token can be
+    chosen, and none is made up."""
+    values = np.asarray(logits, dtype=np.float64)
+    finite = np.isfinite(values)
+    if finite.all():
+        return values
+    if not finite.any():
+        raise ModelError("every next-token logit is NaN or infinite (are the weights corrupt?); "
+                         "no token can be chosen")
+    return np.where(finite, values, -np.inf)
+
+
 def distribution(logits: np.ndarray, sampling: Sampling) -> Distribution:
-    # [n_vocab] logits of the last position -> the distribution a step chooses from
+    # [n_vocab] logits of the last position -> the distribution a step chooses from. Shifted by
+    # the largest before the division: a tiny temperature (1e-320) gives -inf, never NaN
     temperature = sampling.temperature or 1.0
-    probabilities = ops.softmax(logits.astype(np.float64) / temperature)
+    values = finite_logits(logits)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        scaled = (values - values.max()) / temperature
+    scaled[np.isnan(scaled)] = -np.inf
+    probabilities = ops.softmax(scaled)
     kept = np.ones(len(probabilities), dtype=bool)
     order = np.argsort(-probabilities, kind="stable")
     if sampling.top_k:
@@ -72,7 +93,7 @@ def choose(logits: np.ndarray, sampling: Sampling, position: int) -> int:
     goes, not on how the steps were grouped: ten steps at once, one at a time, or undone and
     redone give the same text."""
     if sampling.greedy:
-        return int(np.argmax(logits))
+        return int(np.argmax(finite_logits(logits)))
     dist = distribution(logits, sampling)
     rng = np.random.default_rng((sampling.seed, position))
     return int(rng.choice(len(dist.sampled), p=dist.sampled))

@@ -26,6 +26,10 @@ class ParamStore(Mapping[str, np.ndarray]):
         for start in range(0, table.shape[0], block_rows):
             yield start, table[start:start + block_rows]
 
+    def check_unchanged(self) -> None:
+        """Raise a ModelError if the files read from changed since they were opened (a read
+        of a truncated memory map would end the process); a store in memory never changes."""
+
     def nbytes_widened(self) -> int:
         """Bytes of weights held in memory beyond the file mapping (widened or transposed)."""
         return 0

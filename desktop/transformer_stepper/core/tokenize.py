@@ -1,6 +1,7 @@
 """A thin wrapper over the `tokenizers` library: the exact ids Hugging Face gives."""
 from __future__ import annotations
 
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -20,6 +21,49 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def _reason(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+class _RustPanicsQuiet:
+    """While a Rust call runs, file descriptor 2 goes to a scratch file: a panic inside the
+    library (a pre-tokenizer regex hitting Oniguruma's retry limit) prints its message and a
+    backtrace there, not on the user's terminal; the call's exception becomes one ModelError
+    line. Anything else written meanwhile is copied back to stderr afterwards. One redirection
+    at a time (a process-wide lock): descriptors are per process, not per thread."""
+
+    _lock = threading.Lock()
+    _scratch = None
+
+    def __enter__(self):
+        self._lock.acquire()
+        try:
+            import sys
+            import tempfile
+            if _RustPanicsQuiet._scratch is None:   # a bare descriptor, unlinked at once
+                fd, name = tempfile.mkstemp(prefix="ts-stderr-")
+                os.unlink(name)
+                _RustPanicsQuiet._scratch = fd
+            sys.stderr.flush()
+            self._saved = os.dup(2)
+            os.dup2(_RustPanicsQuiet._scratch, 2)
+        except (OSError, ValueError, AttributeError):
+            self._saved = None
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        try:
+            if self._saved is not None:
+                os.dup2(self._saved, 2)
+                os.close(self._saved)
+                scratch = _RustPanicsQuiet._scratch
+                size = os.lseek(scratch, 0, os.SEEK_CUR)
+                written = os.pread(scratch, size, 0) if size else b""
+                if size:
+                    os.ftruncate(scratch, 0)
+                    os.lseek(scratch, 0, os.SEEK_SET)
+                if written and b"panicked at" not in written:
+                    os.write(2, written)
+        finally:
+            self._lock.release()
 
 
 def _is_interrupt(exc: BaseException) -> bool:
@@ -54,7 +98,8 @@ class Tokenizer:
         if not path.is_file():
             raise ModelError(f"{path}: tokenizer file not found")
         try:
-            return cls(_HFTokenizer.from_file(str(path)), str(path))
+            with _RustPanicsQuiet():
+                return cls(_HFTokenizer.from_file(str(path)), str(path))
         except BaseException as exc:
             if _is_interrupt(exc):
                 raise
@@ -117,7 +162,8 @@ class Tokenizer:
                 if self._max_length != max_length:
                     self._tok.enable_truncation(max_length=max_length)
                     self._max_length = max_length
-                encoding = self._tok.encode(_SURROGATE.sub("\ufffd", text))
+                with _RustPanicsQuiet():
+                    encoding = self._tok.encode(_SURROGATE.sub("\ufffd", text))
         except BaseException as exc:
             if _is_interrupt(exc):
                 raise

@@ -175,6 +175,7 @@ class Trace:
         # the output head (core.model.LogitHead): rows -> their logits [k, n_vocab], and its
         # inputs and table for logits_change_at; None: the model has no output head
         self._logits_of = logits_of
+        self._logits_lock = threading.Lock()   # two threads asking first compute them once
         self._stacked: dict[str, np.ndarray] = {}
         self._layer_names: Optional[tuple[str, ...]] = None
         for value in (self.input_ids, self.offsets, self.special_tokens_mask, self.generated):
@@ -265,9 +266,12 @@ class Trace:
             return None
         cached = self._stacked.get("logits")
         if cached is None:
-            cached = self._logits_of(slice(None))
-            cached.flags.writeable = False
-            self._stacked["logits"] = cached
+            with self._logits_lock:
+                cached = self._stacked.get("logits")
+                if cached is None:
+                    cached = self._logits_of(slice(None))
+                    cached.flags.writeable = False
+                    self._stacked["logits"] = cached
         return cached
 
     def logits_at(self, rows) -> np.ndarray:

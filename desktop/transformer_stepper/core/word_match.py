@@ -118,4 +118,9 @@ def find_word(tokens: Sequence[str], special: Sequence[bool], offsets: np.ndarra
                     if not special[i] and start < match.end() and end > match.start()]
         if covering:
             return _picked(tokens, covering[0], len(covering), word)
+        last_end = max((end for (start, end), sp in zip(spans, special) if not sp and end > start), default=0)
+        if match.start() >= last_end:
+            # the tokenizer cut the text at the model's context: the word is past the cut
+            return Pick(None, problem=f"'{word}' is past the model's context ({len(tokens)} tokens): "
+                                      f"truncated away")
     return Pick(None, problem=f"no '{word}' in it")

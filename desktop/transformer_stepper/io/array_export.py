@@ -31,13 +31,18 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> bool:
     `path`. -> True if an existing file was replaced. Any OSError becomes one ModelError line
     naming the file; the temporary file is removed whatever happens."""
     path = Path(path)
-    if not path.parent.is_dir():
-        raise ModelError(f"{path.parent}: folder does not exist")
-    if path.is_dir():
-        raise ModelError(f"{path}: is a folder")
-    replaced = path.exists()
-    # 0666 through O_EXCL honours the umask (mkstemp's 0600 would stick to the result)
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.part"
+    check_name_length(path)
+    try:
+        if not path.parent.is_dir():
+            raise ModelError(f"{path.parent}: folder does not exist")
+        if path.is_dir():
+            raise ModelError(f"{path}: is a folder")
+        replaced = path.exists()
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot write ({_reason(exc)})") from None
+    # 0666 through O_EXCL honours the umask (mkstemp's 0600 would stick to the result). The
+    # temporary name is short whatever the target's: any name legal for the result fits
+    tmp = path.parent / short_temporary_name()
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     except OSError as exc:
@@ -57,6 +62,22 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> bool:
     return replaced
 
 
+def short_temporary_name(suffix: str = ".part") -> str:
+    return f".ts{uuid.uuid4().hex[:10]}{suffix}"
+
+
+def check_name_length(path: Path) -> None:
+    """A name longer than the file system allows, in one line (before any work is done)."""
+    try:
+        limit = os.pathconf(path.parent if path.parent.is_dir() else ".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    size = len(os.fsencode(path.name))
+    if size > limit:
+        raise ModelError(f"{path.parent / path.name[:40]}…: the name is {size} bytes long; the file system "
+                         f"allows {limit}")
+
+
 def write_bytes(path: Path, data: bytes) -> bool:
     """-> True if an existing file was replaced."""
     return atomic_write(path, lambda handle: handle.write(data))
@@ -73,6 +94,7 @@ def _reason(exc: OSError) -> str:
 def prepare_folder(folder: Path) -> Path:
     """The output folder, created if its parent exists; a ModelError if it cannot be used."""
     folder = Path(folder)
+    check_name_length(folder)
     if folder.exists() and not folder.is_dir():
         raise ModelError(f"{folder}: is a file, not a folder")
     if not folder.exists():

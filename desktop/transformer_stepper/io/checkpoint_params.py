@@ -52,7 +52,13 @@ class CheckpointParams(ParamStore):
     def shape(self, name: str) -> tuple[int, ...]:
         return self.shapes[name]
 
+    def check_unchanged(self) -> None:
+        self.ckpt.check_unchanged()
+
     def __getitem__(self, name: str) -> np.ndarray:
+        # every read, of a tensor kept too (float32 ones are views of the mapping), first
+        # checks its file: a truncated mapping would end the process with SIGBUS
+        self.ckpt.check_unchanged(self.entries[name][0])
         with self._lock:
             value = self._done.get(name)
             if value is not None:
@@ -107,6 +113,7 @@ class CheckpointParams(ParamStore):
         ckpt_name = self._identity_file_tensor(name)
         if ckpt_name is None or name in self._done:
             return self[name][index]
+        self.ckpt.check_unchanged(ckpt_name)
         return self.ckpt.rows(ckpt_name, np.asarray(index))
 
     def row_blocks(self, name: str, block_rows: int = ROW_BLOCK) -> Iterator[tuple[int, np.ndarray]]:
@@ -116,4 +123,5 @@ class CheckpointParams(ParamStore):
             return
         n_rows = self.shapes[name][0]
         for start in range(0, n_rows, block_rows):
+            self.ckpt.check_unchanged(ckpt_name)
             yield start, self.ckpt.rows(ckpt_name, slice(start, start + block_rows))

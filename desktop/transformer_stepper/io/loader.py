@@ -22,7 +22,7 @@ from . import families, lone_file, npz_format
 from .checkpoint_params import CheckpointParams
 from .families.common import count_layers
 from .resources import builtin_model_dir
-from .safetensors_file import SafetensorsFile
+from .safetensors_file import SafetensorsFile, file_identity, open_regular
 
 PICKLE_SUFFIXES = {".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle"}
 CONVERT_HINT = ("convert it to safetensors with transformers: AutoModel.from_pretrained(DIR)"
@@ -52,9 +52,9 @@ class Checkpoint:
         for name, shard in weight_map.items():
             if not isinstance(shard, str) or not shard:
                 raise ModelError(f"{index_path}: tensor {name} maps to {shard!r}, not a file name")
-            shard_path = index_path.parent / shard
+            shard_path = shard_inside(index_path, name, shard)
             if str(shard_path) not in files:
-                if not shard_path.is_file():
+                if not _present(shard_path):
                     raise ModelError(f"{index_path}: shard {shard} is missing")
                 files[str(shard_path)] = SafetensorsFile(shard_path)
             if name not in files[str(shard_path)].entries:
@@ -83,6 +83,11 @@ class Checkpoint:
     def check_readable(self, name: str) -> None:
         self.files[self.where[name]].check_readable(name)
 
+    def check_unchanged(self, name: Optional[str] = None) -> None:
+        """The file holding `name` (every file, with None) is still the one opened."""
+        for f in (self.files.values() if name is None else (self.files[self.where[name]],)):
+            f.check_unchanged()
+
     @property
     def metadata(self) -> dict:
         merged: dict = {}
@@ -91,12 +96,49 @@ class Checkpoint:
         return merged
 
 
+def shard_inside(index_path: Path, name: str, shard: str) -> Path:
+    """The shard's path, which must lie inside the index's folder: a relative name without
+    '..' (an absolute path or '../other-model/' would trace another model's weights), and,
+    once symlinks are followed, a file inside the folder or, for a Hugging Face cache snapshot
+    (models--org--name/snapshots/<rev>/), inside that repository's blobs/ folder, where the
+    cache keeps the files its snapshots link to."""
+    folder = index_path.parent
+    relative = Path(shard)
+    if relative.is_absolute() or ".." in relative.parts or shard.startswith("~"):
+        raise ModelError(f"{index_path}: tensor {name} maps to a shard outside the model folder "
+                         f"({shard!r}); shards must be files in {folder}")
+    path = folder / relative
+    real, home = path.resolve(), folder.resolve()
+    allowed = [home]
+    if home.parent.name == "snapshots":
+        allowed.append(home.parent.parent / "blobs")
+    if not any(real == root or root in real.parents for root in allowed):
+        raise ModelError(f"{index_path}: shard {shard} is a link to a file outside the model "
+                         f"folder (refused)")
+    return path
+
+
 # ------------------------------------------------------------------------------ config
+def _present(path: Path) -> bool:
+    # there, whatever it is (a symlink to a device too: refused when opened, not "missing")
+    return path.exists() or path.is_symlink()
+
+
+_MAX_JSON = 64 << 20    # a config or index is kilobytes; refuse before reading gigabytes
+
+
 def _read_json(path: Path) -> dict:
+    size = file_identity(path)[2]
+    if size > _MAX_JSON:
+        raise ModelError(f"{path}: {size} bytes is too big for a JSON settings file (limit {_MAX_JSON})")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open_regular(path) as handle:
+            text = handle.read(_MAX_JSON + 1).decode("utf-8")
+        data = json.loads(text)
     except OSError as exc:
         raise ModelError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:  # its message would quote the file's bytes
+        raise ModelError(f"{path}: not valid JSON (not UTF-8 text)") from None
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise ModelError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -172,7 +214,9 @@ def _map_params(ckpt: Checkpoint, config: ModelConfig) -> CheckpointParams:
 
 def _find_tokenizer(folder: Path) -> Tokenizer:
     path = folder / "tokenizer.json"
-    if not path.is_file():
+    if _present(path):
+        file_identity(path)   # a FIFO or device is refused, not opened
+    else:
         hint = ""
         if (folder / "vocab.txt").is_file() or (folder / "vocab.json").is_file():
             hint = ("; only a slow tokenizer's vocabulary is there: save a fast one with "
@@ -217,7 +261,10 @@ def _metadata_config(ckpt: Checkpoint) -> Optional[dict]:
 
 def _warn_unused_layers(ckpt: Checkpoint, config: ModelConfig, warnings: list[str]) -> None:
     # transformers also loads only the layers the config asks for, and says so
-    found = count_layers(ckpt.names(), families.of_config(config).LAYER_MARKER)
+    try:
+        found = count_layers(ckpt.names(), families.of_config(config).LAYER_MARKER)
+    except ModelError as exc:
+        raise ModelError(f"{ckpt.source}: {exc}") from None
     if found > config.n_layer:
         warnings.append(f"{ckpt.source}: the checkpoint has {found} layers but the config asks "
                         f"for {config.n_layer}; the extra layers are ignored")
@@ -252,9 +299,9 @@ def _from_checkpoint(ckpt: Checkpoint, folder: Path, cfg: Optional[dict], name: 
 def _weights_in(folder: Path) -> Checkpoint | Path:
     """The folder's weights: a Checkpoint, or the path of an .npz to open."""
     index, single = folder / "model.safetensors.index.json", folder / "model.safetensors"
-    if single.is_file():  # before the index, as transformers does
+    if _present(single):  # before the index, as transformers does
         return Checkpoint.single(single)
-    if index.is_file():
+    if _present(index):
         return Checkpoint.sharded(index)
     files = sorted(p for p in folder.iterdir() if p.is_file())
     by_suffix = {suffix: [p for p in files if p.suffix.lower() == suffix] for suffix in (".safetensors", ".npz")}
@@ -272,7 +319,7 @@ def _weights_in(folder: Path) -> Checkpoint | Path:
 
 def load_folder(folder: Path) -> Model:
     cfg_path = folder / "config.json"
-    cfg = _read_json(cfg_path) if cfg_path.is_file() else None
+    cfg = _read_json(cfg_path) if _present(cfg_path) else None
     weights = _weights_in(folder)
     if isinstance(weights, Path):
         return load_npz(weights)
@@ -282,7 +329,7 @@ def load_folder(folder: Path) -> Model:
 def load_lone_safetensors(path: Path) -> Model:
     ckpt = Checkpoint.single(path)
     cfg_path = path.parent / "config.json"
-    cfg = _read_json(cfg_path) if cfg_path.is_file() else None
+    cfg = _read_json(cfg_path) if _present(cfg_path) else None
     return _from_checkpoint(ckpt, path.parent, cfg, path.stem)
 
 
@@ -317,7 +364,7 @@ def _load(path: Path) -> Model:
         return load_npz(path)
     if path.name.endswith(".safetensors.index.json"):
         cfg_path = path.parent / "config.json"
-        if not cfg_path.is_file():
+        if not _present(cfg_path):
             raise ModelError(f"{path.parent}: no config.json beside the index")
         return _from_checkpoint(Checkpoint.sharded(path), path.parent, _read_json(cfg_path),
                                 _display_name(path.parent, {}))

@@ -73,6 +73,9 @@ def save_model_folder(folder: Path, trained: TrainedModel,
 
 def check_output(out: Path, force: bool = False) -> None:
     """The folder must be creatable, and must not hold something we would overwrite."""
+    from .array_export import check_name_length
+
+    check_name_length(out)
     parent = out.parent
     if not parent.exists():
         raise ModelError(f"{parent}: folder does not exist (create it, or choose another --out)")
@@ -91,7 +94,8 @@ def _temporary_folder(out: Path, suffix: str) -> Path:
     """A new, uniquely named folder beside `out` (created with the umask's permissions,
     unlike tempfile.mkdtemp's 0700, so the renamed model is readable like any other)."""
     for _ in range(100):
-        candidate = out.parent / f".{out.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{suffix}"
+        # short whatever out's name is: any --out legal as a name is legal with this beside it
+        candidate = out.parent / f".ts{uuid.uuid4().hex[:10]}{suffix}"
         try:
             candidate.mkdir()
             return candidate

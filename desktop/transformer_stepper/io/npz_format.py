@@ -11,6 +11,7 @@ Only the members the forward pass reads are decompressed; others are ignored.
 from __future__ import annotations
 
 import json
+import math
 import zipfile
 import zlib
 from pathlib import Path
@@ -21,6 +22,7 @@ import numpy as np
 from ..core.config import ModelConfig
 from ..core.errors import ModelError
 from ..core.forward import expected_shapes
+from .safetensors_file import open_regular
 
 _CORRUPT = (OSError, EOFError, zipfile.BadZipFile, zlib.error)
 
@@ -40,21 +42,63 @@ def config_from_dict(data, source: str) -> ModelConfig:
 def _member(archive, name: str, path: Path) -> np.ndarray:
     try:
         return archive[name]
-    except ValueError:  # the member is an object array: loading it would need pickle
-        raise ModelError(f"{path}: member {name} is an object array, which would need pickle "
-                         f"(refused)") from None
+    except ValueError as exc:   # object arrays were refused by their header already
+        raise ModelError(f"{path}: member {name} is corrupt ({exc})") from None
     except _CORRUPT as exc:
         raise ModelError(f"{path}: member {name} is corrupt ({exc})") from None
 
 
 def _text(archive, name: str, path: Path) -> str:
+    shape, dtype, _ = _declared(archive, name, path)
+    if dtype.kind != "U" or shape != ():
+        raise ModelError(f"{path}: member {name} must be a 0-d unicode array, got {dtype} {shape}")
     value = _member(archive, name, path)
     if value.dtype.kind != "U" or value.ndim != 0:
         raise ModelError(f"{path}: member {name} must be a 0-d unicode array, got {value.dtype} {value.shape}")
     return str(value)
 
 
-def _tensor(archive, name: str, path: Path) -> np.ndarray:
+# a model's parameters inflate from a zip by less than this (float weights barely compress); a
+# member that claims more is a zip bomb unless it is small anyway
+_MAX_RATIO, _SMALL = 64, 64 << 20
+
+
+def _declared(archive, name: str, path: Path) -> tuple[tuple[int, ...], np.dtype, int]:
+    """A member's shape, dtype and stored sizes, from its .npy header alone: nothing is
+    decompressed beyond the header. -> (shape, dtype, compressed bytes)."""
+    zf = archive.zip
+    try:
+        info = zf.getinfo(name + ".npy")
+        with zf.open(info) as member:
+            version = np.lib.format.read_magic(member)
+            read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                    else np.lib.format.read_array_header_2_0)
+            shape, _, dtype = read(member)
+            header_bytes = member.tell() if hasattr(member, "tell") else 0
+    except KeyError:
+        raise ModelError(f"{path}: member {name} is not a .npy array") from None
+    except (ValueError, OverflowError, *_CORRUPT) as exc:
+        raise ModelError(f"{path}: member {name} has a corrupt .npy header ({exc})") from None
+    if dtype.hasobject:
+        raise ModelError(f"{path}: member {name} is an object array, which would need pickle (refused)")
+    if any(d >= 1 << 62 for d in shape):
+        raise ModelError(f"{path}: member {name} declares shape {shape}, too big for any array")
+    nbytes = math.prod(shape) * dtype.itemsize
+    if info.file_size < header_bytes + nbytes:
+        raise ModelError(f"{path}: member {name} is truncated ({info.file_size} bytes stored, "
+                         f"its {dtype} {shape} needs {header_bytes + nbytes})")
+    if nbytes > _SMALL and nbytes > _MAX_RATIO * max(info.compress_size, 1):
+        raise ModelError(f"{path}: member {name} would inflate {info.compress_size} stored bytes "
+                         f"to {nbytes} (refused: weights do not compress that much)")
+    return tuple(shape), dtype, info.compress_size
+
+
+def _tensor(archive, name: str, path: Path, shape: tuple[int, ...]) -> np.ndarray:
+    declared, dtype, _ = _declared(archive, name, path)
+    if dtype.kind != "f":
+        raise ModelError(f"{path}: tensor {name} has dtype {dtype}, expected float")
+    if declared != shape:      # checked before decompressing it
+        raise ModelError(f"{path}: tensor {name} has shape {declared}, expected {shape}")
     value = _member(archive, name, path)
     if value.dtype.kind != "f":
         raise ModelError(f"{path}: tensor {name} has dtype {value.dtype}, expected float")
@@ -66,7 +110,7 @@ def _tensor(archive, name: str, path: Path) -> np.ndarray:
 def _check_magic(path: Path) -> None:
     # say what the file is before numpy does (its wording changes between versions)
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             magic = handle.read(6)
     except OSError as exc:
         raise ModelError(f"{path}: cannot read ({exc.strerror or exc})") from None
@@ -81,7 +125,7 @@ def _check_magic(path: Path) -> None:
 def read(path: Path) -> tuple[ModelConfig, dict[str, np.ndarray], Optional[str]]:
     _check_magic(path)
     # our own handle: np.load leaks the file it opened when the archive turns out corrupt
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         try:
             archive = np.load(handle, allow_pickle=False)
         except (ValueError, *_CORRUPT) as exc:
@@ -102,8 +146,8 @@ def _read_members(archive, path: Path) -> tuple[ModelConfig, dict[str, np.ndarra
         raise ModelError(f"{path}: __config__ is not valid JSON ({exc})") from None
     config = config_from_dict(config_data, f"{path}: __config__")
     tokenizer_json = _text(archive, "__tokenizer__", path) if "__tokenizer__" in archive.files else None
-    params = {name: _tensor(archive, name, path)
-              for name in expected_shapes(config) if name in archive.files}
+    params = {name: _tensor(archive, name, path, shape)
+              for name, shape in expected_shapes(config).items() if name in archive.files}
     return config, params, tokenizer_json
 
 

@@ -7,6 +7,9 @@ we cannot read (int8, float8 ...) is only an error if the model asks for it."""
 from __future__ import annotations
 
 import json
+import math
+import os
+import stat
 import struct
 from pathlib import Path
 from typing import Optional
@@ -24,6 +27,12 @@ _ITEMSIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1
              "F8_E8M0": 1, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8, "U32": 4,
              "U16": 2, "U8": 1, "BOOL": 1, "C64": 8}
 _MAX_HEADER = 100 * 1024 * 1024  # the format's own limit
+_MAX_DIM = 1 << 62               # a dimension numpy can hold (a shape entry of 2**63 overflows)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def bf16_to_f32(raw: np.ndarray) -> np.ndarray:
@@ -33,11 +42,47 @@ def bf16_to_f32(raw: np.ndarray) -> np.ndarray:
     return out.view(np.float32)
 
 
+def file_identity(path: Path) -> tuple[int, int, int, int]:
+    """(device, inode, size, mtime in ns) of a regular file; a FIFO, device or folder is refused
+    before anything opens it (opening a FIFO waits for a writer forever)."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ModelError(f"{path}: not a regular file (a {_kind(info.st_mode)}); only regular files are "
+                         f"opened")
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"), (stat.S_ISDIR, "folder")):
+        if test(mode):
+            return name
+    return "special file"
+
+
+def open_regular(path: Path):
+    """A binary handle on a regular file, never blocking: O_NONBLOCK so that a path swapped for
+    a FIFO between the check and the open does not wait, and checked again once open."""
+    file_identity(path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ModelError(f"{path}: not a regular file; only regular files are opened")
+    return os.fdopen(fd, "rb")
+
+
+class FileChanged(ModelError):
+    """A mapped weights file is no longer the one that was opened."""
+
+
 def _read_header(path: Path) -> tuple[dict, int, int]:
     """-> (header object, header length, file size), or a ModelError naming the file."""
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as handle:
+        size = file_identity(path)[2]
+        with open_regular(path) as handle:
             prefix = handle.read(8)
             if len(prefix) < 8:
                 raise ModelError(f"{path}: not a safetensors file (only {size} bytes)")
@@ -52,12 +97,40 @@ def _read_header(path: Path) -> tuple[dict, int, int]:
     except OSError as exc:
         raise ModelError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
-        header = json.loads(header_bytes.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        header = json.loads(header_bytes.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except _Repeated as exc:
+        raise ModelError(f"{path}: tensor {exc.args[0]} is named twice in the header (refused: "
+                         f"one name would hide the other's bytes)") from None
+    except UnicodeDecodeError:  # its message would quote the file's bytes
+        raise ModelError(f"{path}: corrupt safetensors header (not UTF-8 text)") from None
+    except (ValueError, RecursionError) as exc:
         raise ModelError(f"{path}: corrupt safetensors header ({exc})") from None
     if not isinstance(header, dict):
         raise ModelError(f"{path}: corrupt safetensors header (not a JSON object)")
     return header, header_len, size
+
+
+class _Repeated(Exception):
+    pass
+
+
+def _unique_keys(pairs: list) -> dict:
+    # json.loads keeps the last of two equal keys silently: a repeated tensor name is refused
+    seen: dict = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _Repeated(key)
+        seen[key] = value
+    return seen
+
+
+def _check_overlaps(path: Path, entries: dict) -> None:
+    """No two tensors may share bytes: one weight would silently read another's."""
+    spans = sorted((start, end, name) for name, (_, _, start, end) in entries.items() if end > start)
+    for (_, end_a, name_a), (start_b, _, name_b) in zip(spans, spans[1:]):
+        if start_b < end_a:
+            raise ModelError(f"{path}: tensors {name_a} and {name_b} overlap in the file "
+                             f"(data_offsets alias the same bytes; refused)")
 
 
 def _parse_entry(path: Path, name: str, info, data_len: int) -> tuple[str, tuple[int, ...], int, int]:
@@ -70,8 +143,8 @@ def _parse_entry(path: Path, name: str, info, data_len: int) -> tuple[str, tuple
     dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
     if not isinstance(dtype, str):
         raise bad(f"dtype {dtype!r}")
-    if not isinstance(shape, list) or not all(type(s) is int and s >= 0 for s in shape):
-        raise bad(f"shape {shape!r}")
+    if not isinstance(shape, list) or not all(type(s) is int and 0 <= s < _MAX_DIM for s in shape):
+        raise bad(f"shape {_short(shape)}")
     if (not isinstance(offsets, list) or len(offsets) != 2
             or not all(type(o) is int for o in offsets)):
         raise bad(f"data_offsets {offsets!r}")
@@ -81,7 +154,7 @@ def _parse_entry(path: Path, name: str, info, data_len: int) -> tuple[str, tuple
                          f"{data_len} data bytes (file truncated?)")
     itemsize = _ITEMSIZE.get(dtype)
     if itemsize is not None:
-        expected = int(np.prod(shape, dtype=np.int64)) * itemsize
+        expected = math.prod(shape) * itemsize     # Python ints: no int64 overflow
         if end - start != expected:
             raise ModelError(f"{path}: tensor {name} has {end - start} data bytes, but {dtype} "
                              f"{tuple(shape)} needs {expected}")
@@ -104,7 +177,20 @@ class SafetensorsFile:
         data_len = size - self._data_start
         self.entries: dict[str, tuple[str, tuple[int, ...], int, int]] = {
             name: _parse_entry(self.path, name, info, data_len) for name, info in header.items()}
+        _check_overlaps(self.path, self.entries)
         self._map: Optional[np.ndarray] = None
+        self.identity = file_identity(self.path)
+
+    def check_unchanged(self) -> None:
+        """The file is still the one opened (device, inode, size, mtime): a mapped file that was
+        truncated would kill the process with SIGBUS on the next read, and one rewritten in
+        place would give another model's numbers. -> FileChanged naming the file."""
+        try:
+            now = file_identity(self.path)
+        except ModelError:
+            now = None
+        if now != self.identity:
+            raise FileChanged(f"{self.path}: the file changed on disk; reopen it")
 
     def keys(self):
         return self.entries.keys()
@@ -118,6 +204,7 @@ class SafetensorsFile:
     def _data(self) -> np.ndarray:
         # the data area as read-only bytes, memory-mapped on first use
         if self._map is None:
+            self.check_unchanged()
             try:
                 if self.path.stat().st_size <= self._data_start:
                     self._map = np.zeros(0, dtype=np.uint8)
@@ -142,6 +229,7 @@ class SafetensorsFile:
 
     def _raw(self, name: str) -> tuple[np.ndarray, str]:
         # the tensor's bytes as an array of its stored dtype (bf16 as uint16 bits), mapped
+        self.check_unchanged()
         self.check_readable(name)
         dtype, shape, start, end = self.entries[name]
         data = self._data()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 from PySide6.QtCore import QEvent, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QLabel, QLineEdit, QListWidget,
@@ -13,6 +14,7 @@ from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QLabel, QLi
 from shiboken6 import isValid
 
 from ..core import stages
+from ..core.errors import ModelError
 from ..core.labels import layer_kind
 from . import explanations
 from .export.dialogs import add_export_actions
@@ -417,6 +419,11 @@ class MainWindow(QMainWindow):
         if trace.truncated:
             self._say_truncated(trace)
         self.time_label.setText(f"forward pass {1000 * self.session.compute_seconds:.0f} ms")
+        if not np.isfinite(trace.residual["layer_out"][-1]).all():   # NaN/Inf reach the end
+            self.text_problem.setText("⚠ the forward pass produced inf or NaN (are the weights "
+                                      "corrupt?): non-finite cells are hatched and left out of "
+                                      "ranges, maps and choices")
+            self.text_problem.setVisible(True)
         self._explain_soon.start()           # (the view draws the new trace itself, being shown)
 
     def _say_truncated(self, trace) -> None:
@@ -581,7 +588,11 @@ class MainWindow(QMainWindow):
             self.explanation.show_markdown(f"## {stage.number}. {stage.title}\n\n*No trace yet.*")
             return
         view.ensure_current()
-        values, flags = view.explanation_values()
+        try:
+            values, flags = view.explanation_values()
+        except ModelError as exc:   # the numbers it quotes need weights that are gone
+            self.explanation.show_markdown(f"## {stage.number}. {stage.title}\n\n⚠ {exc}")
+            return
         where = (f" · layer {self.session.layer}, head {self.session.head}" if stage.per_head else
                  f" · layer {self.session.layer}" if stage.per_layer else "")
         body = explanations.render_stage(key, values, flags)

@@ -19,4 +19,11 @@ def ensure_application():
     from .plots import configure_pyqtgraph
 
     configure_pyqtgraph()
+    if not hasattr(app, "garbage_collector"):
+        # as the window does (ui/app.py): cyclic garbage is collected on this thread, on a
+        # timer, never in a worker (pyqtgraph leaves QPixmaps in reference cycles, and one
+        # destroyed in a worker deadlocks or crashes); an export no longer turns the GC off
+        from pyqtgraph.util.garbage_collector import GarbageCollector
+
+        app.garbage_collector = GarbageCollector(interval=1.0)
     return app

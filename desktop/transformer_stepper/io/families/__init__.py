@@ -28,6 +28,9 @@ def supported_model_types() -> list[str]:
 
 
 def by_model_type(model_type, source: str) -> ModuleType:
+    if isinstance(model_type, (list, dict)):     # not a name (nor hashable: a TypeError)
+        shown = repr(model_type) if len(repr(model_type)) <= 60 else repr(model_type)[:57] + "..."
+        raise ModelError(f"{source}: model_type must be text, got {shown}")
     for family in FAMILIES:
         if model_type in family.MODEL_TYPES:
             return family

@@ -8,7 +8,7 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-from ...core.config import ModelConfig
+from ...core.config import LIMITS, ModelConfig
 from ...core.errors import ModelError
 from ..keymaps import IDENTITY, TRANSPOSE, Columns, KeyMap, Transform  # noqa: F401  (re-exported)
 
@@ -86,8 +86,14 @@ def count_layers(names: Iterable[str], marker: str) -> int:
     """Number of blocks: the largest i with `<marker>{i}.` in some name (at the start or
     after a dot), plus one."""
     pattern = re.compile(r"(?:^|\.)" + re.escape(marker) + r"(\d+)\.")
-    found = {int(m.group(1)) for n in names for m in [pattern.search(n)] if m}
-    return max(found) + 1 if found else 0
+    found = {int(m.group(1)): n for n in names for m in [pattern.search(n)] if m}
+    if not found:
+        return 0
+    last = max(found)
+    if last >= LIMITS["n_layer"]:   # a stray name must not make a billion layers
+        raise ModelError(f"tensor {found[last]} names layer {last}, over the limit of "
+                         f"{LIMITS['n_layer']} layers")
+    return last + 1
 
 
 def prefixed(keymap: KeyMap, prefix: str, outside: tuple[str, ...] = ()) -> KeyMap:

@@ -15,7 +15,7 @@ from ...core.compare import Comparison
 from ...core import measures
 from ..plots import Curve, Heatmap, Lines
 from ..plots.lines import beside_legend
-from ..plots.common import LABEL_STYLE, PALETTE, Figure, format_value, nearest_index
+from ..plots.common import LABEL_STYLE, PALETTE, Figure, finite_max, format_value, nearest_index
 
 ENTRY_NAMES = {"token_embeddings": "e", "token_embeddings_scaled": "e·scale",
                "position_embeddings": "p", "token_type_embeddings": "t",
@@ -244,7 +244,7 @@ class CosineFigure(Lines):
                 # "S1 own" for "S1 vs own emb" (the title and the hover say it in full)
                 self.side_legend.addItem(self.items[i], curves[i].name.replace(" vs own emb", " own"))
         self.x_axis.set_labels(self.x_labels)
-        low = min([0.0] + [float(np.nanmin(c.y)) for c in curves if len(c.y)])
+        low = min([0.0] + [-finite_max(-np.asarray(c.y, dtype=float), 0.0) for c in curves if len(c.y)])
         self.plot.setRange(xRange=(-0.3, len(self.x_labels) - 0.7), yRange=(low, 1.0), padding=0.02)
         self.layer_line.setValue(layer + 1)
         if comparison.pairs:
@@ -312,10 +312,11 @@ class AttentionFigure(Figure):
             # one bar item per sentence, of one colour: per-bar brushes cost more than the bars
             brush = GROUP_BRUSHES[(occ.number - 1) % len(GROUP_BRUSHES)]
             group.setOpts(x=np.arange(start, start + len(weights), dtype=float),
-                          height=np.asarray(weights, dtype=float), brush=brush)
+                          height=np.nan_to_num(np.asarray(weights, dtype=float), nan=0.0, posinf=0.0,
+                                               neginf=0.0), brush=brush)
             group.setVisible(True)
             own_x.append(start + occ.position)
-            own_height.append(float(weights[occ.position]))
+            own_height.append(float(np.nan_to_num(weights[occ.position], nan=0.0, posinf=0.0, neginf=0.0)))
             own_brushes.append(sentence_colour(occ.number))
             self.slots.extend((o, j) for j in range(len(weights)))
             axis_labels.extend(self.pieces[o][:len(weights)])
@@ -325,7 +326,7 @@ class AttentionFigure(Figure):
         self.x_axis.set_emphasis([s + occ.position for s, occ in zip(starts, comparison.occurrences)])
         self._place_tags(starts, comparison)
         self._label_read(starts)
-        top = max((float(np.max(w)) for w in self.weights if len(w)), default=1.0)
+        top = max((finite_max(w, 0.0) for w in self.weights if len(w)), default=1.0)
         self.plot.setRange(xRange=(-0.6, max(len(self.slots), 1) - 0.4), yRange=(0, top * 1.25 or 1),
                            padding=0)
         self.set_title(f"What each one read: {self.where}")

@@ -60,9 +60,10 @@ SOLID = _brushes(255)
 def fit_unit_square(coords: np.ndarray) -> np.ndarray:
     """[n, 2] -> [n, 2] inside [0, 1]² with a margin for the markers, the same scale on both
     axes (distances stay comparable), centred."""
-    if not len(coords):
+    finite = np.isfinite(coords).all(axis=-1)     # NaN rows (corrupt weights) stay NaN: not drawn
+    if not finite.any():
         return coords
-    low, high = coords.min(axis=0), coords.max(axis=0)
+    low, high = coords[finite].min(axis=0), coords[finite].max(axis=0)
     span = float(max(high - low)) or 1.0
     return (coords - (low + high) / 2) / span * (1 - 2 * MARGIN) + 0.5
 
@@ -148,10 +149,13 @@ class MapFigure(Figure):
         numbers = np.array([s.number for s in comparison.sentences], dtype=np.int64)
         pool_colour = (numbers[comparison.pool_sentence] - 1) % MAX_SENTENCES
         flat = placed.reshape(-1, 2)
-        self.pool.setData(x=flat[:, 0], y=flat[:, 1], brush=[FAINT[c] for c in pool_colour] * n_states)
+        drawn = np.isfinite(flat).all(axis=-1)
+        brushes = [FAINT[c] for c in pool_colour] * n_states
+        self.pool.setData(x=flat[drawn, 0], y=flat[drawn, 1], brush=[b for b, d in zip(brushes, drawn) if d])
         marks = placed[:, comparison.occurrence_pool].reshape(-1, 2)
         colours = [SOLID[(o.number - 1) % MAX_SENTENCES] for o in comparison.occurrences] * n_states
-        self.marks.setData(x=marks[:, 0], y=marks[:, 1], brush=colours)
+        drawn = np.isfinite(marks).all(axis=-1)
+        self.marks.setData(x=marks[drawn, 0], y=marks[drawn, 1], brush=[c for c, d in zip(colours, drawn) if d])
         names = short_states(comparison.state_names)
         for s in range(n_states):
             text = f"{names[s]} {100 * comparison.map_explained[s].sum():.0f}%"

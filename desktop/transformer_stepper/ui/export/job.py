@@ -106,6 +106,7 @@ class ExportJob(QObject):
         self.folder = Path(folder)
         self.options = options
         self.units, self.notes = plan(session, stage_keys, all_layers_heads)
+        self.problems: list[str] = []      # views that could not be drawn (and why)
         self.total = len(self.units) * STEPS_PER_UNIT
         self.max_pending = max_pending
         self.caption = False               # a line under each figure saying where it came from
@@ -122,7 +123,6 @@ class ExportJob(QObject):
         self._delivered: set[int] = set()
         self._ids = itertools.count()
         self._host: Optional[QWidget] = None
-        self._gc_was_enabled = False
         self._views: list = []
         self._steps: Optional[Iterator] = None
         self._steps_done = False
@@ -136,11 +136,10 @@ class ExportJob(QObject):
         if self.state != "idle":
             raise RuntimeError("an export job runs once")
         self.state = "running"
-        # The cyclic garbage collector stays off while the job runs and collects between
-        # stages only when no write is under way: a collection on the GUI thread that finalises
-        # Qt objects while the worker runs Python deadlocked about one export in ten
-        self._gc_was_enabled = gc.isenabled()
-        gc.disable()
+        # The cyclic garbage collector stays on (it used to be turned off here: a collection
+        # that finalised views caught in a reference cycle, through their provenance click
+        # hooks, deadlocked about one export in ten; the views no longer make that cycle:
+        # StageView.add_figure/close, and tests/ui/test_gc_stress.py)
         self._host = QWidget()             # never shown: the views only lay out and paint
         self._steps = self._run_steps()
         QCoreApplication.instance().aboutToQuit.connect(self.cancel)   # quitting mid-export
@@ -185,6 +184,9 @@ class ExportJob(QObject):
             session.set_layer(unit.layer)
             session.set_head(unit.head)
             plots = view.plots()
+            problem = getattr(view, "_problem", None)
+            if problem:                       # said, never skipped in silence
+                self.problems.append(f"{unit.stage.number:02d}-{unit.stage.key}: not drawn: {problem}")
             for k, (name, item) in enumerate(plots):
                 path = self.folder / plot_file_name(unit.stage, name, unit.layer, unit.head, options.format)
                 self.progressed.emit(index * STEPS_PER_UNIT + k * STEPS_PER_UNIT // len(plots),
@@ -286,8 +288,6 @@ class ExportJob(QObject):
         if self._steps is not None and not self._stepping:
             self._steps.close()
         self._pool.waitForDone()
-        if self._gc_was_enabled:
-            gc.enable()
         for request_id, result in list(self._completed):   # finished while we waited
             self._on_written(request_id, result)
         for view in list(self._views):
@@ -307,4 +307,4 @@ class ExportJob(QObject):
         view.close()
         view.deleteLater()
         if not self._tasks and self._pool.activeThreadCount() == 0:
-            gc.collect()                   # no write under way: safe (see start)
+            gc.collect()                   # free the closed views now, between writes

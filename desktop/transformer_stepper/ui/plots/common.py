@@ -323,6 +323,47 @@ class TitleLabel(pg.LabelItem):
         self.updateGeometry()
 
 
+def finite_max(values, default: float) -> float:
+    """The largest finite value, or `default` when there is none (all NaN/Inf: corrupt weights)."""
+    values = np.asarray(values)
+    finite = values[np.isfinite(values)]
+    return float(finite.max()) if finite.size else default
+
+
+def no_points_if_none_finite(x: np.ndarray, y: np.ndarray) -> bool:
+    """Is no point drawable? (pyqtgraph's scatter bounds warn on an all-NaN set)."""
+    return not (np.isfinite(x) & np.isfinite(y)).any()
+
+
+def finite_span(span, default=None):
+    """(low, high) when both are finite numbers with low < high (equal ones are widened a little),
+    else `default`: a range or colour levels made from NaN/Inf values are never applied."""
+    if span is None:
+        return default
+    try:
+        low, high = float(span[0]), float(span[1])
+    except (TypeError, ValueError, IndexError):
+        return span            # a QRectF or the like: not ours to check
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return default
+    if high <= low:
+        return (low - 0.5, low + 0.5) if high == low else default
+    return (low, high)
+
+
+def adopt_plot_menus(plot: pg.PlotItem, owner) -> None:
+    """A PlotItem makes a parentless QMenu and WidgetGroup (its "Plot Options") that sit in a
+    reference cycle with it: once the figure is gone, the cycle collector would destroy those
+    Qt objects in whichever thread it happens to run in (a worker's: a deadlock or a crash).
+    Parented to the figure, Qt deletes them with it, on the GUI thread."""
+    menu = getattr(plot, "ctrlMenu", None)
+    if menu is not None:
+        menu.setParent(owner, menu.windowFlags())
+    group = getattr(plot, "stateGroup", None)
+    if group is not None:
+        group.setParent(owner)
+
+
 class LazyMenuViewBox(pg.ViewBox):
     """A ViewBox whose right-click menu (two axis panels of Qt widgets, a few ms per plot) is
     made on the first right-click: a stage shows several plots, and most are never
@@ -331,6 +372,14 @@ class LazyMenuViewBox(pg.ViewBox):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, enableMenu=False, **kwargs)
         self.state["enableMenu"] = True      # enabled; it just does not exist yet
+
+    def setRange(self, rect=None, xRange=None, yRange=None, *args, **kwargs):
+        # one policy for non-finite numbers (corrupt weights): a range computed from NaN or Inf
+        # values is not applied (pyqtgraph raises on it) and the axis keeps what it shows
+        xRange, yRange = finite_span(xRange), finite_span(yRange)
+        if rect is None and xRange is None and yRange is None:
+            return
+        super().setRange(rect, xRange, yRange, *args, **kwargs)
 
     def getMenu(self, ev):
         if self.menu is None and self.menuEnabled():
@@ -362,6 +411,7 @@ class Figure(pg.GraphicsLayoutWidget):
         self.ci.addItem(self.title_label, row=0, col=0, colspan=2)
         self.plot = self.ci.addPlot(row=1, col=0, axisItems={"bottom": self.x_axis, "left": self.y_axis},
                                     viewBox=LazyMenuViewBox())
+        adopt_plot_menus(self.plot, self)
         self.plot.hideButtons()
         self.set_title(title)
         self.plot.setLabel("bottom", x_label, **LABEL_STYLE)

@@ -12,7 +12,8 @@ from PySide6.QtWidgets import QGraphicsRectItem, QWidget
 
 from ...core import measures
 from . import cell_text
-from .common import HIGHLIGHT_PEN, LABEL_STYLE, Figure, cache_on_screen, format_value, nearest_index
+from .common import (HIGHLIGHT_PEN, LABEL_STYLE, Figure, adopt_plot_menus, cache_on_screen, finite_span,
+                     format_value, nearest_index)
 
 DIVERGING = "CET-D1A"        # blue - white - red: signed values, zero is white
 # white -> dark blue: weights and probabilities, 0 is white (the selection is orange)
@@ -78,6 +79,7 @@ class Heatmap(Figure):
             bar = pg.ColorBarItem(colorMap=DIVERGING if self.signed else SEQUENTIAL,
                                   interactive=False, width=14, colorMapMenu=False,
                                   pen=pg.mkPen("#888"))
+            adopt_plot_menus(bar, self)          # a ColorBarItem is a PlotItem
             bar.axis.setLabel(self._value_label, **LABEL_STYLE)
             bar.axis.setWidth(None)          # room for the tick values and the label
             bar.axis.enableAutoSIPrefix(False)
@@ -123,6 +125,7 @@ class Heatmap(Figure):
                 finite = values[np.isfinite(values)]
                 low = float(finite.min()) if finite.size else 0.0
                 levels = (min(0.0, low), max(limit, 1e-9))
+        levels = finite_span(levels, (-1.0, 1.0) if self.signed else (0.0, 1.0))
         height, width = extent if extent is not None else values.shape
         self.extent = (height, width)
         self.image.setImage(values, autoLevels=False, levels=levels)

@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QWidget
 
-from .common import BAR_BRUSH, SELECTED, Figure, format_value, solid_brush
+from .common import BAR_BRUSH, SELECTED, Figure, format_value, solid_brush, no_points_if_none_finite
 
 
 class Scatter(Figure):
@@ -29,7 +29,9 @@ class Scatter(Figure):
         self.labels = list(labels) if labels is not None else None
         colour = QColor(BAR_BRUSH)
         colour.setAlpha(alpha)
-        if highlight is not None and 0 <= highlight < len(self.x):
+        if no_points_if_none_finite(self.x, self.y):     # NaN/Inf everywhere: nothing to draw
+            self.points.setData(x=[], y=[])
+        elif highlight is not None and 0 <= highlight < len(self.x):
             brushes = [solid_brush(colour)] * len(self.x)
             sizes = np.full(len(self.x), size, dtype=float)
             brushes[highlight] = solid_brush(SELECTED)

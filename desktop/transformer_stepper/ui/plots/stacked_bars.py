@@ -74,7 +74,8 @@ class StackedBars(Figure):
             if k in named:
                 self.legend.addItem(item, segment_names[k])
         totals = values.sum(axis=1)
-        self.net.setData(x=x, y=totals)
+        drawn = np.isfinite(totals)            # a NaN total is not drawn (corrupt weights)
+        self.net.setData(x=x[drawn], y=totals[drawn])
         self.x_axis.set_labels(self.bar_labels)
         high = float(positive.sum(axis=1).max(initial=0.0))
         low = float(negative.sum(axis=1).min(initial=0.0))

@@ -12,7 +12,7 @@ from PySide6.QtGui import QColor, QCursor
 from PySide6.QtWidgets import QToolTip
 
 from ...io.positions_lab import LabVariant
-from ..plots.common import LABEL_STYLE, MUTED, Figure, LabelAxis, TitleLabel, cache_on_screen
+from ..plots.common import LABEL_STYLE, MUTED, Figure, LabelAxis, TitleLabel, adopt_plot_menus, cache_on_screen
 
 VARIANT_COLOURS = {"sum_sinusoidal": "#1f77b4", "sum_learned": "#ff7f0e", "concat": "#2ca02c",
                    "rotary": "#9467bd", "none": "#7f7f7f"}
@@ -118,6 +118,7 @@ class InterferenceFigure(Figure):
         self.ci.addItem(self.plot, row=2, col=0)
         self.angles = self.ci.addPlot(row=2, col=1, axisItems={"bottom": LabelAxis("bottom"),
                                                                 "left": LabelAxis("left")})
+        adopt_plot_menus(self.angles, self)
         self.angles.hideButtons()
         self.angles.setLabel("bottom", "principal angle k", **LABEL_STYLE)
         self.angles.setLabel("left", "cos θₖ", **LABEL_STYLE)

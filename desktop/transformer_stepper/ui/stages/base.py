@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 from shiboken6 import isValid
 
 from ...core import stages
+from ...core.errors import ModelError
 from ...core.labels import ACTIVATION_LABELS, NORM_LABELS
 from ...core.trace import Trace
 from ..connections import Connections
@@ -75,6 +76,7 @@ class StageView(QWidget):
         # (weak reference to the trace, data key, selection) last drawn: what was drawn, never
         # the trace itself, so an old trace is freed as soon as the session lets it go
         self._drawn: Optional[tuple] = None
+        self._problem: Optional[str] = None      # why the view could not be drawn
         self._pending: Optional[weakref.ref] = None      # the trace a worker computes for
         self._failed: Optional[tuple] = None             # (trace ref, message): work that failed
         self._turns = PaintTurns(self)          # new data: the figures repaint one per turn
@@ -212,12 +214,15 @@ class StageView(QWidget):
         figure.tokenClicked.connect(on_click or self.session.select_token)
         figure.hovered.connect(self.readout.setText)
         if explain is not None:
+            # a bound method, not a lambda holding the view: no reference cycle through the
+            # connection; close() drops the figure's explain (which may hold the view)
             figure.explain = explain
-            figure.cellClicked.connect(lambda r, c, explain=explain: self._explain_cell(explain, r, c))
+            figure.cellClicked.connect(self._explain_cell)
         return figure
 
-    def _explain_cell(self, explain, row: int, col: int) -> None:
-        if self.trace is None:
+    def _explain_cell(self, row: int, col: int) -> None:
+        explain = getattr(self.sender(), "explain", None)
+        if self.trace is None or explain is None:
             return
         address = explain(row, col)
         if address is not None:
@@ -345,10 +350,15 @@ class StageView(QWidget):
         self.placeholder.setVisible(False)
         # a value read by hovering belongs to what was drawn: the bars change now, so it goes
         self.readout.setText(READOUT_HINT)
-        if drawn is None or drawn[0]() is not trace or drawn[1] != key:
-            self._paint_in_turns()
-            self.update_data()
-        self.update_selection()
+        try:
+            if drawn is None or drawn[0]() is not trace or drawn[1] != key:
+                self._paint_in_turns()
+                self.update_data()
+            self.update_selection()
+        except ModelError as exc:   # a weight the view reads is gone (the file changed on disk)
+            self._show_problem(str(exc))
+            return
+        self._problem = None
         self._drawn = (weakref.ref(trace), key, selected)
         self._note_cache(trace)
         note = intervention_note(trace.interventions, self.stage, self.session.layer, self.session.head)
@@ -359,6 +369,15 @@ class StageView(QWidget):
         for widget in self._extras:
             widget.setVisible(True)
         self.updated.emit()
+
+    def _show_problem(self, message: str) -> None:
+        """The view cannot be drawn: its placeholder says why, in one line; nothing is lost."""
+        self.placeholder.setText(f"⚠ {message}")
+        self.placeholder.setVisible(True)
+        for widget in [figure for _, figure in self._figures] + self._extras:
+            widget.setVisible(False)
+        self._drawn = None
+        self._problem = message
 
     def _paint_in_turns(self) -> None:
         """New data for every figure: they repaint one per event-loop turn (first in the order
@@ -424,12 +443,18 @@ class StageView(QWidget):
                          rms=c.norm_kind == "rms", gated=c.gated_mlp, gqa=c.group_size > 1,
                          added_positions=c.position in ("learned", "sinusoidal"), tied=c.tied_head,
                          concat=c.position == "concat")
+            if self._problem or self._drawn is None:   # not drawn: no numbers to quote
+                raise ModelError(self._problem or self.placeholder.text().lstrip("⚠ "))
             values.update(self.stage_values())
             flags.update(self.stage_flags())
         return values, flags
 
     def close(self) -> bool:
         self._connections.disconnect_all()
+        for _, figure in self._figures:   # explain lambdas read the view: break the cycle
+            if getattr(figure, "explain", None) is not None:
+                figure.explain = None
+                figure.cellClicked.disconnect(self._explain_cell)
         self._turns.stop()
         return super().close()
 

@@ -8,6 +8,7 @@ import weakref
 import numpy as np
 import pyqtgraph as pg
 
+from ...core.errors import ModelError
 from ...core.model import Model
 from ...core import measures
 from ..plots import Bars, Heatmap
@@ -28,8 +29,18 @@ def _table_summary(model: Model) -> tuple[np.ndarray, np.ndarray]:
         table = model.params["wte"]
         stride = max(1, -(-len(table) // MAX_TABLE_ROWS))
         norms = np.linalg.norm(table, axis=1)
-        _table_cache[model] = (np.ascontiguousarray(table[::stride]), norms)
+        # a copy, never a view of a memory-mapped file the plot would read again later
+        _table_cache[model] = (np.array(table[::stride], order="C"), norms)
     return _table_cache[model]
+
+
+def _weight(model: Model, row: int, col: int) -> float:
+    # E[row, col] read through the store, which checks its file first (a read of a truncated
+    # map would end the process); NaN, shown as such, once the file changed on disk
+    try:
+        return float(model.params["wte"][row, col])
+    except ModelError:
+        return float("nan")
 
 
 class EmbeddingView(StageView):
@@ -73,7 +84,7 @@ class EmbeddingView(StageView):
             strided, _ = _table_summary(model)
             table = model.params["wte"]
             self.table.set_data(strided, extent=table.shape,
-                                exact=lambda r, c: float(table[r, c]),
+                                exact=lambda r, c: _weight(model, r, c),
                                 describe=self._describe_table_cell)
             self._table_model = model
         width = trace.config.d_model
@@ -85,7 +96,7 @@ class EmbeddingView(StageView):
     def _describe_table_cell(self, row: int, col: int) -> str:
         model = self.session.model
         token = readable(model.tokenizer.id_to_token(row))
-        value = format_value(float(model.params["wte"][row, col]))
+        value = format_value(_weight(model, row, col))
         used = " (used by this text)" if row in set(self.trace.input_ids.tolist()) else ""
         return f"row {row} '{token}'{used}, dim {col}: {value}"
 

@@ -20,7 +20,7 @@ def position_rows(view: StageView, n_positions: int) -> np.ndarray:
     config = view.trace.config
     if config.position in ("sinusoidal", "concat"):          # concat: its own d_position dims
         return ops.sinusoid_table(n_positions, position_width(config))
-    return np.asarray(view.session.model.params["wpe"][:n_positions])
+    return np.array(view.session.model.params["wpe"][:n_positions])   # a copy, not a view of the file
 
 
 def position_width(config) -> int:
@@ -96,7 +96,7 @@ class PositionEncodingView(StageView):
             self.wavelengths.set_curves([Curve("wavelength", np.log10(wavelength).astype(np.float32))])
         self.token_types.unused = sinusoidal or not config.n_token_types
         if not self.token_types.unused:
-            types = self.session.model.params["wtt"]
+            types = np.array(self.session.model.params["wtt"])   # a copy, not a view of the file
             self.token_types.set_data(types, [f"type {t}" for t in range(len(types))])
 
     # -- rotary models: no position vector; q and k are turned by pos · θ_i ---------------------

@@ -5,6 +5,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
+from ...core.errors import ModelError
 from ...core.generate import cached_predictions, distribution, predictions
 from ...core import measures
 from ..plots import Bars, Heatmap
@@ -67,6 +68,13 @@ class PredictionView(StageView):
     def data_key(self) -> tuple:
         return super().data_key() + (self.session.generation.sampling,)
 
+    def _no_distribution(self, i: int, label: str, why: str) -> None:
+        self.top.set_data(np.zeros(0), [])
+        self.cut_line.setVisible(False)
+        self.top.set_title(f"After {i} '{label}': {why}")
+        self._bar_ids = np.zeros(0, dtype=np.int64)
+        self._best = ("(none)", float("nan"))
+
     def update_selection(self) -> None:
         i = self.selected
         model, trace = self.session.model, self.trace
@@ -76,7 +84,11 @@ class PredictionView(StageView):
             # the distribution a generation step draws from: softmax(logits / T), cut by top-k
             # and top-p (greedy: T = 1, nothing cut, the first bar is taken)
             sampling = self.session.generation.sampling
-            dist = distribution(trace.logits_at(i), sampling)
+            try:
+                dist = distribution(trace.logits_at(i), sampling)
+            except ModelError as exc:       # every logit NaN/Inf (corrupt weights): say so
+                self._no_distribution(i, label, str(exc))
+                return
             ids = np.argsort(-dist.probabilities, kind="stable")[:TOP_K]
             probs, kept = dist.probabilities[ids], dist.kept[ids]
             chosen = int(trace.input_ids[i + 1]) if i + 1 < trace.n_seq else None

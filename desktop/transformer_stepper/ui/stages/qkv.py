@@ -42,7 +42,7 @@ class QKVView(StageView):
         before = "after ln_1" if config.norms_branch_input else "the layer input"
         self.x.set_title(f"x: what the projections read ({before}), layer {layer}")
         self.x.set_data(self.layer_array("attn_in"), self.labels)
-        weights = self.session.model.params[f"h.{layer}.attn.q.w"][:, self.head_columns()]
+        weights = np.array(self.session.model.params[f"h.{layer}.attn.q.w"][:, self.head_columns()])  # not a view of the file
         self.w.set_title(f"W_Q columns {self.head_columns().start}–{self.head_columns().stop - 1} ({where})")
         self.w.set_data(weights)
         for figure, name in ((self.q, "q"), (self.k, "k"), (self.v, "v")):

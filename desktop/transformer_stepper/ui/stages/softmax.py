@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
 
 from ...core import measures, readouts
 from ..plots import Bars, Heatmap
-from ..plots.common import format_value
+from ..plots.common import finite_max, format_value
 from .base import StageView
 
 SLIDER_STEPS = 200          # slider position s -> T = 10 ** ((s - 100) / 100): 0.1 … 10
@@ -43,7 +43,7 @@ class SoftmaxView(StageView):
         self.temperature_label.setMinimumWidth(210)
         row.addWidget(self.temperature_label)
         self.reset = QPushButton("Reset to T = 1")
-        self.reset.clicked.connect(lambda: self.session.set_temperature(1.0))
+        self.reset.clicked.connect(self._reset_temperature)   # a bound method: no cycle
         row.addWidget(self.reset)
         row.addStretch(1)
         self.add_controls(bar)
@@ -73,6 +73,9 @@ class SoftmaxView(StageView):
         self.slider.blockSignals(False)
         self._on_data()
 
+    def _reset_temperature(self) -> None:
+        self.session.set_temperature(1.0)
+
     def update_data(self) -> None:
         trace, layer, head = self.trace, self.session.layer, self.session.head
         temperature = self.session.temperature
@@ -88,7 +91,7 @@ class SoftmaxView(StageView):
         self.weights.set_title(f"Attention weights softmax(scores / T), layer {layer}, head {head}"
                                + (" — hatched: masked" if trace.config.causal else ""))
         self.weights.set_data(self.shown_weights, self.labels, self.labels,
-                              levels=(0.0, max(float(np.nanmax(self.shown_weights)), 1e-6)))
+                              levels=(0.0, max(finite_max(self.shown_weights, 1.0), 1e-6)))
 
     def update_selection(self) -> None:
         i = self.selected
