@@ -99,6 +99,12 @@ class CheckpointParams(ParamStore):
                 seen[id(base)] = _held_bytes(value)
             return sum(seen.values())
 
+    def weight_steps(self, name: str, index: tuple[int, ...]):
+        """How the stored numbers give weight name[index] (core.provenance_params.WeightSteps),
+        or None for a checkpoint of plain floats."""
+        describe = getattr(self.ckpt, "weight_steps", None)
+        return None if describe is None else describe(self, name, index)
+
     def _identity_file_tensor(self, name: str):
         ckpt_name, transform = self.entries[name]
         return ckpt_name if transform is IDENTITY else None

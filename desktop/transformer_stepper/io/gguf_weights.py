@@ -10,6 +10,7 @@ GPT-2's Conv1D transposed, Gemma's norms stored 1 + w)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -168,3 +169,48 @@ def weight_arithmetic(model, param: str, index) -> tuple[WeightPlace, Block, lis
         steps.append(("+ 1 (Gemma's gain 1 + w, computed once at load)",
                       float(np.float32(1.0) + np.float32(steps[-1][1]))))
     return place, block, steps
+
+
+class _Store:
+    """What the functions above read of a model: its parameter store."""
+
+    def __init__(self, params) -> None:
+        self.params = params
+
+
+def weight_steps(params, param: str, index):
+    """core.provenance_params.WeightSteps of a GGUF weight (its provenance's arithmetic)."""
+    from ..core.provenance_params import WeightSteps
+    place, block, steps = weight_arithmetic(_Store(params), param, index)
+    source = place.source
+    where = (f"{Path(source.file).name}: {source.tensor} ({source.quant_type}), row {place.row}, "
+             f"block {place.block}, weight {place.position} of {block.block_size}")
+    python = _python(params, param, tuple(int(k) for k in index), block.quant_type, place.fix)
+    notes = [f"stored in {source.file}"]
+    if source.fix != "as stored":
+        notes.append(f"llama.cpp's layout undone on read: {source.fix}")
+    if block.note:
+        notes.append(block.note)
+    return WeightSteps(where, block.formula, tuple(steps), python, tuple(notes))
+
+
+_EXPRESSIONS = {"Q8_0": "block.scales[0] * q", "Q4_0": "block.scales[0] * (q - np.float32(8))",
+                "Q6_K": "block.scales[j] * (q - np.float32(32))", "Q4_K": "block.scales[j] * q - block.mins[j]"}
+
+
+def _python(params, param: str, index: tuple, kind: str, fix) -> str:
+    """Lines that recompute the weight from the block's stored numbers (float32, as decoded)."""
+    lines = ["import numpy as np",
+             "from transformer_stepper.io.gguf_weights import block_at, place_of",
+             f"place = place_of(model, {param!r}, {index})",
+             "block = block_at(model, place.source.tensor, place.row, place.block)"]
+    if kind in _EXPRESSIONS:
+        lines += ["k = place.position; j = k // block.sub_block_size; q = np.float32(block.codes[k])",
+                  f"value = {_EXPRESSIONS[kind]}"]
+    else:
+        lines.append("value = block.values[place.position]")
+    if isinstance(fix, MinusOne):
+        lines.append("value = value - np.float32(1)")
+    if isinstance(params.entries[param][1], AddOne):
+        lines.append("value = np.float32(1) + value")
+    return "\n".join(lines) + "\n"
