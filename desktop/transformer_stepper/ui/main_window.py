@@ -17,6 +17,7 @@ from . import explanations
 from .export.dialogs import add_export_actions
 from .export.menu import install_plot_menus
 from .model_menu import HFCacheMenu, LocalModelsMenu, RecentMenu, RecentModels
+from .dequantization_panel import install_dequantization_dock
 from .provenance_panel import install_provenance_dock
 from .session import Session
 from .stages import StageView, create_view
@@ -66,6 +67,7 @@ class MainWindow(QMainWindow):
         self._build_central()
         self._build_actions()
         install_provenance_dock(self)            # Alt-click a value: where it comes from
+        install_dequantization_dock(self)        # a GGUF weight's stored blocks
         self._build_status_bar()
         self._connect_session()
         self._restore_settings()
@@ -578,4 +580,5 @@ class MainWindow(QMainWindow):
         for view in self.views.values():
             view.close()
         self.provenance_panel.close()
+        self.dequantization_panel.close()
         super().closeEvent(event)

@@ -32,6 +32,7 @@ def _table_summary(model: Model) -> tuple[np.ndarray, np.ndarray]:
 
 class EmbeddingView(StageView):
     stage_key = "embedding"
+    dequantized_weight = "wte"
 
     def build(self) -> Iterator[None]:      # in steps (StageView)
         self.table = self.add_figure("embedding_table", Heatmap(

@@ -11,6 +11,7 @@ from .base import StageView
 
 class QKVView(StageView):
     stage_key = "qkv"
+    dequantized_weight = "h.{layer}.attn.q.w"
 
     def build(self) -> Iterator[None]:      # in steps (StageView)
         self.x = self.add_figure("attention_input", Heatmap(
