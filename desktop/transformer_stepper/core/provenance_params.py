@@ -28,7 +28,7 @@ class WeightSteps:
 
 def parameter_value(model, name: str, index: tuple[int, ...]) -> float:
     """The value the forward pass reads (a table's one row only, not the whole table widened)."""
-    if len(index) == 2:
+    if len(index) == 2 and hasattr(model.params, "rows"):
         return float(model.params.rows(name, np.array([index[0]]))[0, index[1]])
     return float(model.params[name][index])
 
@@ -43,7 +43,7 @@ def explain_parameter(model, trace, address: str, index: tuple[int, ...]) -> Exp
     name = address[len(PARAM):]
     if name not in model.params:
         raise KeyError(f"the model has no parameter {name!r}")
-    shape = model.params.shape(name)
+    shape = model.params.shape(name) if hasattr(model.params, "shape") else np.shape(model.params[name])
     if len(index) != len(shape) or any(not 0 <= k < n for k, n in zip(index, shape)):
         raise IndexError(f"{name}: index {index} is outside the shape {tuple(shape)}")
     traced = parameter_value(model, name, index)

@@ -82,10 +82,18 @@ class CheckpointParams(ParamStore):
             self._drop_unused_raw(keep)
         self._drop_unused_raw(keep)
 
-    def _drop_unused_raw(self, keep: str) -> None:
+    def set_budget(self, budget: int) -> None:
+        """A new budget (bytes), applied at once: a lower one frees the least recently used."""
+        with self._lock:
+            self.budget = int(budget)
+            while self._done and self.nbytes_widened() > self.budget:
+                del self._done[next(iter(self._done))]
+            self._drop_unused_raw(None)
+
+    def _drop_unused_raw(self, keep) -> None:
         # a raw tensor is kept only while a transformed tensor still shares it (GPT-2's c_attn)
         # or it costs nothing (memory-mapped)
-        used = {self.entries[n][0] for n in self._done} | {self.entries[keep][0]}
+        used = {self.entries[n][0] for n in self._done} | ({self.entries[keep][0]} if keep else set())
         for ckpt_name in [n for n in self._raw if n not in used and _held_bytes(self._raw[n])]:
             del self._raw[ckpt_name]
 
@@ -98,12 +106,6 @@ class CheckpointParams(ParamStore):
                     base = base.base
                 seen[id(base)] = _held_bytes(value)
             return sum(seen.values())
-
-    def weight_steps(self, name: str, index: tuple[int, ...]):
-        """How the stored numbers give weight name[index] (core.provenance_params.WeightSteps),
-        or None for a checkpoint of plain floats."""
-        describe = getattr(self.ckpt, "weight_steps", None)
-        return None if describe is None else describe(self, name, index)
 
     def _identity_file_tensor(self, name: str):
         ckpt_name, transform = self.entries[name]

@@ -144,11 +144,6 @@ class GGUFCheckpoint:
         f, stored, _ = self.where[name]
         f.check_readable(stored)
 
-    def weight_steps(self, params, name: str, index):
-        """A core weight's block arithmetic (io/gguf_weights.py), for its provenance."""
-        from .gguf_weights import weight_steps
-        return weight_steps(params, name, index)
-
 
 def open_files(path: Path) -> list[GGUFFile]:
     files = [GGUFFile(p) for p in shard_paths(path)]

@@ -19,6 +19,7 @@ from .export.menu import install_plot_menus
 from .model_menu import HFCacheMenu, LocalModelsMenu, RecentMenu, RecentModels
 from .dequantization_panel import install_dequantization_dock
 from .provenance_panel import install_provenance_dock
+from .weight_budget import WeightBudget
 from .session import Session
 from .stages import StageView, create_view
 from .explanation_panel import ExplanationPanel
@@ -69,6 +70,7 @@ class MainWindow(QMainWindow):
         install_provenance_dock(self)            # Alt-click a value: where it comes from
         install_dequantization_dock(self)        # a GGUF weight's stored blocks
         self._build_status_bar()
+        self.weight_budget = WeightBudget(self)  # the weight cache: a preference, in the status bar
         self._connect_session()
         self._restore_settings()
         # building a view takes 0.1-0.3 s (pyqtgraph items): the next stage's is built while
