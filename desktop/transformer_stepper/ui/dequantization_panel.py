@@ -12,7 +12,7 @@ from typing import Optional
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QComboBox, QDockWidget, QGridLayout, QHBoxLayout, QLabel,
-                               QMainWindow, QSpinBox, QWidget)
+                               QMainWindow, QSpinBox, QTextBrowser, QWidget)
 
 from ..core.errors import ModelError
 from ..core.provenance_params import PARAM
@@ -40,11 +40,8 @@ class DequantizationPanel(QWidget):
             controls.addWidget(QLabel(label))
             controls.addWidget(spin)
         layout.addLayout(controls, 0, 0, 1, 4)
-        self.text = QLabel()
+        self.text = QTextBrowser()           # scrolls: Q6_K lists 16 sub-blocks
         self.text.setObjectName("dequantization_text")
-        self.text.setWordWrap(True)
-        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.text.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.text.setMinimumWidth(380)
         layout.addWidget(self.text, 1, 0)
         self.codes = Heatmap("Stored codes q", "weight in the sub-block", "sub-block", signed=False,
@@ -157,7 +154,7 @@ class DequantizationPanel(QWidget):
         sub, size = r.values.shape
         k = r.position
         esc = html.escape
-        self.text.setText(
+        self.text.setHtml(
             f"<p>{esc(r.header)}</p>"
             f"<p><b>Formula</b> <code>{esc(r.formula)}</code></p>"
             f"<p><b>Weight {k}</b> (sub-block {k // size}): <code>{esc(r.numbers)}</code></p>"
@@ -172,15 +169,17 @@ class DequantizationPanel(QWidget):
             grid, counts = r.grid
             self.histogram.set_data(counts, [str(int(g)) for g in grid],
                                     highlight=int(r.block.codes[k] - grid[0]))
+            self.histogram.set_title(f"Code grid {int(grid[0])}…{int(grid[-1])}: weights of the block per code")
         else:
             self.codes.set_title(r.block.note)
             self.histogram.set_title(f"{r.block.quant_type}: no code grid")
+        self.values.setVisible(True)
         for figure in (self.codes, self.histogram):
             figure.setVisible(r.codes is not None)
 
     def _clear(self, message: str) -> None:
         self.readout = None
-        self.text.setText(html.escape(message))
+        self.text.setPlainText(message)
         for figure in (self.codes, self.values, self.histogram):
             figure.setVisible(False)
 

@@ -10,7 +10,7 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 from shiboken6 import isValid
 
 from ...core import stages
@@ -106,13 +106,18 @@ class StageView(QWidget):
         # gives it its export menu; a view may make a model's own plots when first needed)
         self.on_new_figure = None
         self._connections = Connections()
-        self._dequantize: Optional[QPushButton] = None
+        self._dequantize: Optional[QWidget] = None     # holds the "Dequantization…" button
         if self.dequantized_weight:                    # a GGUF model's stored blocks of it
-            self._dequantize = self.add_controls(QPushButton("Dequantization of these weights…"))
-            self._dequantize.setObjectName("dequantize_button")
-            self._dequantize.setToolTip("The stored codes, block scales and formula behind this "
-                                        "stage's weights (GGUF models)")
-            self._dequantize.clicked.connect(self._request_dequantization)
+            button = QPushButton("Dequantization of these weights…")
+            button.setObjectName("dequantize_button")
+            button.setToolTip("The stored codes, block scales and formula behind this stage's "
+                              "weights (GGUF models)")
+            button.clicked.connect(self._request_dequantization)
+            self._dequantize = self.add_controls(QWidget())
+            row = QHBoxLayout(self._dequantize)
+            row.setContentsMargins(0, 0, 0, 0)
+            row.addWidget(button)
+            row.addStretch(1)
         steps = self.build()
         self._build_steps: Optional[Iterator] = steps if inspect.isgenerator(steps) else None
         if not in_steps:
