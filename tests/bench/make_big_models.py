@@ -180,7 +180,9 @@ def llama_gguf(out: Path) -> None:
     by_id = {i: t for t, i in tok["model"]["vocab"].items()}
     special = {a["id"] for a in tok["added_tokens"]}
     tokens = [by_id.get(i, f"<|reserved_{i}|>") for i in range(vocab)]
-    types = [3 if (i in special or i not in by_id) else 1 for i in range(vocab)]
+    # as in Llama 3: the last 256 ids are control tokens, the others normal (ids the trained
+    # 600-token BPE does not use are placeholders no merge makes)
+    types = [3 if (i in special or i >= vocab - 256) else 1 for i in range(vocab)]
     merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre("gpt2")

@@ -37,8 +37,10 @@ def test_panel_shows_the_readout_numbers(qtbot, window):
     text = " ".join(panel.text.toPlainText().split())          # (HTML folds runs of spaces)
     for part in (expected.numbers, expected.header, expected.formula):
         assert " ".join(part.split()) in text
-    for j in range(expected.block.n_sub_blocks):
-        assert f"sc = {int(expected.block.sub_scales[j])} → scale d·sc = {float(expected.block.scales[j]):.6g}" in text
+    assert len(expected.sub_blocks) == 8
+    for j, (_, sc, scale, m, low) in enumerate(expected.sub_blocks):
+        assert sc == str(int(expected.block.sub_scales[j])) and float(scale) == float(f"{expected.block.scales[j]:.6g}")
+        assert f"{j} {sc} {scale} {m} {low}" in text
     np.testing.assert_array_equal(panel.codes.values, expected.codes.astype(np.float32))
     np.testing.assert_array_equal(panel.values.values, expected.values)
     assert all(f.isVisible() for f in (panel.codes, panel.values, panel.histogram))

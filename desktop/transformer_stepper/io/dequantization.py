@@ -23,7 +23,8 @@ class Readout:
     codes: Optional[np.ndarray]         # same layout, int; None when the type's codes are not decoded
     grid: Optional[tuple[np.ndarray, np.ndarray]]    # (code, weights of the block using it)
     header: str                         # file, tensor, type, shape, conversion
-    scales_text: str                    # d, dmin, the sub-blocks' sc/m and effective scale/min
+    scales_text: str                    # d (and dmin), or why there are none
+    sub_blocks: list                    # (j, sc, d·sc[, m, dmin·m]) as text, K-quants only
     formula: str                        # the quant type's formula
     numbers: str                        # ... with the selected weight's numbers
 
@@ -41,13 +42,20 @@ def _scales_text(block: Block) -> str:
         return block.note
     if block.quant_type in ("Q8_0", "Q4_0"):
         return f"d = {_g(block.d)} (one float16 scale for the block's {block.block_size} weights)"
-    lines = [f"d = {_g(block.d)}" + (f", dmin = {_g(block.dmin)}" if block.dmin is not None else "")]
+    return f"d = {_g(block.d)}" + (f", dmin = {_g(block.dmin)}" if block.dmin is not None else "")
+
+
+def sub_block_rows(block: Block) -> list[tuple[str, ...]]:
+    """Per sub-block of a K-quant block: (j, sc, d·sc) and for Q4_K (m, dmin·m), as text."""
+    if block.sub_scales is None:
+        return []
+    rows = []
     for j in range(block.n_sub_blocks):
-        line = f"sub-block {j}: sc = {int(block.sub_scales[j])} → scale d·sc = {_g(block.scales[j])}"
+        row = (str(j), str(int(block.sub_scales[j])), _g(block.scales[j]))
         if block.mins is not None:
-            line += f"; m = {int(block.sub_mins[j])} → min dmin·m = {_g(block.mins[j])}"
-        lines.append(line)
-    return "\n".join(lines)
+            row += (str(int(block.sub_mins[j])), _g(block.mins[j]))
+        rows.append(row)
+    return rows
 
 
 def readout(model, tensor: str, row: int, block: int, position: int = 0) -> Readout:
@@ -68,4 +76,4 @@ def readout(model, tensor: str, row: int, block: int, position: int = 0) -> Read
               f"{source.n_blocks()} (weights {block * decoded.block_size}–"
               f"{block * decoded.block_size + len(decoded.values) - 1} of the row)")
     return Readout(source, decoded, position, values, codes, grid, header, _scales_text(decoded),
-                   decoded.formula, formula_with_numbers(decoded, position))
+                   sub_block_rows(decoded), decoded.formula, formula_with_numbers(decoded, position))

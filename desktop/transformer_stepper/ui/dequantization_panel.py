@@ -154,11 +154,18 @@ class DequantizationPanel(QWidget):
         sub, size = r.values.shape
         k = r.position
         esc = html.escape
+        table = ""
+        if r.sub_blocks:
+            heads = ["j", "sc", "d·sc"] + (["m", "dmin·m"] if len(r.sub_blocks[0]) > 3 else [])
+            cells = "".join(f"<th align='right'>{h}</th>" for h in heads)
+            for j, row in enumerate(r.sub_blocks):
+                style = " style='background: #ffe0b2;'" if j == k // size else ""
+                cells += f"<tr{style}>" + "".join(f"<td align='right'>{esc(c)}</td>" for c in row) + "</tr>"
+            table = f"<table cellspacing='0' cellpadding='1'>{cells}</table>"
         self.text.setHtml(
-            f"<p>{esc(r.header)}</p>"
-            f"<p><b>Formula</b> <code>{esc(r.formula)}</code></p>"
             f"<p><b>Weight {k}</b> (sub-block {k // size}): <code>{esc(r.numbers)}</code></p>"
-            f"<pre style='font-size: 9pt;'>{esc(r.scales_text)}</pre>")
+            f"<p><b>Formula</b> <code>{esc(r.formula)}</code></p>"
+            f"<p>{esc(r.scales_text)}</p>{table}<p style='color: #555;'>{esc(r.header)}</p>")
         self.values.set_data(r.values)
         self.values.set_highlight(row=k // size, col=k % size)
         self.values.set_title(f"float32 values: w[{k}] = {r.value:.6g}")
@@ -169,7 +176,7 @@ class DequantizationPanel(QWidget):
             grid, counts = r.grid
             self.histogram.set_data(counts, [str(int(g)) for g in grid],
                                     highlight=int(r.block.codes[k] - grid[0]))
-            self.histogram.set_title(f"Code grid {int(grid[0])}…{int(grid[-1])}: weights of the block per code")
+            self.histogram.set_title(f"Code grid {int(grid[0])}…{int(grid[-1])}: weights per code")
         else:
             self.codes.set_title(r.block.note)
             self.histogram.set_title(f"{r.block.quant_type}: no code grid")
