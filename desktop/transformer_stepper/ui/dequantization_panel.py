@@ -161,7 +161,7 @@ class DequantizationPanel(QWidget):
             for j, row in enumerate(r.sub_blocks):
                 style = " style='background: #ffe0b2;'" if j == k // size else ""
                 cells += f"<tr{style}>" + "".join(f"<td align='right'>{esc(c)}</td>" for c in row) + "</tr>"
-            table = f"<table cellspacing='0' cellpadding='1'>{cells}</table>"
+            table = f"<table cellspacing='0' cellpadding='1' width='100%'>{cells}</table>"
         self.text.setHtml(
             f"<p><b>Weight {k}</b> (sub-block {k // size}): <code>{esc(r.numbers)}</code></p>"
             f"<p><b>Formula</b> <code>{esc(r.formula)}</code></p>"
