@@ -80,3 +80,30 @@ def test_non_gguf_models_say_why():
     assert not is_gguf(model) and "not a GGUF file" in why_not_gguf(model)
     with pytest.raises(ModelError, match="not a GGUF file"):
         tensor_sources(model)
+
+
+@pytest.mark.parametrize("file_name, tensor, row, block", [
+    ("llama_k.Q4_K_M.gguf", "blk.0.ffn_gate.weight", 9, 0), ("gemma_k.Q6_K.gguf", "blk.0.attn_q.weight", 3, 0),
+    ("llama_small.Q4_0.gguf", "blk.0.attn_k.weight", 2, 1), ("llama_small.F16.gguf", "blk.0.attn_q.weight", 1, 0)])
+def test_dequantization_readout_is_the_block_laid_out(file_name, tensor, row, block):
+    """What the panel draws and prints: io/gguf_blocks' numbers, laid out by sub-block."""
+    from transformer_stepper.io.dequantization import readout
+    from transformer_stepper.io.gguf_blocks import block_of, code_histogram
+    from transformer_stepper.io.gguf_file import GGUFFile
+
+    model = load_model(FIXTURES / file_name)
+    r = readout(model, tensor, row, block, position=5)
+    b = block_of(GGUFFile(FIXTURES / file_name), tensor, row, block)
+    size = {"Q4_K": 32, "Q6_K": 16}.get(b.quant_type, 32)
+    np.testing.assert_array_equal(r.values, b.values.reshape(-1, size))
+    assert r.value == float(b.values[5]) and r.numbers == formula_with_numbers(b, 5)
+    assert r.formula == b.formula and r.source.quant_type == b.quant_type
+    if b.codes is None:
+        assert r.codes is None and r.grid is None and "not quantized" in r.scales_text
+        return
+    np.testing.assert_array_equal(r.codes, b.codes.reshape(-1, size))
+    np.testing.assert_array_equal(r.grid[1], code_histogram(b)[1])
+    assert f"d = {b.d:.6g}" in r.scales_text
+    if b.sub_scales is not None:
+        assert [int(row[1]) for row in r.sub_blocks] == b.sub_scales.tolist()
+        assert [float(row[2]) for row in r.sub_blocks] == [float(f"{s:.6g}") for s in b.scales]
