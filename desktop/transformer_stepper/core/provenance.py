@@ -13,7 +13,8 @@ Nothing here is a second forward pass: each explanation reads the operands the t
 (q, k, weights, v, the norm's input...) and the parameters the forward pass read, and redoes
 one scalar's arithmetic. An address is a trace array's name and its indices: per-layer arrays
 `(layer, *index into trace.layer(name, layer))`, whole-model ones `trace[name][index]`
-(README "Trace arrays"). Names that are another array under a second name (layer_out,
+(README "Trace arrays"); a weight is "param:NAME" with its index into model.params[NAME] (a
+quantized weight's block arithmetic, core/provenance_params.py). Names that are another array under a second name (layer_out,
 attn_in, mlp_in, hidden_states, heads_concat) are explained as that array."""
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from .provenance_attention import (explain_head_output, explain_heads_concat, ex
 from .provenance_dense import (explain_activation, explain_embedding_sum, explain_logit,
                                explain_lookup, explain_mlp_pre, explain_norm, explain_output_linear,
                                explain_residual)
+from .provenance_params import PARAM, explain_parameter
 from .provenance_terms import Explanation, Step, Term
 
 Explainer = Callable[..., Explanation]
@@ -89,6 +91,8 @@ def explain(model, trace, name: str, index) -> Explanation:
     """The arithmetic behind `trace`'s value `name[index]` (see the module docstring). Raises
     KeyError for a name that is not explained, IndexError for an index outside the array."""
     index = tuple(int(k) for k in index)
+    if name.startswith(PARAM):                 # a weight: "param:h.0.attn.q.w"
+        return explain_parameter(model, trace, name, index)
     _check(trace, name, index)
     name, index = resolve(trace, name, index)
     if name not in KINDS:

@@ -11,6 +11,7 @@ from . import interventions as interventions_lib
 from . import ops
 from .forward import head_table, output_direction, pad_skipping_position_ids, rows
 from .labels import ACTIVATION_SHORT, NORM_LABELS
+from .provenance_params import PARAM, explain_parameter, weight_steps
 from .provenance_terms import Explanation, Names, Step, Term, _layer, _num, _terms, linear
 
 
@@ -219,6 +220,7 @@ def explain_embedding_sum(model, trace, name: str, index: tuple) -> Explanation:
 def explain_lookup(model, trace, name: str, index: tuple) -> Explanation:
     i, c = index
     config = trace.config
+    sources: tuple = ()
     if name == "position_embeddings":
         order = interventions_lib.position_order(trace.interventions, trace.n_seq)
         position = int(order[i]) if order is not None else i
@@ -253,9 +255,11 @@ def explain_lookup(model, trace, name: str, index: tuple) -> Explanation:
             python = "import numpy as np\n" + python
         python += "\n"
         steps, formula = tuple(steps), "e[c] = E[id, c]: one-hot(id) × E selects a row"
+        if weight_steps(model, "wte", (token_id, c)) is not None:     # a quantized table
+            sources = (explain_parameter(model, trace, PARAM + "wte", (token_id, c)),)
     return Explanation(name, index, f"{name} of token {Names(trace).token(i)}, dim {c}", formula, {}, (),
                        0.0, 0, 0.0, "", steps, value, float(trace.arrays[name][i, c]), python,
-                       notes=("a lookup: no arithmetic, the same row in every sentence",))
+                       sources=sources, notes=("a lookup: no arithmetic, the same row in every sentence",))
 
 
 # -- logits -----------------------------------------------------------------------------------------

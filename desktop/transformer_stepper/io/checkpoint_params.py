@@ -88,10 +88,18 @@ class CheckpointParams(ParamStore):
             self._drop_unused_raw(keep)
         self._drop_unused_raw(keep)
 
-    def _drop_unused_raw(self, keep: str) -> None:
+    def set_budget(self, budget: int) -> None:
+        """A new budget (bytes), applied at once: a lower one frees the least recently used."""
+        with self._lock:
+            self.budget = int(budget)
+            while self._done and self.nbytes_widened() > self.budget:
+                del self._done[next(iter(self._done))]
+            self._drop_unused_raw(None)
+
+    def _drop_unused_raw(self, keep) -> None:
         # a raw tensor is kept only while a transformed tensor still shares it (GPT-2's c_attn)
         # or it costs nothing (memory-mapped)
-        used = {self.entries[n][0] for n in self._done} | {self.entries[keep][0]}
+        used = {self.entries[n][0] for n in self._done} | ({self.entries[keep][0]} if keep else set())
         for ckpt_name in [n for n in self._raw if n not in used and _held_bytes(self._raw[n])]:
             del self._raw[ckpt_name]
 

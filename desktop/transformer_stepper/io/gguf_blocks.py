@@ -40,6 +40,19 @@ class Block:
     scales: Optional[np.ndarray]    # per sub-block effective scale (d · sc), or [d]
     mins: Optional[np.ndarray]      # per sub-block effective min (dmin · m), Q4_K only
     note: str = ""
+    d: Optional[float] = None       # the block's float16 super-scale (as float32)
+    dmin: Optional[float] = None    # Q4_K's float16 super-min
+    sub_scales: Optional[np.ndarray] = None   # the stored integer sub-block scales sc (K types)
+    sub_mins: Optional[np.ndarray] = None     # Q4_K's stored integer sub-block mins m
+
+    @property
+    def sub_block_size(self) -> int:
+        """Weights that share one scale (and min): 32 for Q4_K, 16 for Q6_K, the block otherwise."""
+        return {"Q4_K": 32, "Q6_K": 16}.get(self.quant_type, self.block_size)
+
+    @property
+    def n_sub_blocks(self) -> int:
+        return self.block_size // self.sub_block_size
 
 
 def _f16(raw: np.ndarray) -> np.float32:
@@ -47,16 +60,16 @@ def _f16(raw: np.ndarray) -> np.float32:
 
 
 def _decode(kind: str, raw: np.ndarray):
-    """(codes, scales, mins, values) of one block's bytes."""
+    """(codes, scales, mins, values, (d, dmin, sc, m)) of one block's bytes."""
     if kind == "Q8_0":
         d = _f16(raw)
         codes = raw[2:34].view(np.int8).astype(np.int32)
-        return codes, np.array([d]), None, (d * codes.astype(np.float32)).astype(np.float32)
+        return codes, np.array([d]), None, (d * codes.astype(np.float32)).astype(np.float32), (d, None, None, None)
     if kind == "Q4_0":
         d = _f16(raw)
         nibbles = raw[2:18]
         codes = np.concatenate([nibbles & 0x0F, nibbles >> 4]).astype(np.int32)
-        return codes, np.array([d]), None, (d * (codes - 8).astype(np.float32)).astype(np.float32)
+        return codes, np.array([d]), None, (d * (codes - 8).astype(np.float32)).astype(np.float32), (d, None, None, None)
     if kind == "Q4_K":
         d, dmin = _f16(raw[0:2]), _f16(raw[2:4])
         s = raw[4:16]
@@ -66,7 +79,7 @@ def _decode(kind: str, raw: np.ndarray):
         codes = np.stack([qs & 0x0F, qs >> 4], axis=1).reshape(256).astype(np.int32)
         scales, mins = (d * sc).astype(np.float32), (dmin * mn).astype(np.float32)
         values = scales.repeat(32) * codes.astype(np.float32) - mins.repeat(32)
-        return codes, scales, mins, values.astype(np.float32)
+        return codes, scales, mins, values.astype(np.float32), (d, dmin, sc.astype(np.int32), mn.astype(np.int32))
     if kind == "Q6_K":
         ql, qh = raw[0:128].reshape(2, 64), raw[128:192].reshape(2, 32)
         sc = raw[192:208].view(np.int8).astype(np.float32)
@@ -75,7 +88,8 @@ def _decode(kind: str, raw: np.ndarray):
         high = np.stack([(qh >> s) & 0x03 for s in (0, 2, 4, 6)], axis=1).reshape(2, 128)
         codes = (low | (high << 4)).reshape(256).astype(np.int32)
         scales = (d * sc).astype(np.float32)
-        return codes, scales, None, (scales.repeat(16) * (codes - 32).astype(np.float32)).astype(np.float32)
+        return (codes, scales, None, (scales.repeat(16) * (codes - 32).astype(np.float32)).astype(np.float32),
+                (d, None, sc.astype(np.int32), None))
     return None
 
 
@@ -96,7 +110,8 @@ def block_of(gguf_file, name: str, row: int, block: int) -> Block:
     if not 0 <= block < n_blocks:
         raise ModelError(f"{name}: block {block} is outside the row's {n_blocks} blocks")
     if kind in ("F32", "F16", "BF16"):
-        values = gguf_file.rows(name, slice(row, row + 1)).reshape(-1)[block * block_size:(block + 1) * block_size]
+        whole = gguf_file.get(name) if stored.ndim == 1 else gguf_file.rows(name, slice(row, row + 1))
+        values = whole.reshape(-1)[block * block_size:(block + 1) * block_size]
         return Block(kind, row, block, block_size, FORMULAS[kind], np.asarray(values, np.float32),
                      None, None, None, "not quantized: each weight is stored on its own")
     raw = np.ascontiguousarray(stored2[row].view(np.uint8)[block * type_size:(block + 1) * type_size])
@@ -105,8 +120,45 @@ def block_of(gguf_file, name: str, row: int, block: int) -> Block:
         values = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType[kind]).reshape(-1).astype(np.float32)
         return Block(kind, row, block, block_size, f"{kind}: dequantized by the gguf package",
                      values, None, None, None, f"the codes of {kind} blocks are not decoded here")
-    codes, scales, mins, values = decoded
-    return Block(kind, row, block, block_size, FORMULAS[kind], values, codes, scales, mins)
+    codes, scales, mins, values, (d, dmin, sc, m) = decoded
+    return Block(kind, row, block, block_size, FORMULAS[kind], values, codes, scales, mins,
+                 d=float(d), dmin=None if dmin is None else float(dmin), sub_scales=sc, sub_mins=m)
+
+
+def _g(value) -> str:
+    return f"{float(value):.7g}"
+
+
+def arithmetic(block: Block, k: int) -> list[tuple[str, float]]:
+    """The steps from the stored numbers to weight `k` of the block, each (label, value), in
+    float32 as the dequantizer computes them; the last step's value is block.values[k]."""
+    if not 0 <= k < block.block_size:
+        raise ModelError(f"weight {k} is outside the block's {block.block_size}")
+    value = float(block.values[k])
+    if block.codes is None:
+        return [(f"{block.quant_type} weight {k} of block {block.block}, as stored", value)]
+    j, q = k // block.sub_block_size, int(block.codes[k])
+    kind = block.quant_type
+    if kind in ("Q8_0", "Q4_0"):
+        shift = " − 8" if kind == "Q4_0" else ""
+        return [("d (float16 scale of the block)", block.d), (f"q[{k}] (stored code)", q),
+                (f"w = d · (q{shift}) = {_g(block.d)} · ({q}{shift})", value)]
+    if kind == "Q6_K":
+        return [("d (float16 super-scale)", block.d), (f"sc[{j}] (int8 scale of sub-block {j})", int(block.sub_scales[j])),
+                (f"d · sc[{j}]", float(block.scales[j])), (f"q[{k}] (stored 6-bit code)", q),
+                (f"w = d·sc[{j}] · (q − 32) = {_g(block.scales[j])} · ({q} − 32)", value)]
+    return [("d (float16 super-scale)", block.d), (f"sc[{j}] (6-bit scale of sub-block {j})", int(block.sub_scales[j])),
+            (f"d · sc[{j}]", float(block.scales[j])), ("dmin (float16 super-min)", block.dmin),
+            (f"m[{j}] (6-bit min of sub-block {j})", int(block.sub_mins[j])),
+            (f"dmin · m[{j}]", float(block.mins[j])), (f"q[{k}] (stored 4-bit code)", q),
+            (f"w = d·sc[{j}] · q − dmin·m[{j}] = {_g(block.scales[j])} · {q} − {_g(block.mins[j])}", value)]
+
+
+def formula_with_numbers(block: Block, k: int) -> str:
+    """The quant type's formula for weight k, with the block's numbers put in: what the
+    dequantization panel prints under the general formula."""
+    label, value = arithmetic(block, k)[-1]
+    return f"{label} = {_g(value)}"
 
 
 def code_histogram(block: Block) -> tuple[np.ndarray, np.ndarray]:

@@ -6,7 +6,6 @@ whose data runs past the end, an unknown or unreadable quant type, a missing met
 Nothing from the file is executed; strings are decoded as UTF-8 and nothing else."""
 from __future__ import annotations
 
-import re
 import struct
 from pathlib import Path
 from typing import Any, Optional
@@ -14,6 +13,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..core.errors import ModelError
+from .gguf_header import Tensor, read_header
 
 _MAGIC = b"GGUF"
 _VERSIONS = (2, 3)
@@ -46,28 +46,6 @@ def _reason(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _open_reader(path: Path):
-    gguf, _ = _gguf()
-    try:
-        return gguf.GGUFReader(path, "r")
-    except ValueError as exc:
-        why = _reason(exc)
-        if "GGMLQuantizationType" in why:
-            found = re.search(r"(\d+)\)? is not a valid", why)
-            code = found.group(1) if found else "?"
-            raise ModelError(f"{path}: a tensor has unknown quant type {code} (newer than the "
-                             f"installed gguf package {_version()}?)") from None
-        if "reshape" in why or "cannot" in why:
-            raise ModelError(f"{path}: a tensor's data runs past the end of the file "
-                             f"(truncated?)") from None
-        raise ModelError(f"{path}: corrupt GGUF ({why})") from None
-    except (IndexError, KeyError, OverflowError, struct.error, TypeError,
-            UnicodeDecodeError, MemoryError) as exc:
-        raise ModelError(f"{path}: truncated or corrupt GGUF header ({_reason(exc)})") from None
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read ({exc.strerror or exc})") from None
-
-
 def _version() -> str:
     try:
         from importlib.metadata import version
@@ -76,17 +54,9 @@ def _version() -> str:
         return "?"
 
 
-def _field_value(field) -> Any:
-    try:
-        value = field.contents()
-    except UnicodeDecodeError:
-        raise ModelError(f"metadata {field.name} is not valid UTF-8") from None
-    return value
-
-
 class GGUFFile:
-    """One .gguf: `metadata` (key -> value, read at open), `tensors` (name -> the reader's tensor
-    record, data memory-mapped), `get(name)` float32 on demand."""
+    """One .gguf: `metadata` (key -> value, read at open), `tensors` (name -> its record, data
+    memory-mapped; io/gguf_header.py), `get(name)` float32 on demand."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -95,22 +65,18 @@ class GGUFFile:
         except OSError as exc:
             raise ModelError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
         _check_prefix(self.path, size)
-        reader = _open_reader(self.path)
+        _gguf()                         # the package is there, or one line saying so
+        try:
+            self.metadata, tensors = read_header(self.path, size)
+        except ModelError as exc:
+            why = str(exc)
+            if why.startswith("a tensor has unknown quant type"):
+                why += f" (newer than the installed gguf package {_version()}?)"
+            raise ModelError(f"{self.path}: {why}") from None
+        except OSError as exc:
+            raise ModelError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
         self.size = size
-        self.metadata: dict[str, Any] = {}
-        for key, field in reader.fields.items():
-            if key.startswith("GGUF."):
-                continue
-            try:
-                self.metadata[key] = _field_value(field)
-            except ModelError as exc:
-                raise ModelError(f"{self.path}: {exc}") from None
-        self.tensors = {t.name: t for t in reader.tensors}
-        for tensor in reader.tensors:
-            if tensor.data_offset + tensor.n_bytes > size or tensor.data.nbytes != tensor.n_bytes:
-                raise ModelError(f"{self.path}: tensor {tensor.name} has data past the end of the "
-                                 f"file (truncated?)")
-        self._reader = reader
+        self.tensors: dict[str, Tensor] = {t.name: t for t in tensors}
 
     # ------------------------------------------------------------------ metadata
     def value(self, key: str, default: Any = None, required: bool = False) -> Any:

@@ -15,6 +15,7 @@ from .checkpoint_params import CheckpointParams
 from .gguf_file import GGUFFile
 from .gguf_model import GGUFCheckpoint, architecture, map_tensors, open_files
 from .gguf_tokenizer import tokenizer_from_gguf
+from .gguf_weights import weight_steps
 from .keymaps import IDENTITY
 
 _LLAMA3_CANDIDATES = ((1.0, 4.0, 8192),)   # (low, high, original context) of Llama 3.1/3.2/3.3
@@ -96,6 +97,14 @@ def _check_vocab(files: list[GGUFFile], ckpt: GGUFCheckpoint, embed: str, n_voca
                          f"token_embd.weight has {rows} rows")
 
 
+class GGUFParams(CheckpointParams):
+    """A GGUF model's parameters: they also say how a weight's stored block gives it (the
+    provenance of a weight, core/provenance_params.py)."""
+
+    def weight_steps(self, name: str, index):
+        return weight_steps(self, name, index)
+
+
 def _params(ckpt: GGUFCheckpoint, config, arch: str) -> CheckpointParams:
     keymap = list(families.of_config(config).keymap(config, ckpt.names()))
     if arch == "gpt2" and config.lm_head and not config.tied_head:
@@ -113,7 +122,7 @@ def _params(ckpt: GGUFCheckpoint, config, arch: str) -> CheckpointParams:
                              f"{actual}, expected {expected}")
         ckpt.check_readable(full)
         entries[core_name] = (full, transform)
-    return CheckpointParams(ckpt, entries, {name: shapes[name] for name in entries})
+    return GGUFParams(ckpt, entries, {name: shapes[name] for name in entries})
 
 
 def load_gguf(path: Path) -> Model:

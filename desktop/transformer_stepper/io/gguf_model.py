@@ -51,6 +51,13 @@ class Unpermute(Fix):
         self.n_head = n_head
         self.name = f"rows un-permuted ({n_head} heads: llama.cpp's rotary pairs -> HF's halves)"
 
+    def stored_row(self, row: int, n_rows: int) -> int:
+        """The stored row of HF row `row`: HF's (head h, half a, i) was stored at (h, i, a)."""
+        half = n_rows // self.n_head // 2
+        head, within = divmod(row, 2 * half)
+        which, i = divmod(within, half)
+        return head * 2 * half + 2 * i + which
+
     def __call__(self, w):
         shape = w.shape
         value = w.reshape(self.n_head, shape[0] // self.n_head // 2, 2, *shape[1:])

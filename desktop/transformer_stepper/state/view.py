@@ -10,7 +10,7 @@ generated.
 Changes are announced through `_notify(name, *args)`; the names are the Qt signals of
 ui/view_state.py (modelChanged, traceChanged, layerChanged(int), layerReady(int),
 headChanged(int), selectionChanged(int), stageChanged(str), temperatureChanged(float),
-provenanceRequested(str, tuple), shownTraceChanged). Without Qt they reach `events`
+provenanceRequested(str, tuple), dequantizationRequested(str), shownTraceChanged). Without Qt they reach `events`
 (state/events.py). The model and the trace change together and are announced once: when
 modelChanged is notified, `trace` is the new model's trace (or None), never the previous
 model's."""
@@ -216,6 +216,12 @@ class ViewModel:
         if temperature != self._temperature:
             self._temperature = temperature
             self._notify("temperatureChanged", temperature)
+
+    def request_dequantization(self, param: str) -> None:
+        """Ask for the stored blocks behind a GGUF model's parameter (a weight stage's
+        "Dequantization…" button); the dequantization panel answers."""
+        if self._model is not None:
+            self._notify("dequantizationRequested", param)
 
     def request_provenance(self, name: str, index) -> None:
         """Ask for the arithmetic behind the current trace's value name[index] (an Alt-click

@@ -21,9 +21,11 @@ from .export.dialogs import add_export_actions
 from .export import preferences as export_preferences
 from .export.menu import install_plot_menus
 from .model_menu import HFCacheMenu, LocalModelsMenu, RecentMenu, RecentModels
+from .dequantization_panel import install_dequantization_dock
 from .provenance_panel import install_provenance_dock
 from .session_file import add_session_actions
 from .walk_panel import install_walk_panel
+from .weight_budget import WeightBudget
 from .session import Session
 from .stages import StageView, create_view
 from .explanation_panel import ExplanationPanel
@@ -73,7 +75,9 @@ class MainWindow(QMainWindow):
         self._build_actions()
         install_provenance_dock(self)            # Alt-click a value: where it comes from
         install_walk_panel(self)                 # Help → Questions: the guided walks
+        install_dequantization_dock(self)        # a GGUF weight's stored blocks
         self._build_status_bar()
+        self.weight_budget = WeightBudget(self)  # the weight cache: a preference, in the status bar
         self._connect_session()
         self._restore_settings()
         # building a view takes 0.1-0.3 s (pyqtgraph items): the next stage's is built while
@@ -629,4 +633,5 @@ class MainWindow(QMainWindow):
         for view in self.views.values():
             view.close()
         self.provenance_panel.close()
+        self.dequantization_panel.close()
         super().closeEvent(event)

@@ -34,6 +34,7 @@ class ViewState(QObject, ViewModel):
     stageChanged = Signal(str)
     temperatureChanged = Signal(float)
     provenanceRequested = Signal(str, object)   # where does trace value name[index] come from?
+    dequantizationRequested = Signal(str)        # show a GGUF parameter's stored blocks
     shownTraceChanged = Signal()         # the stage views draw another trace (clean <-> intervened)
 
     def __init__(self, *args, parent: Optional[QObject] = None, **state) -> None:

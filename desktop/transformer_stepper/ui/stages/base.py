@@ -10,13 +10,14 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 from shiboken6 import isValid
 
 from ...core import stages
 from ...core.errors import ModelError
 from ...core.labels import ACTIVATION_LABELS, NORM_LABELS
 from ...core.trace import Trace
+from ...io.gguf_weights import is_gguf
 from ..connections import Connections
 from ..paint_turns import PaintTurns
 from ..plots.common import Figure
@@ -64,6 +65,8 @@ class StageView(QWidget):
     draws or exports the view first builds the rest."""
 
     stage_key = ""
+    # the core parameter whose GGUF blocks the "Dequantization…" button shows ("h.{layer}.attn.q.w")
+    dequantized_weight = ""
     updated = Signal()               # redrawn: the explanation may have new numbers
 
     def __init__(self, session: ViewState, parent: Optional[QWidget] = None,
@@ -111,6 +114,18 @@ class StageView(QWidget):
         # gives it its export menu; a view may make a model's own plots when first needed)
         self.on_new_figure = None
         self._connections = Connections()
+        self._dequantize: Optional[QWidget] = None     # holds the "Dequantization…" button
+        if self.dequantized_weight:                    # a GGUF model's stored blocks of it
+            button = QPushButton("Dequantization of these weights…")
+            button.setObjectName("dequantize_button")
+            button.setToolTip("The stored codes, block scales and formula behind this stage's "
+                              "weights (GGUF models)")
+            button.clicked.connect(self._request_dequantization)
+            self._dequantize = self.add_controls(QWidget())
+            row = QHBoxLayout(self._dequantize)
+            row.setContentsMargins(0, 0, 0, 0)
+            row.addWidget(button)
+            row.addStretch(1)
         steps = self.build()
         self._build_steps: Optional[Iterator] = steps if inspect.isgenerator(steps) else None
         if not in_steps:
@@ -125,6 +140,9 @@ class StageView(QWidget):
         self.listen(session.layerReady, self._on_data)
         if session.inline_work:             # an export draws at once; a window when shown
             self.ensure_current()
+
+    def _request_dequantization(self) -> None:
+        self.session.request_dequantization(self.dequantized_weight.format(layer=self.session.layer))
 
     # -- for subclasses -------------------------------------------------------------------
     def build(self) -> Optional[Iterator]:
@@ -367,7 +385,7 @@ class StageView(QWidget):
         for _, figure in self._figures:   # a figure marks itself unused (e.g. no token types)
             figure.setVisible(not getattr(figure, "unused", False))
         for widget in self._extras:
-            widget.setVisible(True)
+            widget.setVisible(widget is not self._dequantize or is_gguf(self.session.model))
         self.updated.emit()
 
     def _show_problem(self, message: str) -> None:

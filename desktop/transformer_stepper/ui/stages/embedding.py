@@ -45,12 +45,13 @@ def _weight(model: Model, row: int, col: int) -> float:
 
 class EmbeddingView(StageView):
     stage_key = "embedding"
+    dequantized_weight = "wte"
 
     def build(self) -> Iterator[None]:      # in steps (StageView)
         self.table = self.add_figure("embedding_table", Heatmap(
             "Embedding table E (lines: this text's rows)", "dimension",
             "token id (row of E)", value_label="value", row_names="id", col_names="dim",
-            click=None), 0, 0, 2, 1)
+            click=None), 0, 0, 2, 1, explain=lambda r, c: ("param:wte", (r, c)))
         self.rows = self.add_figure("looked_up_rows", Heatmap(
             "The rows of E for this text's ids", "dimension", "token", value_label="value",
             row_names="token", col_names="dim"), 0, 1,

@@ -20,6 +20,7 @@ def _heatmap(title: str, x_label: str = "dimension") -> Heatmap:
 
 class FeedForwardView(StageView):
     stage_key = "feed_forward"
+    dequantized_weight = "h.{layer}.mlp.proj.w"
 
     def build(self) -> Iterator[None]:      # in steps (StageView)
         self.hidden = self.add_figure("hidden_activations", _heatmap("Hidden activations", "hidden unit"), 0, 0, 1, 2,

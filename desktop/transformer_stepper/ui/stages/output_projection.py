@@ -17,6 +17,7 @@ def _heatmap(title: str) -> Heatmap:
 
 class OutputProjectionView(StageView):
     stage_key = "output_projection"
+    dequantized_weight = "h.{layer}.attn.o.w"
 
     def build(self) -> Iterator[None]:      # in steps (StageView)
         self.concat = self.add_figure("heads_concat", _heatmap("Heads side by side (concat)"), 0, 0,

@@ -11,6 +11,7 @@ from .base import StageView
 
 class QKVView(StageView):
     stage_key = "qkv"
+    dequantized_weight = "h.{layer}.attn.q.w"
 
     def build(self) -> Iterator[None]:      # in steps (StageView)
         self.x = self.add_figure("attention_input", Heatmap(
@@ -18,7 +19,8 @@ class QKVView(StageView):
             row_names="token", col_names="dim"), 0, 0, 1, 2, explain=self.cell("attn_in"))
         self.w = self.add_figure("query_weights", Heatmap(
             "W_Q: this head's columns", "head dimension", "input dimension", value_label="weight",
-            row_names="input dim", col_names="head dim", click=None), 0, 2)
+            row_names="input dim", col_names="head dim", click=None), 0, 2,
+            explain=lambda r, c: (f"param:h.{self.session.layer}.attn.q.w", (r, self.head_columns().start + c)))
         yield
         self.q = self.add_figure("q", Heatmap("q = x·W_Q + b_Q (this head)", "head dimension",
                                               "token", value_label="value", row_names="token",

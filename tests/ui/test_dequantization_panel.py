@@ -1,0 +1,76 @@
+"""The dequantization panel of a GGUF model: it prints and draws exactly the numbers of
+io/dequantization.readout (codes, scales, formula with numbers, values, grid histogram); a
+weight stage's button and a click on a weight cell select that weight's stored block; for a
+model that is not GGUF it is disabled and says why."""
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QPushButton
+
+from transformer_stepper.io.dequantization import readout
+from transformer_stepper.io.gguf_weights import place_of
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "gguf" / "llama_k.Q4_K_M.gguf"
+
+
+def _open_gguf(qtbot, window):
+    window.session.set_text("The bank of the river.", immediate=True)
+    with qtbot.waitSignal(window.session.traceChanged, timeout=20_000):
+        window.open_model(str(FIXTURE))
+    return window
+
+
+def test_panel_shows_the_readout_numbers(qtbot, window):
+    _open_gguf(qtbot, window)
+    session, panel, dock = window.session, window.dequantization_panel, window.dequantization_dock
+    window.session.set_stage("qkv")
+    view = window.current_view()
+    qtbot.waitUntil(view.is_current, timeout=10_000)
+    button = view.findChild(QPushButton, "dequantize_button")
+    assert button.isVisible()
+    with qtbot.waitSignal(session.dequantizationRequested):
+        button.click()
+    assert dock.isVisible() and panel.tensor.currentData() == "blk.0.attn_q.weight"
+    panel.select("blk.0.attn_output.weight", 7, 0, 40)
+    expected = readout(session.model, "blk.0.attn_output.weight", 7, 0, 40)
+    text = " ".join(panel.text.toPlainText().split())          # (HTML folds runs of spaces)
+    for part in (expected.numbers, expected.header, expected.formula):
+        assert " ".join(part.split()) in text
+    assert len(expected.sub_blocks) == 8
+    for j, (_, sc, scale, m, low) in enumerate(expected.sub_blocks):
+        assert sc == str(int(expected.block.sub_scales[j])) and float(scale) == float(f"{expected.block.scales[j]:.6g}")
+        assert f"{j} {sc} {scale} {m} {low}" in text
+    np.testing.assert_array_equal(panel.codes.values, expected.codes.astype(np.float32))
+    np.testing.assert_array_equal(panel.values.values, expected.values)
+    assert all(f.isVisible() for f in (panel.codes, panel.values, panel.histogram))
+    np.testing.assert_array_equal(panel.histogram.values, expected.grid[1].astype(np.float32))
+    assert panel.readout.value == float(session.model.params["h.0.attn.o.w"][
+        next(i for i in range(256) if place_of(session.model, "h.0.attn.o.w", (i, 7)).column == 40), 7])
+    panel.codes.click_at(3.0, 2.0)                     # sub-block 2, weight 3: position 67
+    assert panel.weight.value() == 2 * 32 + 3 and f"Weight {2 * 32 + 3}" in panel.text.toPlainText()
+
+
+def test_a_click_on_a_weight_selects_its_block(qtbot, window):
+    _open_gguf(qtbot, window)
+    session, panel = window.session, window.dequantization_panel
+    session.set_stage("embedding")
+    view = window.current_view()
+    qtbot.waitUntil(view.is_current, timeout=10_000)
+    with qtbot.waitSignal(session.provenanceRequested):
+        view.table.click_at(100.0, 30.0, Qt.KeyboardModifier.AltModifier)     # E[30, 100]
+    assert panel.tensor.currentData() == "token_embd.weight"
+    assert (panel.row.value(), panel.block.value(), panel.weight.value()) == (30, 0, 100)
+    assert panel.readout.value == float(session.model.params["wte"][30, 100])
+    e = window.provenance_panel.explanation
+    assert e.name == "param:wte" and e.value == e.traced == panel.readout.value
+
+
+def test_not_gguf_disabled_with_the_reason(qtbot, loaded_window):
+    window = loaded_window("llama")
+    action = window.dequantization_dock.toggleViewAction()
+    assert not action.isEnabled() and "not a GGUF file" in action.toolTip()
+    window.session.set_stage("qkv")
+    view = window.current_view()
+    qtbot.waitUntil(view.is_current, timeout=10_000)
+    assert not view._dequantize.isVisible()
