@@ -13,6 +13,7 @@ import pytest
 
 from tests.builders import gpt2_folder, model_error, write_raw_safetensors
 from transformer_stepper import load_model
+from transformer_stepper.core.errors import ModelError
 from transformer_stepper.io.safetensors_file import SafetensorsFile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,7 +103,9 @@ def test_symlink_to_a_device_is_not_called_missing(tmp_path):
     assert model_error(load_model, folder) == (
         f"{folder / 'model.safetensors'}: not a regular file (a character device); only regular files "
         f"are opened")
-    assert model_error(load_model, "/dev/zero") == "/dev/zero: unsupported file type (none); open an HF folder, .safetensors or .npz"
+    # a file without a suffix may be a GGUF (Ollama's blobs): only a regular one is looked into
+    assert model_error(load_model, "/dev/zero") == (
+        "/dev/zero: not a regular file (a character device); only regular files are opened")
 
 
 # ------------------------------------------------------------------ shard paths
@@ -187,3 +190,22 @@ def test_adjacent_and_empty_tensors_are_fine(tmp_path):
         "e": {"dtype": "F32", "shape": [0], "data_offsets": [8, 8]},
         "b": {"dtype": "F32", "shape": [4], "data_offsets": [16, 32]}}, data)
     assert list(SafetensorsFile(path).get("b")) == [4, 5, 6, 7]
+
+
+def test_a_fifo_without_a_suffix_is_refused_without_waiting(tmp_path):
+    # the loader looks for GGUF's magic in files without a suffix (Ollama's blobs): never in a FIFO
+    fifo = tmp_path / "sha256-blob"
+    os.mkfifo(fifo)
+    assert model_error(load_model, fifo) == f"{fifo}: not a regular file (a FIFO); only regular files are opened"
+
+
+def test_a_gguf_truncated_while_open_is_refused_not_read(tmp_path):
+    import shutil
+    source = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "gguf").glob("*.gguf"))[0]
+    path = tmp_path / source.name
+    shutil.copy(source, path)
+    model = load_model(path)
+    with open(path, "r+b") as handle:
+        handle.truncate(path.stat().st_size // 2)
+    with pytest.raises(ModelError, match="the file changed on disk; reopen it"):
+        model.trace("the bank")

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..core.errors import ModelError
 from .gguf_header import Tensor, read_header
+from .safetensors_file import FileChanged, file_identity, open_regular
 
 _MAGIC = b"GGUF"
 _VERSIONS = (2, 3)
@@ -32,7 +33,7 @@ def _gguf():
 def _check_prefix(path: Path, size: int) -> None:
     if size < _HEADER_BYTES:
         raise ModelError(f"{path}: not a GGUF file (only {size} bytes; truncated?)")
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:            # never a FIFO or a device
         head = handle.read(_HEADER_BYTES)
     if head[:4] != _MAGIC:
         raise ModelError(f"{path}: not a GGUF file (magic {head[:4]!r}, expected b'GGUF')")
@@ -60,10 +61,8 @@ class GGUFFile:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        try:
-            size = self.path.stat().st_size
-        except OSError as exc:
-            raise ModelError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
+        self.identity = file_identity(self.path)      # a regular file, or one line saying what
+        size = self.identity[2]
         _check_prefix(self.path, size)
         _gguf()                         # the package is there, or one line saying so
         try:
@@ -121,8 +120,19 @@ class GGUFFile:
             raise ModelError(f"{self.path}: tensor {name} has quant type {kind}, which the "
                              f"gguf package cannot dequantize")
 
+    def check_unchanged(self) -> None:
+        """The file is still the one opened: a truncated mapping would kill the process with
+        SIGBUS on the next read (as io/safetensors_file.py checks its files)."""
+        try:
+            now = file_identity(self.path)
+        except ModelError:
+            now = None
+        if now != self.identity:
+            raise FileChanged(f"{self.path}: the file changed on disk; reopen it")
+
     def stored(self, name: str) -> np.ndarray:
         """The tensor's stored data: float arrays as they are, block types as [rows, bytes]."""
+        self.check_unchanged()
         return self.tensors[name].data
 
     def get(self, name: str) -> np.ndarray:

@@ -109,6 +109,11 @@ class GGUFCheckpoint:
     def names(self) -> set[str]:
         return set(self.where)
 
+    def check_unchanged(self, name: Optional[str] = None) -> None:
+        """The file holding `name` (every file, with None) is still the one opened."""
+        for f in (self.files if name is None else (self.where[name][0],)):
+            f.check_unchanged()
+
     def file_of(self, name: str) -> str:
         return str(self.where[name][0].path)
 

@@ -343,7 +343,7 @@ def load_npz(path: Path) -> Model:
 
 
 def _is_gguf(path: Path) -> bool:
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:         # a FIFO or device is refused, not waited on
         return handle.read(4) == b"GGUF"
 
 

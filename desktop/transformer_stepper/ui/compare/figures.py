@@ -139,7 +139,8 @@ class EntryFigure(VectorRows):
         exact = np.stack(rows).astype(np.float32)
         # each row in units of its own largest |value|: BERT's x₀ (after LayerNorm) is 20x the
         # size of e, p and t, which one colour scale would wash out; the hover has the values
-        scale = np.maximum(np.nanmax(np.abs(exact), axis=1, keepdims=True), 1e-30)
+        # (NaN where a concat row has no such column, or where corrupt weights made one)
+        scale = np.array([[max(finite_max(np.abs(row), 0.0), 1e-30)] for row in exact], dtype=np.float32)
         values = exact / scale
         parts = " + ".join(ENTRY_NAMES[n] for n in names if n != "embedding_output")
         made = ("x₀ = [e | p] (side by side)" if config.position == "concat" else
