@@ -134,3 +134,16 @@ def test_stepper_config_with_values_of_the_wrong_type(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "transformer-stepper", "stepper_config": fields}))
     assert model_error(load_model, tmp_path) == (
         f"{tmp_path / 'config.json'}: d_model=24 is not divisible by n_head=5")
+
+
+def test_a_family_module_missing_part_of_the_contract_is_named_at_import():
+    import types
+
+    from transformer_stepper.io import families
+    module = types.ModuleType("transformer_stepper.io.families.half_done")
+    module.MODEL_TYPES, module.LAYER_MARKER = ("half",), "layers."
+    module.config_from_hf = module.detect = lambda *a: None
+    with pytest.raises(TypeError, match=r"io/families/half_done.py does not declare keymap, infer_hf_config"):
+        families.Family.of(module)
+    assert all(isinstance(f, families.Family) for f in families.FAMILIES)
+    assert [f.name for f in families.FAMILIES if f.seq2seq] == ["t5", "bart", "marian"]

@@ -122,6 +122,8 @@ class ModelConfig:
         if self.position == "rotary" and self.d_head % 2:
             raise ModelError(f"config: rotary positions need an even head width, got {self.d_head}")
         self._check_concat()
+        if self.lm_head_transform and not self.lm_head:
+            raise ModelError("config: lm_head_transform needs lm_head")
         self._check_layer_kinds()
         self._check_rotary()
 

@@ -1,7 +1,6 @@
 """A loaded model: config + parameters + tokenizer. `trace(text)` is the public entry point."""
 from __future__ import annotations
 
-import math
 from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -22,21 +21,6 @@ from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder,
 # instance cannot be entered twice at once: make a new one per pass.
 def _quiet_floats() -> np.errstate:
     return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
-
-
-def check_config(config: ModelConfig, source: str) -> None:
-    """The fields ModelConfig itself does not check (it trusts its types)."""
-    eps = config.ln_eps
-    if type(eps) not in (int, float) or not math.isfinite(eps) or eps < 0:
-        raise ModelError(f"{source}: ln_eps must be a non-negative number, got {eps!r}")
-    if type(config.n_token_types) is not int or config.n_token_types < 0:
-        raise ModelError(f"{source}: n_token_types must be a non-negative integer, "
-                         f"got {config.n_token_types!r}")
-    for field in ("embed_norm", "causal", "final_norm", "lm_head", "lm_head_transform"):
-        if type(getattr(config, field)) is not bool:
-            raise ModelError(f"{source}: {field} must be true or false, got {getattr(config, field)!r}")
-    if config.lm_head_transform and not config.lm_head:
-        raise ModelError(f"{source}: lm_head_transform needs lm_head")
 
 
 def check_params(params: Mapping[str, np.ndarray], config: ModelConfig,
@@ -73,7 +57,6 @@ class Model:
     def __init__(self, config: ModelConfig, params: Mapping[str, np.ndarray],
                  tokenizer: Tokenizer, source: str = "") -> None:
         where = source or config.name or "model"
-        check_config(config, where)
         self.params = check_params(params, config, where)
         self.config = config
         self.tokenizer = tokenizer

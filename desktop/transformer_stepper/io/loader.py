@@ -20,7 +20,7 @@ from ..core.model import Model
 from ..core.tokenize import Tokenizer
 from . import families, lone_file, npz_format
 from .checkpoint_params import CheckpointParams
-from .families.common import count_layers
+from .families.common import ASSUMED_D_HEAD, count_layers
 from .resources import builtin_model_dir
 from .safetensors_file import SafetensorsFile, file_identity, open_regular
 
@@ -28,7 +28,6 @@ PICKLE_SUFFIXES = {".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle"}
 CONVERT_HINT = ("convert it to safetensors with transformers: AutoModel.from_pretrained(DIR)"
                 ".save_pretrained(OUT, safe_serialization=True)")
 _GENERIC_FOLDER_NAMES = {"model", "models", "weights", "checkpoint", "snapshot"}
-_ASSUMED_D_HEAD = 64  # BERT-base, GPT-2 and Llama all use 64-wide heads
 
 
 class Checkpoint:
@@ -180,9 +179,9 @@ def infer_config(ckpt: Checkpoint, family, warnings: list[str]) -> tuple[ModelCo
         raise ModelError(message if message.startswith(ckpt.source) else f"{ckpt.source}: {message}") from None
     d_model = cfg.get("hidden_size") or cfg.get("n_embd") or cfg.get("dim")
     heads_known = lone_file.head_width(ckpt, ckpt.names()) is not None
-    if not heads_known and d_model % _ASSUMED_D_HEAD:
+    if not heads_known and d_model % ASSUMED_D_HEAD:
         raise ModelError(f"{ckpt.source}: no config.json, and d_model={d_model} is not a multiple of "
-                         f"{_ASSUMED_D_HEAD}, so the head count cannot be assumed; put the "
+                         f"{ASSUMED_D_HEAD}, so the head count cannot be assumed; put the "
                          f"model's config.json beside it")
     config = config_from_hf(cfg, ckpt.source, ckpt.names(), warnings)
     guessed = lone_file.describe(config, heads_known)
@@ -262,7 +261,7 @@ def _metadata_config(ckpt: Checkpoint) -> Optional[dict]:
 def _warn_unused_layers(ckpt: Checkpoint, config: ModelConfig, warnings: list[str]) -> None:
     # transformers also loads only the layers the config asks for, and says so
     try:
-        found = count_layers(ckpt.names(), families.of_config(config).LAYER_MARKER)
+        found = count_layers(ckpt.names(), families.of_config(config).layer_marker)
     except ModelError as exc:
         raise ModelError(f"{ckpt.source}: {exc}") from None
     if found > config.n_layer:
@@ -280,12 +279,12 @@ def _from_checkpoint(ckpt: Checkpoint, folder: Path, cfg: Optional[dict], name: 
         config = config_from_hf(meta, f"{ckpt.source} (metadata)", names, warnings)
     else:
         family = families.detect(names)
-        if family is None or family is families.stepper:
+        if family is None or family.name == "stepper":
             raise ModelError(f"{ckpt.source}: cannot tell the architecture from the tensor names "
                              f"and there is no config.json beside it")
         config, guessed = infer_config(ckpt, family, warnings)
     config = config.replace(name=name)
-    if getattr(families.of_config(config), "SEQ2SEQ", False):    # T5, BART, Marian
+    if families.of_config(config).seq2seq:    # T5, BART, Marian
         from . import seq2seq_loader
         return seq2seq_loader.load(ckpt, folder, config, warnings, _find_tokenizer(folder))
     _warn_unused_layers(ckpt, config, warnings)

@@ -61,7 +61,7 @@ def is_seq2seq_path(path) -> bool:
         model_type = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
     except (OSError, ValueError, AttributeError):
         return False
-    return any(model_type in f.MODEL_TYPES for f in families.FAMILIES if getattr(f, "SEQ2SEQ", False))
+    return any(model_type in f.model_types for f in families.FAMILIES if f.seq2seq)
 
 
 def _decoder_missing(ckpt, keymap) -> Optional[str]:
@@ -79,7 +79,7 @@ def map_params(ckpt, config: Seq2SeqConfig) -> ParamStore:
         raise ModelError(f"{ckpt.source}: the config describes an encoder–decoder but the file has "
                          f"no decoder weights (no {missing})")
     shapes = expected_seq2seq_shapes(config)
-    computed = family.computed_params(config) if hasattr(family, "computed_params") else {}
+    computed = family.computed_params(config) if family.computed_params else {}
     entries = {}
     for core_name, full, transform in keymap:
         if full not in ckpt.where:

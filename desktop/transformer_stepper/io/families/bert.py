@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from ...core.config import ModelConfig
 from ...core.errors import ModelError
-from .common import (IDENTITY, TRANSPOSE, KeyMap, activation, build, count_layers, display_name,
+from .common import (ASSUMED_D_HEAD, IDENTITY, TRANSPOSE, KeyMap, activation, build, count_layers, display_name,
                      divisible, integer, number, prefixed, strip_prefix, tied)
 
 MODEL_TYPES = ("bert",)
 LAYER_MARKER = "encoder.layer."
 ACTIVATIONS = {"gelu": "gelu_erf", "gelu_python": "gelu_erf", "gelu_new": "gelu_tanh",
                "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh", "relu": "relu"}
-ASSUMED_D_HEAD = 64  # BERT-base's heads; a lone safetensors does not say
 
 
 def detect(names: set[str]) -> bool:

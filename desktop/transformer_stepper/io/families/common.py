@@ -13,6 +13,10 @@ from ...core.errors import ModelError
 from ..keymaps import IDENTITY, TRANSPOSE, Columns, KeyMap, Transform  # noqa: F401  (re-exported)
 
 
+# the head width a lone .safetensors is assumed to have when nothing in it says (BERT-base,
+# GPT-2 and Llama 1-3 all use 64-wide heads); every such guess is named in the load warning
+ASSUMED_D_HEAD = 64
+
 def integer(cfg: dict, key: str, source: str, default: Optional[int] = None) -> int:
     value = cfg.get(key, default)
     if value is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...core.config import ModelConfig
 from ...core.errors import ModelError
-from .common import (IDENTITY, TRANSPOSE, KeyMap, activation, build, count_layers, display_name,
+from .common import (ASSUMED_D_HEAD, IDENTITY, TRANSPOSE, KeyMap, activation, build, count_layers, display_name,
                      divisible, integer, prefixed, strip_prefix, tied)
 
 MODEL_TYPES = ("distilbert",)
@@ -64,9 +64,9 @@ def keymap(config: ModelConfig, names: set[str]) -> KeyMap:
 def infer_hf_config(shape, names: set[str]) -> dict:
     p = strip_prefix(names, ("distilbert.",))
     n_vocab, d_model = shape(p + "embeddings.word_embeddings.weight", 2)
-    if d_model % 64:
-        raise ModelError(f"no config.json, and dim={d_model} is not a multiple of 64")
+    if d_model % ASSUMED_D_HEAD:
+        raise ModelError(f"no config.json, and dim={d_model} is not a multiple of {ASSUMED_D_HEAD}")
     return {"model_type": "distilbert", "vocab_size": n_vocab, "dim": d_model,
             "max_position_embeddings": shape(p + "embeddings.position_embeddings.weight", 2)[0],
             "hidden_dim": shape(p + "transformer.layer.0.ffn.lin1.weight", 2)[0],
-            "n_layers": count_layers(names, LAYER_MARKER), "n_heads": d_model // 64}
+            "n_layers": count_layers(names, LAYER_MARKER), "n_heads": d_model // ASSUMED_D_HEAD}

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from ...core.config import ModelConfig
 from ...core.errors import ModelError
-from .common import (IDENTITY, Columns, KeyMap, activation, build, count_layers, display_name,
+from .common import (ASSUMED_D_HEAD, IDENTITY, Columns, KeyMap, activation, build, count_layers, display_name,
                      divisible, integer, number, prefixed, strip_prefix, tied)
 
 MODEL_TYPES = ("gpt2",)
 LAYER_MARKER = "h."
 ACTIVATIONS = {"gelu": "gelu_erf", "gelu_python": "gelu_erf", "gelu_new": "gelu_tanh",
                "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh", "relu": "relu"}
-ASSUMED_D_HEAD = 64
 
 
 def detect(names: set[str]) -> bool:

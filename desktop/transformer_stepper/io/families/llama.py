@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...core.config import ModelConfig
 from ...core.errors import ModelError
-from .common import (IDENTITY, TRANSPOSE, KeyMap, activation, build, count_layers, display_name,
+from .common import (ASSUMED_D_HEAD, IDENTITY, TRANSPOSE, KeyMap, activation, build, count_layers, display_name,
                      divisible, flag, integer, number, prefixed, strip_prefix, tied)
 from .rope import rope_fields
 
@@ -132,7 +132,7 @@ def infer_hf_config(shape, names: set[str]) -> dict:
     if q_norm in names:                          # Qwen3: the per-head norm is as wide as a head
         head_dim = shape(q_norm, 1)[0]
     else:                                        # a lone file does not say; 64 is the common width
-        head_dim = 64 if d_q % 64 == 0 else d_q
+        head_dim = ASSUMED_D_HEAD if d_q % ASSUMED_D_HEAD == 0 else d_q
     model_type = "qwen3" if any(n.endswith("self_attn.q_norm.weight") for n in names) else (
         "qwen2" if any(n.endswith("self_attn.q_proj.bias") for n in names) else "llama")
     return {"model_type": model_type, "vocab_size": n_vocab, "hidden_size": d_model,

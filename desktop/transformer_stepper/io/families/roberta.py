@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...core.config import ModelConfig
 from .bert import encoder_config, encoder_keymap, untied_head_warning
-from .common import IDENTITY, TRANSPOSE, KeyMap, count_layers, integer, prefixed, strip_prefix
+from .common import ASSUMED_D_HEAD, IDENTITY, TRANSPOSE, KeyMap, count_layers, integer, prefixed, strip_prefix
 
 MODEL_TYPES = ("roberta", "xlm-roberta")
 LAYER_MARKER = "encoder.layer."
@@ -44,4 +44,4 @@ def infer_hf_config(shape, names: set[str]) -> dict:
             "type_vocab_size": shape(p + "embeddings.token_type_embeddings.weight", 2)[0],
             "intermediate_size": shape(p + "encoder.layer.0.intermediate.dense.weight", 2)[0],
             "num_hidden_layers": count_layers(names, LAYER_MARKER), "pad_token_id": 1,
-            "num_attention_heads": max(d_model // 64, 1), "layer_norm_eps": 1e-5}
+            "num_attention_heads": max(d_model // ASSUMED_D_HEAD, 1), "layer_norm_eps": 1e-5}
