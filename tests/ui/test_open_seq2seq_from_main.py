@@ -47,3 +47,19 @@ def test_a_one_stack_model_still_opens_in_the_main_window(qtbot, window, model_p
     with qtbot.waitSignal(window.session.traceChanged, timeout=10_000):
         window.open_model(str(model_paths["gpt2"]))
     assert window.translations.windows == []
+
+
+def test_file_builtin_translator_opens_the_shipped_translator(qtbot, window):
+    action = next(a for a in window.file_menu.actions() if "Translator" in a.text())
+    action.trigger()
+    translation = _opened(qtbot, window)
+    config = translation.model.config
+    assert config.family == "marian" and config.encoder.n_layer == 2
+    assert translation.source_box.text().endswith("near the river .")      # its example sentence
+    translation.translate()
+    qtbot.waitUntil(lambda: int(translation.trace.decoder.input_ids[-1]) == config.eos_token_id,
+                    timeout=10_000)
+    # English "bank" beside a river becomes Velan "bordo"; the verb comes last
+    assert translation.target_box.text() == "la viro olda la bordo ruga la rivo apud vidis ."
+    assert window.session.model is None and window.errors == []
+    translation.workers.wait()

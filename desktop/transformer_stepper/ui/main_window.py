@@ -171,6 +171,7 @@ class MainWindow(QMainWindow):
         open_folder.setShortcut(QKeySequence.StandardKey.Open)
         menu.addAction("Open Model F&ile…", self.open_file_dialog)
         menu.addAction("Open the &Built-in Model", lambda: self.open_model(None))
+        menu.addAction("Built-in &Translator (encoder–decoder)", self.open_builtin_translator)
         self.reopen_action = menu.addAction("&Reopen Last Model", self._reopen_last)
         menu.addMenu(RecentMenu(self.recent, self.open_model, menu))
         menu.addMenu(HFCacheMenu(self.open_model, menu))
@@ -330,6 +331,11 @@ class MainWindow(QMainWindow):
             self.recent.add(str(Path(path).expanduser().resolve()))
             return
         self.session.open_model(path)
+
+    def open_builtin_translator(self) -> None:
+        from ..io.resources import builtin_translator_dir
+
+        self.open_model(str(builtin_translator_dir()))
 
     def open_folder_dialog(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Open a model folder (config.json + weights)",
