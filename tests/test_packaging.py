@@ -27,6 +27,7 @@ def test_the_wheel_carries_the_resources(tmp_path):
     wheel = next(tmp_path.glob("transformer_stepper-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for resource in ("model/config.json", "model/model.safetensors", "model/tokenizer.json",
-                     "explanations/softmax.md"):
+                     "explanations/softmax.md", "translator/config.json", "translator/model.safetensors",
+                     "translator/tokenizer.json"):
         assert f"transformer_stepper/resources/{resource}" in names, resource
     assert "transformer_stepper/io/families/llama.py" in names

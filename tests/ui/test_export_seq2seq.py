@@ -27,7 +27,7 @@ def test_the_window_refuses_an_encoder_decoder_in_one_line():
     import pytest
 
     from transformer_stepper.core.errors import ModelError
-    from transformer_stepper.ui.workers import load_and_trace
+    from transformer_stepper.state.jobs import load_and_trace
 
     with pytest.raises(ModelError, match=r"t5_tiny: t5 is an encoder–decoder; open it in its own "
                                          r"window with `transformer-stepper --model PATH`") as error:

@@ -23,8 +23,9 @@ def add_parser(sub) -> None:
     parser.add_argument("--out", required=True, help="output model folder")
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--recipe", choices=("builtin", "quick"), default="builtin",
-                        help="builtin: the shipped model's recipe (default); quick: about 45 s")
+    parser.add_argument("--recipe", choices=("builtin", "quick", "translator"), default="builtin",
+                        help="builtin: the shipped model's recipe (default); quick: about 45 s; "
+                             "translator: the built-in encoder–decoder (resources/translator/)")
     parser.add_argument("--snapshots", type=int, default=None,
                         help="E snapshots kept in history.npz, at most (default 64)")
     parser.set_defaults(run=run_train)
@@ -58,6 +59,9 @@ class _Printer:
 def run_train(args, on_progress: Optional[Callable[[TrainProgress], None]] = None) -> int:
     """args.out, args.steps, args.seed (None: the recipe's); optional args.force.
     `on_progress` also sees every step (the app's live view; tests use it to interrupt)."""
+    if getattr(args, "recipe", None) == "translator":
+        from .translator import run_translator
+        return run_translator(args)
     recipe = _recipe_from_args(args)
     snapshots = getattr(args, "snapshots", None)
     snapshots = DEFAULT_SNAPSHOTS if snapshots is None else snapshots   # 0 is refused, not 64

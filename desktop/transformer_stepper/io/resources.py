@@ -24,3 +24,8 @@ def resources_dir() -> Path:
 
 def builtin_model_dir() -> Path:
     return resources_dir() / "model"
+
+
+def builtin_translator_dir() -> Path:
+    """The built-in encoder–decoder (a Marian folder; `train --recipe translator` writes it)."""
+    return resources_dir() / "translator"

@@ -27,6 +27,7 @@ from .session_file import add_session_actions
 from .walk_panel import install_walk_panel
 from .weight_budget import WeightBudget
 from .session import Session
+from .seq2seq.opener import TranslationWindows
 from .stages import StageView, create_view
 from .explanation_panel import ExplanationPanel
 from .generate_bar import GenerateBar
@@ -66,6 +67,7 @@ class MainWindow(QMainWindow):
         self.session = session or Session(self)
         self.settings = settings or default_settings()
         self.recent = RecentModels(self.settings)
+        self.translations = TranslationWindows()      # encoder–decoders opened from here
         self.views: dict[str, StageView] = {}
         self.errors: list[str] = []              # every error shown, for tests and bug reports
         self.error_box: Optional[QMessageBox] = None
@@ -169,6 +171,7 @@ class MainWindow(QMainWindow):
         open_folder.setShortcut(QKeySequence.StandardKey.Open)
         menu.addAction("Open Model F&ile…", self.open_file_dialog)
         menu.addAction("Open the &Built-in Model", lambda: self.open_model(None))
+        menu.addAction("Built-in &Translator (encoder–decoder)", self.open_builtin_translator)
         self.reopen_action = menu.addAction("&Reopen Last Model", self._reopen_last)
         menu.addMenu(RecentMenu(self.recent, self.open_model, menu))
         menu.addMenu(HFCacheMenu(self.open_model, menu))
@@ -323,7 +326,16 @@ class MainWindow(QMainWindow):
 
     # -- opening models -----------------------------------------------------------------------
     def open_model(self, path: Optional[str]) -> None:
+        if self.translations.wants(path):      # an encoder–decoder: its own window (ui/seq2seq/)
+            self.translations.open(path)
+            self.recent.add(str(Path(path).expanduser().resolve()))
+            return
         self.session.open_model(path)
+
+    def open_builtin_translator(self) -> None:
+        from ..io.resources import builtin_translator_dir
+
+        self.open_model(str(builtin_translator_dir()))
 
     def open_folder_dialog(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Open a model folder (config.json + weights)",
@@ -630,6 +642,7 @@ class MainWindow(QMainWindow):
         self.save_settings()
         self.tabs.shutdown()
         self.session.shutdown()
+        self.translations.close_all()
         for view in self.views.values():
             view.close()
         self.provenance_panel.close()
