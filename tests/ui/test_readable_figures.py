@@ -214,3 +214,18 @@ def test_logit_lens_words_fit_their_cells_and_the_window_scrolls(qtbot, loaded_w
         assert contrast(ink, relative_luminance(colours[row, col])) >= 4.5
     view.scroll.setValue(0)                                    # scrolled to the start
     assert table.column_window()[0] == 0 and table.visible_columns()[0] == 0
+
+
+def test_a_wrapped_title_line_is_never_cut(qtbot):
+    """Wrapping measures with horizontalAdvance, eliding with elidedText, which can measure a
+    line a few pixels wider: a line that was just wrapped to fit came out as 'tir…'."""
+    from transformer_stepper.ui.plots.common import wrap_lines
+    font = QFont()
+    font.setPointSize(TITLE_POINTS)
+    metrics = QFontMetrics(font)
+    text = "Nearest rows of E to 'tired' (cosine)"
+    for width in range(60, metrics.horizontalAdvance(text) + 20):
+        lines = wrap_lines(text, metrics, width, 3)
+        whole = [line for line in lines if "…" not in line]
+        if len(lines) < 3:                      # not cut for want of lines
+            assert whole == lines, (width, lines)

@@ -280,9 +280,10 @@ def wrap_lines(text: str, metrics: QFontMetrics, width: int, max_lines: int) -> 
     last line is cut with '…' (as is a single word wider than a line)."""
     lines: list[str] = []
     current = ""
+    slack = 4          # elidedText measures a few pixels wider than horizontalAdvance at times
     for word in text.split(" "):
         candidate = f"{current} {word}" if current else word
-        if current and metrics.horizontalAdvance(candidate) > width:
+        if current and metrics.horizontalAdvance(candidate) > width - slack:
             lines.append(current)
             current = word
         else:
