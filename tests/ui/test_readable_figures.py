@@ -214,3 +214,44 @@ def test_logit_lens_words_fit_their_cells_and_the_window_scrolls(qtbot, loaded_w
         assert contrast(ink, relative_luminance(colours[row, col])) >= 4.5
     view.scroll.setValue(0)                                    # scrolled to the start
     assert table.column_window()[0] == 0 and table.visible_columns()[0] == 0
+
+
+def test_a_wrapped_title_line_is_never_cut(qtbot):
+    """Wrapping measures with horizontalAdvance, eliding with elidedText, which can measure a
+    line a few pixels wider: a line that was just wrapped to fit came out as 'tir…'."""
+    from transformer_stepper.ui.plots.common import wrap_lines
+    font = QFont()
+    font.setPointSize(TITLE_POINTS)
+    metrics = QFontMetrics(font)
+    text = "Nearest rows of E to 'tired' (cosine)"
+    for width in range(60, metrics.horizontalAdvance(text) + 20):
+        lines = wrap_lines(text, metrics, width, 3)
+        whole = [line for line in lines if "…" not in line]
+        if len(lines) < 3:                      # not cut for want of lines
+            assert whole == lines, (width, lines)
+
+
+@pytest.mark.parametrize("width", [1366, 1000])
+def test_compare_read_words_overlap_neither_each_other_nor_the_sentence_tags(qtbot, loaded_window, width):
+    """Compare's 'What each one read': the words above the bars were drawn over each other."""
+    from transformer_stepper.ui.compare.figures import AttentionFigure
+    window = loaded_window("gpt2")
+    window.resize(width, 768)
+    window.tabs.show_tab("compare")
+    compare = window.tabs.widget(window.tabs.currentIndex())
+    qtbot.waitExposed(window)
+
+    def drawn():
+        figures = compare.findChildren(AttentionFigure)
+        return figures and figures[0].n_read > 0
+    qtbot.waitUntil(drawn, timeout=20_000)
+    qtbot.wait(100)
+    figure = compare.findChildren(AttentionFigure)[0]
+    figure.scene().prepareForPaint()
+    shown = figure.shown_read_labels()
+    assert shown                                   # the heaviest word is always named
+    rects = [figure.text_rect(label) for label in shown]
+    tags = [figure.text_rect(tag) for tag in figure.tags if tag.isVisible()]
+    for i, rect in enumerate(rects):
+        assert not any(rect.intersects(other) for other in rects[i + 1:] + tags), \
+            [label.toPlainText() for label in shown]

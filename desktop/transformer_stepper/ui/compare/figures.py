@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QColor
 
 from ...core.compare import Comparison
@@ -259,6 +259,7 @@ class CosineFigure(Lines):
 # -- 6. where the difference comes from: attention ----------------------------------------------------
 GAP = 1                        # empty slots between two sentences' bars
 READ_LABELS = 3                # the words each occurrence read most are named above their bars
+HEADROOM = 1.45                # the weight axis runs to this × the top bar: room for its word
 
 
 def _group_brush(number: int) -> QBrush:
@@ -287,8 +288,10 @@ class AttentionFigure(Figure):
         self.separators: list[pg.InfiniteLine] = []
         self.tags: list[pg.TextItem] = []
         self.read_labels: list[pg.TextItem] = []
+        self.n_read = 0                                      # of them in use, heaviest first
         self.where = ""
         self.plot.vb.sigRangeChanged.connect(self._lift_tags)   # tags stay at the top
+        self.plot.vb.sigTransformChanged.connect(self._declutter)      # resized or re-ranged
 
     def draw(self, comparison: Comparison, attention: Sequence[np.ndarray], layer: int,
              head: int, labels: Sequence[Sequence[str]]) -> None:
@@ -328,9 +331,10 @@ class AttentionFigure(Figure):
         self._place_tags(starts, comparison)
         self._label_read(starts)
         top = max((finite_max(w, 0.0) for w in self.weights if len(w)), default=1.0)
-        self.plot.setRange(xRange=(-0.6, max(len(self.slots), 1) - 0.4), yRange=(0, top * 1.25 or 1),
+        self.plot.setRange(xRange=(-0.6, max(len(self.slots), 1) - 0.4), yRange=(0, top * HEADROOM or 1),
                            padding=0)
         self.set_title(f"What each one read: {self.where}")
+        self._declutter()
 
     def _items(self, pool: list, needed: int, make) -> list:
         # text items and lines are kept and re-placed: making them costs more than the bars
@@ -365,8 +369,10 @@ class AttentionFigure(Figure):
                 if weights[j] < 0.1:
                     break
                 placed.append((self.pieces[o][j], start + int(j), float(weights[j])))
+        placed.sort(key=lambda p: -p[2])          # the heaviest first: they win a crowded spot
         labels = self._items(self.read_labels, len(placed),
                              lambda: pg.TextItem(color="#333", anchor=(0.5, 1.0)))
+        self.n_read = len(placed)
         for label, (text, x, y) in zip(labels, placed):
             if label.toPlainText() != text:
                 label.setText(text, color="#333")
@@ -377,6 +383,29 @@ class AttentionFigure(Figure):
         top = self.plot.vb.viewRange()[1][1]
         for tag in self.tags:
             tag.setPos(tag.pos().x(), top)
+        self._declutter()
+
+    def _declutter(self, *_) -> None:
+        """Show a word above its bar only where it overlaps no heavier word and no sentence tag
+        (issue 24: 'boat' over 'to', 'S4' over 'from'); the rest are named on hover."""
+        taken = [self.text_rect(tag) for tag in self.tags if tag.isVisible()]
+        for label in self.read_labels[:self.n_read]:
+            rect = self.text_rect(label)
+            free = not any(rect.intersects(other) for other in taken)
+            label.setVisible(free)
+            if free:
+                taken.append(rect)
+
+    def text_rect(self, item: pg.TextItem) -> QRectF:
+        """Where a text item is drawn, in scene pixels (from its anchor, whether or not its own
+        transform has caught up with the view's yet)."""
+        at = self.plot.vb.mapViewToScene(item.pos())
+        size = item.textItem.boundingRect()
+        return QRectF(at.x() - item.anchor.x() * size.width(), at.y() - item.anchor.y() * size.height(),
+                      size.width(), size.height())
+
+    def shown_read_labels(self) -> list[pg.TextItem]:
+        return [label for label in self.read_labels[:self.n_read] if label.isVisible()]
 
     def _slot(self, x: float) -> Optional[tuple[int, int]]:
         i = nearest_index(x, len(self.slots))

@@ -26,6 +26,8 @@ TITLE_SIZE = f"{TITLE_POINTS}pt"
 LABEL_STYLE = {"font-size": "10pt", "color": "#222"}
 TICK_FONT_POINTS = 9
 ROTATED_PIXELS = 90          # a label written upwards is cut to this length
+SHORT_CHART = 16             # up to this many labels, every one is drawn (smaller if need be)
+MIN_TICK_PIXELS = 7.0        # the smallest font a label is shrunk to (its line height, pixels)
 
 _configured = False
 _brushes: dict[str, QBrush] = {}
@@ -100,6 +102,7 @@ class LabelAxis(pg.AxisItem):
         self._label_pixels = 14.0
         self._texts: dict[int, str] = {}    # tick -> its label as drawn (cut to its room)
         self.rotated = False                # labels written upwards (too many to write across)
+        self._shrink = 1.0                  # their font's scale (< 1: a short chart's narrow bars)
 
     def set_labels(self, labels: Optional[Sequence[str]]) -> None:
         self.labels = list(labels) if labels is not None else None
@@ -133,8 +136,12 @@ class LabelAxis(pg.AxisItem):
             pixels_per_unit = size / abs(maxVal - minVal or 1)
             placed = self._fit_across(lo, hi, min(minVal, maxVal), pixels_per_unit)
             complete = placed is not None and len(placed) == hi - lo + 1
-            if not complete and pixels_per_unit >= QFontMetricsF(self._font()).height():
+            line = QFontMetricsF(self._font()).height()
+            short = len(self.labels) <= SHORT_CHART and pixels_per_unit >= MIN_TICK_PIXELS
+            if not complete and (pixels_per_unit >= line or short):
                 # too narrow to write across, wide enough to write upwards: every label, turned
+                # (a short chart's in a smaller font when its bars are narrower than a line)
+                self._shrink = min(1.0, pixels_per_unit / line)
                 placed, rotated = {i: self._upright(i) for i in range(lo, hi + 1)}, True
             if placed is not None:
                 self._set_rotated(rotated)
@@ -154,12 +161,19 @@ class LabelAxis(pg.AxisItem):
     def _font(self) -> QFont:
         return self.style["tickFont"] or QFont()
 
+    def _upright_font(self) -> QFont:
+        """The font of labels written upwards: the tick font, shrunk to the room per label."""
+        font = QFont(self._font())
+        if self._shrink < 1.0:
+            font.setPointSizeF(max(1.0, font.pointSizeF() * self._shrink))
+        return font
+
     def _upright(self, i: int) -> str:
         """Label i, written upwards: cut to ROTATED_PIXELS, but an emphasised one whole."""
         if i in self.emphasis:
             return _shorten(self.labels[i])
-        return QFontMetricsF(self._font()).elidedText(_shorten(self.labels[i]), Qt.TextElideMode.ElideRight,
-                                                      ROTATED_PIXELS)
+        return QFontMetricsF(self._upright_font()).elidedText(_shorten(self.labels[i]),
+                                                              Qt.TextElideMode.ElideRight, ROTATED_PIXELS)
 
     def _set_rotated(self, rotated: bool) -> None:
         if rotated != self.rotated:
@@ -179,7 +193,7 @@ class LabelAxis(pg.AxisItem):
         bounds = self.mapRectFromParent(self.geometry())
         low, high = self.range
         scale = bounds.width() / ((high - low) or 1.0)
-        metrics = QFontMetricsF(self._font())
+        metrics = QFontMetricsF(self._upright_font())
         top = bounds.top() + max(0, self.style["tickLength"]) + self.style["tickTextOffset"][1]
         text_specs, longest = [], 0.0
         for i, text in sorted(self._texts.items()):
@@ -195,7 +209,7 @@ class LabelAxis(pg.AxisItem):
         if not self.rotated:
             return super().drawPicture(p, axisSpec, tickSpecs, textSpecs)
         super().drawPicture(p, axisSpec, tickSpecs, [])
-        p.setFont(self._font())
+        p.setFont(self._upright_font())
         p.setPen(self.textPen())
         for rect, flags, text in textSpecs:
             p.save()
@@ -266,9 +280,10 @@ def wrap_lines(text: str, metrics: QFontMetrics, width: int, max_lines: int) -> 
     last line is cut with '…' (as is a single word wider than a line)."""
     lines: list[str] = []
     current = ""
+    slack = 4          # elidedText measures a few pixels wider than horizontalAdvance at times
     for word in text.split(" "):
         candidate = f"{current} {word}" if current else word
-        if current and metrics.horizontalAdvance(candidate) > width:
+        if current and metrics.horizontalAdvance(candidate) > width - slack:
             lines.append(current)
             current = word
         else:

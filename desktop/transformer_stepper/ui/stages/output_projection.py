@@ -63,12 +63,11 @@ class OutputProjectionView(StageView):
         self.residual.set_data(self.layer_array("attn_residual"), self.labels)
         # post-LN (BERT): ln_1 follows this residual; pre-LN (GPT-2): ln_2 normalises it for the
         # MLP; Gemma 2/3 and OLMo 2: post_attn_ln normalises the attention output before the add
-        norm, role = (("post_attn_ln", "the attention output, normalised before it is added to x")
+        norm, role = (("post_attn_ln", "the attention output, normalised before the add")
                       if branch_out else
                       ("ln_1", "the new residual stream") if config.norm == "post" else
-                      ("ln_2", "the feed-forward's input, of the layer's input x (parallel residual: "
-                               "both branches read the same x)") if config.parallel_residual else
-                      ("ln_2", "the feed-forward's input; the stream itself stays un-normalised"))
+                      ("ln_2", "the feed-forward's input, of the layer's input x (parallel)") if config.parallel_residual else
+                      ("ln_2", "the feed-forward's input (the stream stays as it is)"))
         self.norm_name = norm
         self.norm.set_title(f"{NORM_LABELS[config.norm_kind]} {norm}: {role}")
         self.norm.set_data(self.layer_array(f"{norm}_out"), self.labels)
