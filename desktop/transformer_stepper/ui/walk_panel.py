@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QDockWidget, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
-                               QPushButton, QStackedWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDockWidget, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
+                               QPushButton, QScrollArea, QStackedWidget, QVBoxLayout, QWidget)
 
 from ..core.errors import ModelError
 from ..core.walks import Shown, Walk, fill_step
@@ -60,8 +60,8 @@ class WalkPanel(QDockWidget):
             item = QListWidgetItem(walk.question)
             item.setToolTip(walk.summary)
             self.question_list.addItem(item)
-        self.question_list.itemActivated.connect(lambda item: self.start(self.question_list.row(item)))
-        self.question_list.itemClicked.connect(lambda item: self.start(self.question_list.row(item)))
+        self.question_list.itemActivated.connect(self._start_item)
+        self.question_list.itemClicked.connect(self._start_item)
         layout.addWidget(self.question_list)
         return page
 
@@ -85,8 +85,8 @@ class WalkPanel(QDockWidget):
         self.next_button = QPushButton("Next ▶")
         self.leave_button = QPushButton("Leave the walk here")
         self.list_button = QPushButton("All questions")
-        self.back_button.clicked.connect(lambda: self.go(self.index - 1))
-        self.next_button.clicked.connect(lambda: self.go(self.index + 1))
+        self.back_button.clicked.connect(self.back)
+        self.next_button.clicked.connect(self.next)
         self.leave_button.clicked.connect(self.leave)
         self.list_button.clicked.connect(self.show_list)
         for button in (self.back_button, self.next_button, self.leave_button, self.list_button):
@@ -94,11 +94,24 @@ class WalkPanel(QDockWidget):
         layout.setContentsMargins(8, 2, 8, 4)
         layout.addWidget(self.question_label)
         layout.addLayout(buttons)
-        layout.addWidget(self.caption)
-        layout.addStretch(1)
+        # a long caption scrolls in a short dock (1366×768) rather than being cut off
+        caption_area = QScrollArea()
+        caption_area.setWidgetResizable(True)
+        caption_area.setFrameShape(QFrame.Shape.NoFrame)
+        caption_area.setWidget(self.caption)
+        layout.addWidget(caption_area, stretch=1)
         return page
 
     # -- walking -----------------------------------------------------------------------------
+    def _start_item(self, item: QListWidgetItem) -> None:
+        self.start(self.question_list.row(item))
+
+    def back(self) -> None:
+        self.go(self.index - 1)
+
+    def next(self) -> None:
+        self.go(self.index + 1)
+
     def show_list(self) -> None:
         self.walk = None
         self._latest.drop()
