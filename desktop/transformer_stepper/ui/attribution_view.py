@@ -4,7 +4,8 @@ an LM head — each part's and each head's direct attribution to the predicted t
 (core/attribution.py), also as stacked bars: per layer its heads (through W_O) and its
 feed-forward, pushes up stacked above zero and pushes down below. The numbers are
 decompose's; this view only arranges them. The layers it reads are computed in workers first,
-as the stage views do."""
+as the stage views do. With "Show intervened" on it decomposes the intervened pass the stepper
+shows (session.shown_trace), says so above the plots, and waits while that pass runs."""
 from __future__ import annotations
 
 from typing import Optional
@@ -83,7 +84,8 @@ class AttributionView(QWidget):
             figure.hovered.connect(self.summary.setToolTip)
         self._connections = Connections([
             (session.traceChanged, self._on_trace), (session.modelChanged, self._on_model),
-            (session.selectionChanged, self.refresh), (session.layerReady, self.refresh)])
+            (session.selectionChanged, self.refresh), (session.layerReady, self.refresh),
+            (session.shownTraceChanged, self.refresh)])
         self._on_model()
 
     def _on_model(self) -> None:
@@ -114,9 +116,13 @@ class AttributionView(QWidget):
         self.summary.setText("")
 
     def refresh(self, *_) -> None:
-        session, trace = self.session, self.session.trace
+        session, trace = self.session, self.session.shown_trace
         if trace is None or session.model is None:
             self._show("Open a model and type a sentence.")
+            return
+        if getattr(session, "waiting_for_intervened", False):
+            self._show("Running the intervened forward pass for this text… (Show intervened is on: "
+                       "this tab decomposes that pass once it is in).")
             return
         config = trace.config
         if config.norm != "pre":
@@ -130,10 +136,10 @@ class AttributionView(QWidget):
         self.layer_label.setVisible(True)
         self.layer_box.setVisible(True)
         layer = max(self.layer_box.currentIndex(), 0)
-        missing = [l for l in range(layer + 1) if not session.layer_ready(l)]
+        missing = [l for l in range(layer + 1) if not session.layer_ready(l, trace)]
         if missing:                        # never compute layer detail on the GUI thread
             for l in missing:
-                session.prepare_layer(l)
+                session.prepare_layer(l, trace)
             self._show(f"Computing layer {missing[0]}…")
             return
         try:
@@ -154,7 +160,8 @@ class AttributionView(QWidget):
             self.heads.setVisible(False)
             self.layers.setVisible(False)
             self.sizes.setVisible(True)
-            self.summary.setText(f"'{token}': the stream after layer {layer} = embedding + every attention "
+            self.summary.setText(f"{self._pass_words(trace)}'{token}': the stream after layer {layer} = "
+                                 "embedding + every attention "
                                  "and feed-forward output (no LM head: no logit to attribute).")
             return
         name = readable(session.model.tokenizer.id_to_token(d.token_id))
@@ -180,8 +187,16 @@ class AttributionView(QWidget):
             scale = (f"Each part is centred and scaled by the final LayerNorm's 1/σ = {d.scale:.4g} "
                      f"(one number for all) and γ; the constant is β·W.")
         self.summary.setText(
-            f"<b>'{token}'</b> → <b>'{name}'</b> ({where}): logit {d.logit:.4f} = Σ parts "
-            f"{float(d.contributions.sum()):.4f} + constant {d.constant:.4f}. {scale}")
+            f"{self._pass_words(trace)}<b>'{token}'</b> → <b>'{name}'</b> ({where}): logit {d.logit:.4f} "
+            f"= Σ parts {float(d.contributions.sum()):.4f} + constant {d.constant:.4f}. {scale}")
+
+    @staticmethod
+    def _pass_words(trace) -> str:
+        """Which pass is decomposed, when it is not the clean model's."""
+        if not trace.interventions:
+            return ""
+        from ..core.interventions import describe_all
+        return f"<b>INTERVENED pass</b> ({describe_all(trace.interventions)}): "
 
     @staticmethod
     def _scale_words(config, scale: float) -> str:

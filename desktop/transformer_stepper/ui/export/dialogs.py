@@ -25,6 +25,7 @@ from .job import ExportJob, existing_exports
 from .menu import warn
 from .render import DEFAULT_SIZE, FORMATS, SCALES, ExportOptions
 from .snapshot import SnapshotSession
+from .waiting import when_shown_ready
 
 _running: set = set()          # jobs in progress (kept alive until they end)
 
@@ -195,6 +196,14 @@ def start_figures_export(window, dialog: ExportFiguresDialog) -> Optional[Export
     existing = existing_exports(folder, keys, options.format)
     if existing and not ask_replace(window, folder, [p.name for p in existing]):
         return None
+    return when_shown_ready(window, lambda: _export_figures(window, folder, keys, options, all_layers_heads),
+                            "the figures")
+
+
+def _export_figures(window, folder: Path, keys: list[str], options: ExportOptions,
+                    all_layers_heads: bool) -> Optional[ExportJob]:
+    if _no_trace(window):
+        return None
     snapshot = SnapshotSession.of(window.session, parent=window)
     job = ExportJob(snapshot, folder, keys, options, all_layers_heads, parent=window)
     job.caption = preferences.caption(window)
@@ -323,6 +332,25 @@ def start_data_export(window, folder: Path, formats: list[str]) -> Optional[Data
     existing = [name for name, _ in files if (folder / name).exists()]
     if existing and not ask_replace(window, folder, existing):
         return None
+    made_from = session.shown_trace
+    return when_shown_ready(window, lambda: _export_data(window, folder, formats, files, made_from),
+                            "the trace data")
+
+
+def _export_data(window, folder: Path, formats: list[str], files: list, made_from) -> Optional[DataExport]:
+    """`files` were made from `made_from`; if the stepper shows another trace now (the
+    intervened pass came in while the export waited for it) they are made again from it."""
+    session, stage = window.session, stages.stage(window.session.stage_key)
+    if _no_trace(window):
+        return None
+    if session.shown_trace is not made_from:
+        try:
+            files = data_files(session.shown_trace, stage, session.layer, session.head, formats,
+                               session.model.tokenizer.id_to_token)
+            files.append(facts_file(session))
+        except ModelError as exc:
+            warn(window, "Could not export the trace data", str(exc))
+            return None
     export = DataExport(folder, files, parent=window)
     window.statusBar().showMessage(f"Exporting trace data to {folder}…")
 
