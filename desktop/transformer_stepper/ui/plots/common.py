@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, QSizeF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QFontMetrics, QFontMetricsF
 from PySide6.QtWidgets import QGraphicsItem, QToolTip, QWidget
 
@@ -296,6 +296,21 @@ def wrap_lines(text: str, metrics: QFontMetrics, width: int, max_lines: int) -> 
 
 def _shorten(label: str, limit: int = 16) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def _label_size_hint(self, hint, constraint):
+    # pyqtgraph's LabelItem.sizeHint reads self._sizeHint. When the collector frees a closed
+    # figure (a reference cycle in pyqtgraph: issue 25's note), it clears the label's __dict__
+    # before Qt deletes the C++ item, and Qt may still ask the half-freed label its size hint
+    # while the layout is torn down: answer "no size" instead of raising in the event loop
+    # (the full suite met it in tests/ui/test_export_scale.py after earlier tests' figures)
+    sizes = self.__dict__.get("_sizeHint")
+    if sizes is None or hint not in sizes:
+        return QSizeF(0, 0)
+    return QSizeF(*sizes[hint])
+
+
+pg.LabelItem.sizeHint = _label_size_hint
 
 
 class TitleLabel(pg.LabelItem):
