@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core.errors import ModelError
 from .gguf_header import Tensor, read_header
-from .safetensors_file import FileChanged, file_identity, open_regular
+from .safetensors_file import check_unchanged, file_identity, open_regular
 
 _MAGIC = b"GGUF"
 _VERSIONS = (2, 3)
@@ -121,14 +121,7 @@ class GGUFFile:
                              f"gguf package cannot dequantize")
 
     def check_unchanged(self) -> None:
-        """The file is still the one opened: a truncated mapping would kill the process with
-        SIGBUS on the next read (as io/safetensors_file.py checks its files)."""
-        try:
-            now = file_identity(self.path)
-        except ModelError:
-            now = None
-        if now != self.identity:
-            raise FileChanged(f"{self.path}: the file changed on disk; reopen it")
+        check_unchanged(self.path, self.identity)      # before every read of the mapping
 
     def stored(self, name: str) -> np.ndarray:
         """The tensor's stored data: float arrays as they are, block types as [rows, bytes]."""

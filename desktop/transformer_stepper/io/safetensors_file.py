@@ -78,6 +78,18 @@ class FileChanged(ModelError):
     """A mapped weights file is no longer the one that was opened."""
 
 
+def check_unchanged(path: Path, identity: tuple[int, int, int, int]) -> None:
+    """The file is still the one opened (device, inode, size, mtime as file_identity gave at
+    open): a mapped file that was truncated would kill the process with SIGBUS on the next
+    read, and one rewritten in place would give another model's numbers. -> FileChanged."""
+    try:
+        now = file_identity(path)
+    except ModelError:
+        now = None
+    if now != identity:
+        raise FileChanged(f"{path}: the file changed on disk; reopen it")
+
+
 def _read_header(path: Path) -> tuple[dict, int, int]:
     """-> (header object, header length, file size), or a ModelError naming the file."""
     try:
@@ -182,15 +194,7 @@ class SafetensorsFile:
         self.identity = file_identity(self.path)
 
     def check_unchanged(self) -> None:
-        """The file is still the one opened (device, inode, size, mtime): a mapped file that was
-        truncated would kill the process with SIGBUS on the next read, and one rewritten in
-        place would give another model's numbers. -> FileChanged naming the file."""
-        try:
-            now = file_identity(self.path)
-        except ModelError:
-            now = None
-        if now != self.identity:
-            raise FileChanged(f"{self.path}: the file changed on disk; reopen it")
+        check_unchanged(self.path, self.identity)
 
     def keys(self):
         return self.entries.keys()

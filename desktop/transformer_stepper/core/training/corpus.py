@@ -264,22 +264,30 @@ def lexicon() -> list[str]:
     return sorted(words)
 
 
-def build_tokenizer():
-    """A word-level `tokenizers.Tokenizer` over `lexicon()`: lowercase, split on whitespace
-    and punctuation, unknown words -> [UNK], and [BOS] in front of every text."""
+def word_level_tokenizer(words, special_tokens, unk: str, marker: str, marker_first: bool):
+    """A word-level `tokenizers.Tokenizer`: the special tokens then `words`, lowercase, split on
+    whitespace and punctuation, unknown words -> `unk`, and `marker` before every text
+    (marker_first) or after it (the built-in model's [BOS]; the translator's </s>)."""
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
     from tokenizers.models import WordLevel
 
-    vocab = {token: index for index, token in enumerate(SPECIAL_TOKENS)}
-    for word in lexicon():
+    vocab = {token: index for index, token in enumerate(special_tokens)}
+    for word in words:
         vocab[word] = len(vocab)
-    tokenizer = Tokenizer(WordLevel(vocab, unk_token=UNK))
+    tokenizer = Tokenizer(WordLevel(vocab, unk_token=unk))
     tokenizer.normalizer = normalizers.Lowercase()
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    single, pair = (f"{marker} $A", f"{marker} $A $B") if marker_first else (f"$A {marker}", f"$A {marker} $B")
     tokenizer.post_processor = processors.TemplateProcessing(
-        single=f"{BOS} $A", pair=f"{BOS} $A $B", special_tokens=[(BOS, vocab[BOS])])
-    tokenizer.add_special_tokens(list(SPECIAL_TOKENS))
+        single=single, pair=pair, special_tokens=[(marker, vocab[marker])])
+    tokenizer.add_special_tokens(list(special_tokens))
     return tokenizer
+
+
+def build_tokenizer():
+    """The built-in model's word-level tokenizer over `lexicon()`: unknown words -> [UNK], and
+    [BOS] in front of every text."""
+    return word_level_tokenizer(lexicon(), SPECIAL_TOKENS, UNK, BOS, marker_first=True)
 
 
 def encode(tokenizer, passages: list[Passage]) -> list[np.ndarray]:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .corpus import word_level_tokenizer
+
 EOS, UNK, PAD = "</s>", "<unk>", "<pad>"
 SPECIAL_TOKENS = (EOS, UNK, PAD)           # ids 0, 1, 2 (Marian's order: eos 0, pad = start)
 
@@ -111,21 +113,9 @@ def lexicon() -> list[str]:
 
 
 def build_tokenizer():
-    """A word-level `tokenizers.Tokenizer` shared by both languages (as Marian shares one
-    vocabulary): lowercase, split on whitespace and punctuation, </s> after every text."""
-    from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
-    from tokenizers.models import WordLevel
-
-    vocab = {token: index for index, token in enumerate(SPECIAL_TOKENS)}
-    for word in lexicon():
-        vocab[word] = len(vocab)
-    tokenizer = Tokenizer(WordLevel(vocab, unk_token=UNK))
-    tokenizer.normalizer = normalizers.Lowercase()
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single=f"$A {EOS}", pair=f"$A {EOS} $B", special_tokens=[(EOS, vocab[EOS])])
-    tokenizer.add_special_tokens(list(SPECIAL_TOKENS))
-    return tokenizer
+    """A word-level tokenizer shared by both languages (as Marian shares one vocabulary):
+    lowercase, split on whitespace and punctuation, </s> after every text."""
+    return word_level_tokenizer(lexicon(), SPECIAL_TOKENS, UNK, EOS, marker_first=False)
 
 
 def encode_pairs(tokenizer, pairs: list[Pair]) -> list[tuple[np.ndarray, np.ndarray]]:
