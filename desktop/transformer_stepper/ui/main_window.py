@@ -166,7 +166,7 @@ class MainWindow(QMainWindow):
                        self.generate_bar.undo_action):
             menu.addAction(action)
         self.generate_menu = menu
-        self.session.generation.failed.connect(lambda message: self.statusBar().showMessage(message, 10000))
+        self.session.generation.failed.connect(self._generation_failed)
 
     def _build_go_menu(self) -> None:
         menu = self.menuBar().addMenu("&Go")
@@ -216,7 +216,7 @@ class MainWindow(QMainWindow):
         self._memory_timer.timeout.connect(self._show_memory)
         self._memory_timer.start()
 
-    def _show_memory(self) -> None:
+    def _show_memory(self, _layer: Optional[int] = None) -> None:
         resident = resident_memory()
         held = self.session.trace_memory() / 2**20
         trace = f"trace {held:,.1f} MiB" if held < 10 else f"trace {held:,.0f} MiB"
@@ -227,11 +227,11 @@ class MainWindow(QMainWindow):
         s.modelChanged.connect(self._refresh_model_widgets)
         s.traceChanged.connect(self._on_trace)
         s.layerChanged.connect(self._on_layer)
-        s.layerReady.connect(lambda _: self._show_memory())
+        s.layerReady.connect(self._show_memory)
         s.traceChanged.connect(self._show_memory)
         s.headChanged.connect(self._on_head)
         s.busyChanged.connect(self._on_busy)
-        s.openFailed.connect(lambda message: self.show_error("Could not open the model", message))
+        s.openFailed.connect(self._open_failed)
         s.computeFailed.connect(self._on_compute_failed)
         s.interventionsChanged.connect(self._update_stepping)
 
@@ -333,6 +333,12 @@ class MainWindow(QMainWindow):
 
     def _on_compute_failed(self, message: str) -> None:
         self.statusBar().showMessage(message, 8000)
+
+    def _generation_failed(self, message: str) -> None:
+        self.statusBar().showMessage(message, 10000)
+
+    def _open_failed(self, message: str) -> None:
+        self.show_error("Could not open the model", message)
 
     def _on_busy(self, busy: bool, message: str) -> None:
         self.progress.setVisible(busy and message.startswith("Opening"))
