@@ -397,11 +397,12 @@ class MainWindow(QMainWindow):
         self.settings.sync()
 
     def closeEvent(self, event) -> None:
-        self.stepper.shutdown()                  # its builders stop, its views close
+        self.stepper.stop_building()
         self.save_settings()
         self.tabs.shutdown()
         self.session.shutdown()
         self.translations.close_all()
+        self.stepper.close_views()
         self.provenance_panel.close()
         self.dequantization_panel.close()
         super().closeEvent(event)

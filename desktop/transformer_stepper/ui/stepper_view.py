@@ -303,14 +303,16 @@ class StepperView(QWidget):
         body = explanations.render_stage(key, values, flags)
         self.explanation.show_markdown(f"## {stage.number}. {stage.title}{where}\n\n{body}")
 
-    def shutdown(self) -> None:
+    def stop_building(self) -> None:
         """Window close: the builders stop (the idle builder restarts itself: left running, it
-        builds views after they are closed) and every view is closed."""
+        builds views after they are closed)."""
         self._idle_build.stop()
         self._prebuild.stop()
         self._paint_ahead.stop()
         self._ahead.clear()
         self._explain_soon.stop()
         self._unfinished.clear()
+
+    def close_views(self) -> None:
         for view in self.views.values():
             view.close()
