@@ -53,10 +53,10 @@ def wait_for(app, condition, timeout_s: float = 60.0) -> None:
 
 def settle(app, window) -> None:
     """Handle the posted events: the stage switch itself, then the paint it scheduled, and the
-    turns after it in which a redrawn view's figures repaint (window.settled)."""
+    turns after it in which a redrawn view's figures repaint (window.stepper.settled)."""
     app.processEvents()
     app.processEvents()
-    wait_for(app, window.settled)
+    wait_for(app, window.stepper.settled)
 
 
 def ms(seconds: float) -> str:
@@ -130,7 +130,7 @@ def bench_walk_stalls(app, window) -> None:
     meter.start()
     meter.label = "idle after launch (views built one per turn)"
     start = time.perf_counter()
-    wait_for(app, window.views_built)
+    wait_for(app, window.stepper.views_built)
     print(f"every stage's view built while idle {ms(time.perf_counter() - start)} after the first trace")
     steps = 0
     while True:
@@ -139,14 +139,14 @@ def bench_walk_stalls(app, window) -> None:
             break
         steps += 1
         meter.label = f"{session.stage_key}@{session.layer} (first visit or redraw)"
-        wait_for(app, window.settled)
+        wait_for(app, window.stepper.settled)
         app.processEvents()
     for key in ("softmax", "feed_forward", "qkv"):
         session.set_stage(key)
         for layer in range(session.model.config.n_layer):
             meter.label = f"{key} layer {layer}"
             session.set_layer(layer)
-            wait_for(app, window.settled)
+            wait_for(app, window.stepper.settled)
             app.processEvents()
     meter.stop()
     label, worst = meter.worst()
@@ -165,16 +165,16 @@ def bench_keystroke(app, window) -> None:
     for key in KEYSTROKE_STAGES:
         session.set_stage(key)
         settle(app, window)
-        view = window.current_view()
+        view = window.stepper.current_view()
         totals, computes, draws = [], [], []
         for i in range(4):
             updated = []
             view.updated.connect(lambda: updated.append(time.perf_counter()))
-            window.text_box.setFocus()
+            window.stepper.text_box.setFocus()
             start = time.perf_counter()
-            QTest.keyClick(window.text_box, "s" if i % 2 == 0 else "t")
-            wait_for(app, lambda: bool(updated) and session.trace.text == window.text_box.text()
-                     and window.settled())
+            QTest.keyClick(window.stepper.text_box, "s" if i % 2 == 0 else "t")
+            wait_for(app, lambda: bool(updated) and session.trace.text == window.stepper.text_box.text()
+                     and window.stepper.settled())
             window.repaint()
             end = time.perf_counter()
             view.updated.disconnect()
@@ -182,8 +182,8 @@ def bench_keystroke(app, window) -> None:
             computes.append(session.compute_seconds)
             draws.append(end - updated[-1])
         rows.append((statistics.median(totals), key, statistics.median(computes), statistics.median(draws)))
-        QTest.keyClick(window.text_box, "\b")
-        wait_for(app, lambda: session.trace.text == window.text_box.text() and not session.busy)
+        QTest.keyClick(window.stepper.text_box, "\b")
+        wait_for(app, lambda: session.trace.text == window.stepper.text_box.text() and not session.busy)
     print(f"keystroke -> plots updated at {session.trace.n_seq} tokens "
           f"(debounce {session._debounce.interval()} ms + forward pass + redraw + repaint):")
     for total, key, compute, draw in sorted(rows, reverse=True):
@@ -202,15 +202,15 @@ def bench_long_text_stall(app, window) -> None:
         meter = StallMeter()
         meter.start()
         updated = []
-        window.current_view().updated.connect(lambda: updated.append(1))
+        window.stepper.current_view().updated.connect(lambda: updated.append(1))
         start = time.perf_counter()
         session.set_text(text, immediate=True)
-        wait_for(app, lambda: bool(updated) and session.trace.text == text and window.settled(),
+        wait_for(app, lambda: bool(updated) and session.trace.text == text and window.stepper.settled(),
                  timeout_s=120)
         window.repaint()
         app.processEvents()
         stall = meter.stop()
-        window.current_view().updated.disconnect()
+        window.stepper.current_view().updated.disconnect()
         rows.append((stall, key, time.perf_counter() - start, session.compute_seconds))
     print(f"512-token text ({session.trace.n_seq} tokens), longest event-loop stall while it is "
           "traced and drawn:")

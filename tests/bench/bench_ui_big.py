@@ -56,17 +56,17 @@ def main() -> int:
               f"opening, {(traced - start) / MiB:,.0f} MiB with one trace")
         for key in STAGES:
             session.set_stage(key)
-            view = window.current_view()
+            view = window.stepper.current_view()
             wait_for(app, view.is_current, 600)
             totals = []
             for i in range(2):
                 updated = []
                 view.updated.connect(lambda: updated.append(time.perf_counter()))
-                window.text_box.setFocus()
+                window.stepper.text_box.setFocus()
                 begin = time.perf_counter()
-                QTest.keyClick(window.text_box, "s" if i % 2 == 0 else "\b")
-                wait_for(app, lambda: bool(updated) and session.trace.text == window.text_box.text()
-                         and window.settled(), 600)          # (the figures paint in turns)
+                QTest.keyClick(window.stepper.text_box, "s" if i % 2 == 0 else "\b")
+                wait_for(app, lambda: bool(updated) and session.trace.text == window.stepper.text_box.text()
+                         and window.stepper.settled(), 600)          # (the figures paint in turns)
                 window.repaint()
                 totals.append(time.perf_counter() - begin)
                 view.updated.disconnect()
@@ -95,13 +95,13 @@ def main() -> int:
         with peak_rss_anon() as peak:
             for stage in session.available_stages():
                 session.set_stage(stage.key)
-                wait_for(app, window.current_view().is_current, 600)
+                wait_for(app, window.stepper.current_view().is_current, 600)
         held = session.trace_memory()
         print(f"every stage visited: peak RssAnon {(peak() - start) / MiB:,.0f} MiB "
               f"({(peak() - start) / max(traced - start, 1):.2f}x RssAnon after one trace, "
               f"{(peak() - start) / held:.2f}x the {held / MiB:,.0f} MiB the trace now holds)")
         session.set_stage("tokenize")    # a view that computes nothing more (the lens would)
-        wait_for(app, window.current_view().is_current, 600)
+        wait_for(app, window.stepper.current_view().is_current, 600)
         workers = []
         base = session.text
         system = resource.getrusage(resource.RUSAGE_SELF).ru_stime

@@ -21,11 +21,11 @@ def test_launch_on_a_model_and_text(qtbot, model_paths, settings):
         pass
     qtbot.waitUntil(lambda: not window.progress.isVisibleTo(window), timeout=5_000)
     assert window.session.trace.text == "the river bank"
-    assert window.text_box.text() == "the river bank"
+    assert window.stepper.text_box.text() == "the river bank"
     assert "tiny-gpt2" in window.model_label.text() and "parameters" in window.params_label.text()
     assert window.tokens_label.text().startswith(f"{window.session.trace.n_seq} tokens")
     assert "ms" in window.time_label.text()
-    assert window.stage_list.currentRow() == 0
+    assert window.stepper.stage_list.currentRow() == 0
     window.close()
 
 
@@ -40,7 +40,7 @@ def test_missing_model_shows_an_error_and_an_empty_usable_window(qtbot, settings
     assert window.session.model is None
     assert "no-resources" in window.errors[-1] and window.error_box.isVisible()
     assert not window.next_action.isEnabled()
-    view = window.current_view()
+    view = window.stepper.current_view()
     assert view.placeholder.isVisibleTo(window) and not view.table.isVisibleTo(window)
     window.error_box.close()
     window.close()
@@ -69,7 +69,7 @@ def test_geometry_last_model_and_recent_models_are_remembered(qtbot, loaded_wind
 
 
 def test_stage_list_follows_core_stages(qtbot, window):
-    titles = [window.stage_list.item(i).text() for i in range(window.stage_list.count())]
+    titles = [window.stepper.stage_list.item(i).text() for i in range(window.stepper.stage_list.count())]
     assert [t.split(None, 1)[1] for t in titles] == [s.title for s in stages.STAGES]
 
 

@@ -144,7 +144,7 @@ def test_the_stepper_is_untouched(qtbot, compare_window):
     with qtbot.waitSignal(view.updated, timeout=TIMEOUT):
         view.load_preset(presets.BUILTIN[1])
     assert (session.text, session.stage_key, session.trace, session.model) == (text, stage, trace, model)
-    assert window.text_box.text() == text
+    assert window.stepper.text_box.text() == text
 
 
 def test_layer_and_head_from_the_toolbar(qtbot, compare_window):

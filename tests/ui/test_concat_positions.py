@@ -22,11 +22,11 @@ def test_stages_3_and_4_show_e_beside_p(qtbot, window):
     assert config.position == "concat" and 0 < config.d_position < config.d_model
     for key in ("position_encoding", "position_addition"):
         row = [s.key for s in stages.STAGES].index(key)
-        assert window.stage_list.item(row).flags() & Qt.ItemFlag.ItemIsEnabled, key
+        assert window.stepper.stage_list.item(row).flags() & Qt.ItemFlag.ItemIsEnabled, key
     n, d_token = trace.n_seq, config.d_model - config.d_position
     # stage 3: p is the sinusoid table of width d_position (the formula, not the app's copy)
     session.set_stage("position_encoding")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
     positions = np.arange(n)[:, None]
     expected = np.empty((n, config.d_position))
@@ -34,11 +34,11 @@ def test_stages_3_and_4_show_e_beside_p(qtbot, window):
     expected[:, 0::2], expected[:, 1::2] = np.sin(angles), np.cos(angles)
     np.testing.assert_allclose(view.table.values, expected, atol=1e-6)
     assert f"{config.d_position} wide" in view.table.title
-    text = window.explanation.toPlainText()
+    text = window.stepper.explanation.toPlainText()
     assert "beside" in text and f"[{n} × {config.d_position}]" in text
     # stage 4: e, p, and x₀ = [e | p] as recorded by the forward pass
     session.set_stage("position_addition")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
     shown = [name for name, figure in view.figures() if not figure.isHidden()]
     assert shown == ["token_embeddings", "position_embeddings", "concatenation_alternative"]
@@ -49,6 +49,6 @@ def test_stages_3_and_4_show_e_beside_p(qtbot, window):
     np.testing.assert_array_equal(x0, trace.hidden_states[0])        # what enters layer 0
     assert view.boundary.isVisible() and view.boundary.value() == d_token - 0.5
     assert "[e | p]" in view.concat.title
-    text = window.explanation.toPlainText()
+    text = window.stepper.explanation.toPlainText()
     assert "concatenates" in text and f"[{n} × {d_token}] ‖ [{n} × {config.d_position}]" in text
     assert window.errors == []

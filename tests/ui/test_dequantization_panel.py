@@ -25,7 +25,7 @@ def test_panel_shows_the_readout_numbers(qtbot, window):
     _open_gguf(qtbot, window)
     session, panel, dock = window.session, window.dequantization_panel, window.dequantization_dock
     window.session.set_stage("qkv")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=10_000)
     button = view.findChild(QPushButton, "dequantize_button")
     assert button.isVisible()
@@ -55,7 +55,7 @@ def test_a_click_on_a_weight_selects_its_block(qtbot, window):
     _open_gguf(qtbot, window)
     session, panel = window.session, window.dequantization_panel
     session.set_stage("embedding")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=10_000)
     with qtbot.waitSignal(session.provenanceRequested):
         view.table.click_at(100.0, 30.0, Qt.KeyboardModifier.AltModifier)     # E[30, 100]
@@ -71,6 +71,6 @@ def test_not_gguf_disabled_with_the_reason(qtbot, loaded_window):
     action = window.dequantization_dock.toggleViewAction()
     assert not action.isEnabled() and "not a GGUF file" in action.toolTip()
     window.session.set_stage("qkv")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=10_000)
     assert not view._dequantize.isVisible()

@@ -17,8 +17,8 @@ from transformer_stepper.ui.app import app_icon
 def test_right_arrow_steps_at_launch_without_a_click(qtbot, loaded_window):
     window = loaded_window("gpt2")
     window.activateWindow()
-    focus = QApplication.focusWidget() or window.stack
-    assert focus is not window.text_box, "the text box must not take the arrow keys at launch"
+    focus = QApplication.focusWidget() or window.stepper.stack
+    assert focus is not window.stepper.text_box, "the text box must not take the arrow keys at launch"
     start = window.session.stage_key
     qtbot.keyClick(focus, Qt.Key.Key_Right)
     assert window.session.stage_key != start and window.session.stage_key == "embedding"
@@ -27,17 +27,17 @@ def test_right_arrow_steps_at_launch_without_a_click(qtbot, loaded_window):
 def test_text_box_keeps_arrows_until_escape_and_alt_arrows_step_from_it(qtbot, loaded_window):
     window = loaded_window("gpt2")
     session = window.session
-    window.text_box.setFocus()
-    window.text_box.setCursorPosition(3)
-    qtbot.keyClick(window.text_box, Qt.Key.Key_Right)
-    assert window.text_box.cursorPosition() == 4 and session.stage_key == "tokenize"
-    qtbot.keyClick(window.text_box, Qt.Key.Key_Right, Qt.KeyboardModifier.AltModifier)
+    window.stepper.text_box.setFocus()
+    window.stepper.text_box.setCursorPosition(3)
+    qtbot.keyClick(window.stepper.text_box, Qt.Key.Key_Right)
+    assert window.stepper.text_box.cursorPosition() == 4 and session.stage_key == "tokenize"
+    qtbot.keyClick(window.stepper.text_box, Qt.Key.Key_Right, Qt.KeyboardModifier.AltModifier)
     assert session.stage_key == "embedding"
-    qtbot.keyClick(window.text_box, Qt.Key.Key_PageDown)
+    qtbot.keyClick(window.stepper.text_box, Qt.Key.Key_PageDown)
     assert session.stage_key == "position_encoding"
-    qtbot.keyClick(window.text_box, Qt.Key.Key_Escape)
-    assert not window.text_box.hasFocus()
-    qtbot.keyClick(QApplication.focusWidget() or window.stack, Qt.Key.Key_Left)
+    qtbot.keyClick(window.stepper.text_box, Qt.Key.Key_Escape)
+    assert not window.stepper.text_box.hasFocus()
+    qtbot.keyClick(QApplication.focusWidget() or window.stepper.stack, Qt.Key.Key_Left)
     assert session.stage_key == "embedding"
 
 

@@ -73,10 +73,10 @@ def stage_texts(qtbot, window):
             session.set_layer(layer)
             for token in (twin, single):
                 session.select_token(token)
-                view = window.current_view()
+                view = window.stepper.current_view()
                 qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
-                window._update_explanation()
-                yield f"{stage.key} layer {layer} token {token}", window.explanation.toPlainText()
+                window.stepper.update_explanation()
+                yield f"{stage.key} layer {layer} token {token}", window.stepper.explanation.toPlainText()
 
 
 def tab_texts(qtbot, window):

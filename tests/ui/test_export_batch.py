@@ -63,7 +63,7 @@ def test_export_current_stage_writes_every_plot_of_it(qtbot, loaded_window, out)
     session = window.session
     session.set_stage("softmax")
     session.set_head(3)
-    expected = [f"07-softmax-{name}-L0H3.svg" for name, _ in window.current_view().plots()]
+    expected = [f"07-softmax-{name}-L0H3.svg" for name, _ in window.stepper.current_view().plots()]
     dialog = dialogs.open_figures_dialog(window, all_stages=False)
     turns = []
     ticker = QTimer()
@@ -273,8 +273,8 @@ def test_an_exported_view_matches_the_window_view(qtbot, loaded_window, out):
     view = create_view("softmax", snapshot)
     qtbot.addWidget(view)
     view.plots()
-    np.testing.assert_array_equal(view.weights.values, window.current_view().weights.values)
-    assert view.row.title == window.current_view().row.title
+    np.testing.assert_array_equal(view.weights.values, window.stepper.current_view().weights.values)
+    assert view.row.title == window.stepper.current_view().row.title
     snapshot.deleteLater()
 
 

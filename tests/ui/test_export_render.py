@@ -177,7 +177,7 @@ def test_every_plot_has_png_and_svg_in_its_right_click_menu(qtbot, loaded_window
     window = loaded_window("bert")
     for key in ("embedding", "softmax", "prediction"):
         window.session.set_stage(key)
-        view = window.current_view()
+        view = window.stepper.current_view()
         for figure in view.findChildren(Figure):
             viewbox = figure.plot.vb
             event = _RightClick(viewbox)
@@ -191,7 +191,7 @@ def test_right_click_export_writes_the_default_name_as_shown(qtbot, loaded_windo
     window = loaded_window("gpt2")
     window.session.set_head(2)
     window.session.set_stage("softmax")
-    view = window.current_view()
+    view = window.stepper.current_view()
     figure = view.weights
     asked = []
     monkeypatch.setattr(menu, "ask_save_path",
@@ -236,7 +236,7 @@ def full_disk(monkeypatch):
 def test_a_full_disk_warns_leaves_no_file_and_the_app_keeps_running(qtbot, loaded_window, tmp_path, monkeypatch):
     window = loaded_window("bert")
     window.session.set_stage("softmax")
-    figure = window.current_view().weights
+    figure = window.stepper.current_view().weights
     monkeypatch.setattr(menu, "ask_save_path", lambda *a: str(tmp_path / "w.png"))
     full_disk(monkeypatch)
     figure.scene().contextMenu[0].trigger()
@@ -250,7 +250,7 @@ def test_a_full_disk_warns_leaves_no_file_and_the_app_keeps_running(qtbot, loade
 
 def test_a_missing_folder_is_named(qtbot, loaded_window, tmp_path, monkeypatch):
     window = loaded_window("bert")
-    figure = window.current_view().findChildren(Figure)[0]
+    figure = window.stepper.current_view().findChildren(Figure)[0]
     monkeypatch.setattr(menu, "ask_save_path", lambda *a: str(tmp_path / "gone" / "x.svg"))
     figure.scene().contextMenu[1].trigger()
     assert window.errors == [f"{tmp_path / 'gone'}: folder does not exist"]

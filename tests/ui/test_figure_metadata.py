@@ -61,7 +61,7 @@ def test_the_caption_line_is_under_the_figure_only_when_asked(qtbot, loaded_wind
 
     window = loaded_window("gpt2")
     window.session.set_stage("softmax")
-    view = window.current_view()
+    view = window.stepper.current_view()
     name, item = view.plots()[0]
     options = ExportOptions(format="png", scale=1.0)
     plain = export_plot(view, item, tmp_path / "plain.png", options)

@@ -37,8 +37,8 @@ def test_generate_steps_mark_the_tokens_and_undo_cuts_back(qtbot, window, model_
     expected = generate(session.model, session.model.trace(TEXT[kind]), 4)[-1]   # greedy, in core
     np.testing.assert_array_equal(trace.input_ids, expected.input_ids)
     assert list(trace.generated) == [False] * prompt.n_seq + [True] * 4
-    assert window.tokens.strip.generated == list(trace.generated)
-    assert window.text_box.text() == trace.text == session.text and trace.text.startswith(prompt.text)
+    assert window.stepper.tokens.strip.generated == list(trace.generated)
+    assert window.stepper.text_box.text() == trace.text == session.text and trace.text.startswith(prompt.text)
     assert session.selected_token == trace.n_seq - 1          # the newest token is selected
     assert trace.computed_rows == 1 and "reused the keys and values" in bar.status.text()
     # undo, twice: the trace cut back, the text with it
@@ -47,10 +47,10 @@ def test_generate_steps_mark_the_tokens_and_undo_cuts_back(qtbot, window, model_
     bar.undo_action.trigger()
     assert session.trace.n_seq == prompt.n_seq + 2
     np.testing.assert_array_equal(session.trace.input_ids, expected.input_ids[:prompt.n_seq + 2])
-    assert window.text_box.text() == session.trace.text
+    assert window.stepper.text_box.text() == session.trace.text
     # the stepper redraws from the cut trace: an attention stage shows the new rows
     session.set_stage("softmax")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
     assert view.cache_note.isHidden()                    # nothing computed by an undo's cut
 
@@ -60,7 +60,7 @@ def test_the_user_appends_a_token_from_the_prediction_plot(qtbot, window, model_
     n = session.trace.n_seq
     session.set_stage("prediction")
     session.select_token(n - 1)
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
     third = int(view._bar_ids[2])                          # the third most likely, not greedy's
     assert third != int(np.argmax(session.trace.logits[-1]))
@@ -93,7 +93,7 @@ def test_sampling_settings_seed_and_cut_offs(qtbot, window, model_paths):
     np.testing.assert_array_equal(session.trace.input_ids, first)
     # the prediction plot draws the top-k cut-off: five bars kept, the rest muted
     session.set_stage("prediction")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
     assert view.cut_line.isVisible() and view.cut_line.value() == pytest.approx(4.5)
     assert "T 1.5, top-k 5" in view.top.title
@@ -111,14 +111,14 @@ def test_typing_stops_a_run_and_the_context_limit_stops_with_a_message(qtbot, wi
     assert not window.generate_bar.next_action.isEnabled()
     assert "context is full" in window.generate_bar.toolTip()
     # typing a new text: traced from the text, no generated marks, generation possible again
-    window.text_box.clear()
-    qtbot.keyClicks(window.text_box, "the river")
+    window.stepper.text_box.clear()
+    qtbot.keyClicks(window.stepper.text_box, "the river")
     qtbot.waitUntil(lambda: session.trace is not None and session.trace.text == "the river",
                     timeout=TIMEOUT)
     assert not session.trace.generated.any() and window.generate_bar.next_action.isEnabled()
     assert control.generate(50)
-    window.text_box.setText("")
-    qtbot.keyClicks(window.text_box, "a boat")          # typing mid-run ends the run
+    window.stepper.text_box.setText("")
+    qtbot.keyClicks(window.stepper.text_box, "a boat")          # typing mid-run ends the run
     qtbot.waitUntil(lambda: not control.running and session.trace.text == "a boat", timeout=TIMEOUT)
     assert not session.trace.generated.any()
     assert UNTIL_END_LIMIT >= 50
@@ -137,7 +137,7 @@ def test_the_logit_lens_stage_is_computed_in_a_worker_and_ends_at_the_prediction
                                                                                  model_paths, kind):
     session = open_model(qtbot, window, model_paths, kind)
     session.set_stage("logit_lens")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
     trace, model = session.trace, session.model
     from transformer_stepper.core.generate import lens_logits
@@ -173,7 +173,7 @@ def test_a_failed_prediction_job_is_said_once_not_retried(qtbot, window, model_p
     monkeypatch.setattr(prediction_module, "predictions", failing)
     session = open_model(qtbot, window, model_paths, "gpt2")
     session.set_stage("prediction")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(lambda: "out of memory" in view.placeholder.text(), timeout=TIMEOUT)
     qtbot.wait(200)                                  # a retry loop would call it again here
     view.ensure_current()

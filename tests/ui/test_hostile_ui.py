@@ -21,8 +21,8 @@ def _open(qtbot, window, path, text):
 
 def _visit_every_stage(qtbot, window):
     for key, layer in walk(window.session):
-        view = window.current_view()
-        qtbot.waitUntil(lambda: view.is_current() or window.errors or window.text_problem.isVisible(),
+        view = window.stepper.current_view()
+        qtbot.waitUntil(lambda: view.is_current() or window.errors or window.stepper.text_problem.isVisible(),
                         timeout=10_000)
 
 
@@ -39,10 +39,10 @@ def test_weights_truncated_while_open_keep_text_and_trace(qtbot, window, tmp_pat
         session.set_text("the bank of the river was wide", immediate=True)
     assert failed.args == [f"{path}: the file changed on disk; reopen it"]
     assert session.text == "the bank of the river was wide"
-    assert window.text_box.text() == "the bank of the river was wide"
+    assert window.stepper.text_box.text() == "the bank of the river was wide"
     assert session.trace is good and session.model is not None
     assert np.array_equal(session.trace["hidden_states"], good_hidden)
-    assert window.text_problem.isVisible() and "reopen it" in window.text_problem.text()
+    assert window.stepper.text_problem.isVisible() and "reopen it" in window.stepper.text_problem.text()
     # every stage, every layer: views that read weights say so, none throws or blanks the window
     _visit_every_stage(qtbot, window)
     assert session.trace is good
@@ -86,7 +86,7 @@ def test_non_finite_weights_draw_without_throwing(qtbot, window, tmp_path, every
     _open(qtbot, window, _nan_model(tmp_path / "nan.npz", everywhere), "the bank of the river")
     session = window.session
     assert not np.isfinite(session.trace["hidden_states"]).all()
-    assert window.text_problem.isVisible() and "NaN" in window.text_problem.text()
+    assert window.stepper.text_problem.isVisible() and "NaN" in window.stepper.text_problem.text()
     _visit_every_stage(qtbot, window)
     for i in range(session.trace.n_seq):     # every token's hover and prediction
         session.select_token(i)

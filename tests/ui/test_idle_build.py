@@ -13,20 +13,20 @@ def test_views_are_built_while_idle_and_drawn_when_shown(qtbot, loaded_window):
     window = loaded_window("gpt2")
     session = window.session
     keys = [s.key for s in session.available_stages()]
-    qtbot.waitUntil(window.views_built, timeout=20_000)
-    assert set(keys) <= set(window.views)
-    hidden = [key for key in keys if key != session.stage_key and not window.views[key].isVisible()]
+    qtbot.waitUntil(window.stepper.views_built, timeout=20_000)
+    assert set(keys) <= set(window.stepper.views)
+    hidden = [key for key in keys if key != session.stage_key and not window.stepper.views[key].isVisible()]
     assert hidden, "some views were built without being shown"
     # built while idle: not drawn yet (drawing waits until a view is shown)
-    assert not any(window.views[key].is_current() for key in hidden[1:])
+    assert not any(window.stepper.views[key].is_current() for key in hidden[1:])
     # and finished in a turn of its own: every heatmap has its colour bar before any visit
-    figures = [figure for key in keys for _, figure in window.views[key].figures()]
+    figures = [figure for key in keys for _, figure in window.stepper.views[key].figures()]
     assert any(isinstance(figure, Heatmap) for figure in figures)
     assert all(figure.finished for figure in figures)
     target = hidden[-1]
     session.set_stage(target)
-    view = window.current_view()
-    assert view is window.views[target]
+    view = window.stepper.current_view()
+    assert view is window.stepper.views[target]
     qtbot.waitUntil(view.is_current, timeout=10_000)
 
 
@@ -57,13 +57,13 @@ def test_a_view_makes_a_models_own_plots_when_first_needed_with_their_export_men
     window = loaded_window("gpt2")              # learned positions, no token types
     session = window.session
     session.set_stage("position_addition")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=10_000)
     assert view.t is None and view.q_turn is None
     with qtbot.waitSignal(session.traceChanged, timeout=10_000):
         window.open_model(str(model_paths["llama"]))      # rotary
-    qtbot.waitUntil(lambda: window.current_view().is_current(), timeout=10_000)
-    view = window.current_view()
+    qtbot.waitUntil(lambda: window.stepper.current_view().is_current(), timeout=10_000)
+    view = window.stepper.current_view()
     assert view.q_turn is not None and view.q_turn.isVisible()
     names = [name for name, _ in view.figures()]
     assert "q_rotation" in names and "k_rotation" in names
@@ -91,12 +91,12 @@ def test_a_closed_window_builds_no_more_views(qtbot, loaded_window):
     # views keep being made (connected to the session, never closed) after closeEvent
     window = loaded_window("gpt2")
     keys = [s.key for s in window.session.available_stages()]
-    qtbot.waitUntil(lambda: len(window.views) >= 2, timeout=10_000)
+    qtbot.waitUntil(lambda: len(window.stepper.views) >= 2, timeout=10_000)
     window.close()
-    built = set(window.views)
+    built = set(window.stepper.views)
     assert not set(keys) <= built, "every view was built before the window closed"
     qtbot.wait(40 * len(keys) * 3)
-    assert set(window.views) == built
+    assert set(window.stepper.views) == built
 
 
 class PaintTurns:
@@ -151,8 +151,8 @@ def test_a_redrawn_view_paints_its_figures_one_per_event_loop_turn(qtbot, loaded
     window = loaded_window("gpt2")
     session = window.session
     session.set_stage("feed_forward")
-    view = window.current_view()
-    qtbot.waitUntil(window.settled, timeout=10_000)
+    view = window.stepper.current_view()
+    qtbot.waitUntil(window.stepper.settled, timeout=10_000)
     figures = [figure for _, figure in view.figures() if figure.isVisible()]
     assert len(figures) >= 4
     watch = PaintTurns(figures)
@@ -161,17 +161,17 @@ def test_a_redrawn_view_paints_its_figures_one_per_event_loop_turn(qtbot, loaded
     try:
         with qtbot.waitSignal(session.traceChanged, timeout=10_000):
             session.set_text("the money in the bank of the river", immediate=True)
-        assert view.is_current() and not view.painted() and not window.settled()
+        assert view.is_current() and not view.painted() and not window.stepper.settled()
         assert view.hidden.values.shape[0] == session.trace.n_seq      # the new values, drawn
         assert not watch.paints                   # ... and not painted in this turn
-        qtbot.waitUntil(window.settled, timeout=10_000)
+        qtbot.waitUntil(window.stepper.settled, timeout=10_000)
     finally:
         session.traceChanged.disconnect(watch.clear)
         turns = watch.stop()
     assert None not in turns, "every figure repainted"
     assert len(set(turns)) == len(figures), f"figures painted in the same turn: {turns}"
     assert len(watch.paints) == len(figures), "a figure painted twice (pyqtgraph's deferred range)"
-    text = window.explanation.toPlainText()
+    text = window.stepper.explanation.toPlainText()
     assert "{" not in text and str(session.trace.n_seq) in text
     # the histograms, drawn in their figure's turn, are the new trace's; an export of the view
     # right after the next trace draws what still waits at once
@@ -201,16 +201,16 @@ def test_a_view_shown_by_a_step_paints_its_figures_one_per_turn(qtbot, loaded_wi
     window = loaded_window("gpt2")
     session = window.session
     session.set_stage("layer_output")
-    qtbot.waitUntil(window.settled, timeout=10_000)
-    qtbot.waitUntil(window.views_built, timeout=20_000)
-    target = window.views["qkv"]
+    qtbot.waitUntil(window.stepper.settled, timeout=10_000)
+    qtbot.waitUntil(window.stepper.views_built, timeout=20_000)
+    target = window.stepper.views["qkv"]
     figures = [figure for _, figure in target.figures() if not getattr(figure, "unused", False)]
     watch = PaintTurns(figures)
     watch.start()
     try:
         assert session.step(+1) and session.stage_key == "qkv" and session.layer == 1
-        assert window.current_view() is target and target.is_current() and not watch.paints
-        qtbot.waitUntil(window.settled, timeout=10_000)
+        assert window.stepper.current_view() is target and target.is_current() and not watch.paints
+        qtbot.waitUntil(window.stepper.settled, timeout=10_000)
     finally:
         turns = watch.stop()
     assert None not in turns, "every figure painted"
@@ -263,15 +263,15 @@ def test_the_next_stage_is_painted_ahead_one_figure_per_turn(qtbot, loaded_windo
     per event-loop turn; stepping to it then shows what was painted."""
     window = loaded_window("gpt2")
     session = window.session
-    qtbot.waitUntil(window.views_built, timeout=20_000)
+    qtbot.waitUntil(window.stepper.views_built, timeout=20_000)
     session.set_stage("qkv")
-    qtbot.waitUntil(window.settled, timeout=10_000)
-    ahead = window.views["scores"]
+    qtbot.waitUntil(window.stepper.settled, timeout=10_000)
+    ahead = window.stepper.views["scores"]
     figures = [figure for _, figure in ahead.figures() if not figure.isHidden()]
     watch = PaintTurns(figures)
     watch.start()
     try:
-        window._prebuild.start(0)                  # (the reader's pause, shortened)
+        window.stepper._prebuild.start(0)                  # (the reader's pause, shortened)
         qtbot.waitUntil(lambda: len(watch.first) == len(figures), timeout=10_000)
     finally:
         turns = watch.stop()

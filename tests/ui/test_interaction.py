@@ -12,18 +12,18 @@ def test_selecting_a_token_changes_dependent_plots_everywhere(qtbot, loaded_wind
     window = loaded_window("gpt2")
     session = window.session
     session.set_stage("softmax")
-    softmax = window.current_view()
+    softmax = window.stepper.current_view()
     session.set_stage("embedding")
-    embedding = window.current_view()
+    embedding = window.stepper.current_view()
     qtbot.waitUntil(embedding.is_current, timeout=10_000)    # E's norms: once, in a worker
     first = session.selected_token
     row_before = softmax.row.values.copy()
     vector_before = embedding.vector.values.copy()
     target = 1 if first != 1 else 2
     with qtbot.waitSignal(session.selectionChanged):
-        window.tokens.strip.tokenClicked.emit(target)        # a click on the token strip
+        window.stepper.tokens.strip.tokenClicked.emit(target)        # a click on the token strip
     assert session.selected_token == target != first
-    assert window.tokens.strip.selected == target
+    assert window.stepper.tokens.strip.selected == target
     np.testing.assert_array_equal(embedding.vector.values, session.trace["token_embeddings"][target])
     assert not np.array_equal(embedding.vector.values, vector_before)
     session.set_stage("softmax")                              # hidden views catch up when shown
@@ -35,7 +35,7 @@ def test_clicking_a_heatmap_row_selects_that_token(qtbot, loaded_window):
     window = loaded_window("bert")
     session = window.session
     session.set_stage("scores")
-    heatmap = window.current_view().scores
+    heatmap = window.stepper.current_view().scores
     with qtbot.waitSignal(session.selectionChanged):
         heatmap.tokenClicked.emit(heatmap.token_at(1.0, 3.0))
     assert session.selected_token == 3
@@ -46,7 +46,7 @@ def test_hover_shows_exact_value_and_names(qtbot, loaded_window):
     window = loaded_window("gpt2")
     session = window.session
     session.set_stage("scores")
-    heatmap = window.current_view().scores
+    heatmap = window.stepper.current_view().scores
     text = heatmap.hover_at(0.0, 2.0)                         # query 2, key 0
     exact = session.trace["scores"][0, 0, 2, 0]
     assert str(np.float32(exact)) in text
@@ -61,11 +61,11 @@ def test_typing_produces_a_new_trace(qtbot, loaded_window):
     session.set_stage("softmax")
     old = session.trace
     with qtbot.waitSignal(session.traceChanged, timeout=10_000):
-        qtbot.keyClicks(window.text_box, " and the money")
-    qtbot.waitUntil(lambda: session.trace.text == window.text_box.text(), timeout=10_000)
+        qtbot.keyClicks(window.stepper.text_box, " and the money")
+    qtbot.waitUntil(lambda: session.trace.text == window.stepper.text_box.text(), timeout=10_000)
     assert session.trace is not old
     assert session.trace.n_seq > old.n_seq
-    view = window.current_view()
+    view = window.stepper.current_view()
     assert view.weights.values.shape == (session.trace.n_seq, session.trace.n_seq)
     assert window.tokens_label.text().startswith(f"{session.trace.n_seq} tokens")
 
@@ -86,10 +86,10 @@ def test_empty_text_is_reported_inline_and_keeps_the_trace(qtbot, loaded_window)
     window = loaded_window("bert")
     old = window.session.trace
     with qtbot.waitSignal(window.session.computeFailed, timeout=10_000):
-        window.text_box.clear()
+        window.stepper.text_box.clear()
         window.session.set_text("", immediate=True)
     assert window.session.trace is old
-    assert window.text_problem.isVisibleTo(window) and "empty" in window.text_problem.text()
+    assert window.stepper.text_problem.isVisibleTo(window) and "empty" in window.stepper.text_problem.text()
 
 
 def test_broken_file_shows_the_error_and_keeps_model_text_and_stage(qtbot, loaded_window, tmp_path):
@@ -105,7 +105,7 @@ def test_broken_file_shows_the_error_and_keeps_model_text_and_stage(qtbot, loade
     assert isinstance(window.error_box, QMessageBox) and window.error_box.isVisible()
     assert str(broken) in window.error_box.text()
     assert session.model is model and session.trace is trace
-    assert session.text == text == window.text_box.text()
+    assert session.text == text == window.stepper.text_box.text()
     assert session.stage_key == "softmax"
     window.error_box.close()
 
@@ -114,7 +114,7 @@ def test_temperature_slider_changes_weights_and_leaves_the_trace_alone(qtbot, lo
     window = loaded_window("gpt2")
     session = window.session
     session.set_stage("softmax")
-    view = window.current_view()
+    view = window.stepper.current_view()
     stored = session.trace["attn_weights"]
     copy = stored.copy()
     shown = view.weights.values                               # masked cells are NaN: hatched
@@ -137,7 +137,7 @@ def test_weighted_sum_contributions_add_up_to_the_head_output(qtbot, loaded_wind
     session = window.session
     session.set_stage("weighted_sum")
     session.select_token(2)
-    rows = window.current_view().contributions.values
+    rows = window.stepper.current_view().contributions.values
     head_output = session.trace["head_outputs"][0, 0, 2]
     np.testing.assert_allclose(rows[:-1].sum(axis=0), head_output, atol=1e-5)
     np.testing.assert_array_equal(rows[-1], head_output)

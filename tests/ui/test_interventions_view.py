@@ -101,7 +101,7 @@ def test_a_click_on_a_cell_opens_that_stage_layer_and_head_in_the_stepper(qtbot,
 def test_show_intervened_draws_the_intervened_pass_until_turned_off_or_cleared(qtbot, loaded_window):
     window = loaded_window("gpt2")
     session = window.session
-    action, banner = window.show_intervened_action, window.intervention_banner
+    action, banner = window.show_intervened_action, window.stepper.intervention_banner
     assert not action.isEnabled() and not action.isChecked() and banner.isHidden()
     view = ablate(qtbot, window, 1, 2)
     assert action.isEnabled() and not action.isChecked() and "clean model" in banner.label.text()
@@ -109,7 +109,7 @@ def test_show_intervened_draws_the_intervened_pass_until_turned_off_or_cleared(q
     session.set_layer(1)
     session.set_head(2)
     session.set_stage("weighted_sum")
-    stage = window.current_view()
+    stage = window.stepper.current_view()
     i = session.selected_token
     clean_row = session.trace.layer("head_outputs", 1)[2, i]
     assert np.abs(clean_row).max() > 0

@@ -21,7 +21,7 @@ def test_alt_click_on_a_score_explains_it_and_a_plain_click_still_selects(qtbot,
     window = loaded_window("gpt2")
     session = window.session
     session.set_stage("scores")
-    heatmap = window.current_view().scores
+    heatmap = window.stepper.current_view().scores
     selected = session.selected_token
     assert not window.provenance_dock.isVisible()
     with qtbot.waitSignal(session.provenanceRequested):
@@ -49,7 +49,7 @@ def test_every_explained_cell_is_the_value_the_plot_shows(qtbot, loaded_window, 
     checked = 0
     for stage in stages.available_stages(config):
         session.set_stage(stage.key)
-        view = window.current_view()
+        view = window.stepper.current_view()
         qtbot.waitUntil(view.is_current, timeout=10_000)
         for name, figure in view.figures():
             if getattr(figure, "explain", None) is None or figure.isHidden():

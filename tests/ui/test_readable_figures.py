@@ -21,7 +21,7 @@ def shown_views(qtbot, window):
     session = window.session
     for stage in stages.available_stages(session.model.config):
         session.set_stage(stage.key)
-        view = window.current_view()
+        view = window.stepper.current_view()
         qtbot.waitUntil(view.is_current, timeout=10_000)
         qtbot.wait(20)                      # laid out at the window's size
         yield stage.key, view
@@ -121,7 +121,7 @@ def test_the_position_curves_legend_hides_no_position(qtbot, loaded_window):
     window.resize(*LAPTOP)
     qtbot.waitExposed(window)
     window.session.set_stage("position_encoding")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=10_000)
     qtbot.wait(20)
     figure = dict(view.figures())["position_curves"]
@@ -147,7 +147,7 @@ def test_a_legend_inside_the_plot_would_be_caught(qtbot, loaded_window):
     window = loaded_window("sinusoidal")
     window.resize(*LAPTOP)
     window.session.set_stage("position_encoding")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=10_000)
     figure = dict(view.figures())["position_curves"]
     figure.legend.setVisible(False)
@@ -192,7 +192,7 @@ def test_logit_lens_words_fit_their_cells_and_the_window_scrolls(qtbot, loaded_w
     with qtbot.waitSignal(session.traceChanged, timeout=10_000):
         session.set_text("the bank of the river was full of water and the money " * 3, immediate=True)
     session.set_stage("logit_lens")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=10_000)
     qtbot.wait(50)
     table = view.table

@@ -37,7 +37,7 @@ def test_the_token_table_is_whole_and_spelled_as_the_axes(qtbot, loaded_window):
     window = loaded_window("gpt2")
     session = window.session
     session.set_stage("tokenize")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
     view.layout().activate()
     table, model = view.table, view.table_model
@@ -48,7 +48,7 @@ def test_the_token_table_is_whole_and_spelled_as_the_axes(qtbot, loaded_window):
     for column in range(model.columnCount()):
         assert table.columnWidth(column) >= table.sizeHintForColumn(column), column
     assert table.horizontalScrollBar().maximum() == 0, "the last column is clipped"
-    text = window.explanation.toPlainText()
+    text = window.stepper.explanation.toPlainText()
     assert "␣ marks the space" in text and "Ġ" in text
 
 
@@ -76,12 +76,12 @@ def test_a_long_paste_says_how_much_was_dropped(qtbot, loaded_window):
     # the tokens cover exactly the kept characters: re-tracing them gives the same ids
     np.testing.assert_array_equal(session.model.trace(text[:kept]).input_ids, trace.input_ids)
     assert 0 < kept < len(text)
-    note = window.text_problem.text()
-    assert window.text_problem.isVisible()
+    note = window.stepper.text_problem.text()
+    assert window.stepper.text_problem.isVisible()
     assert f"first {kept:,} of {len(text):,} characters" in note and f"last {len(text) - kept:,}" in note
     with qtbot.waitSignal(session.traceChanged, timeout=TIMEOUT):
         session.set_text(TEXT["bert"], immediate=True)
-    assert not window.text_problem.isVisible()
+    assert not window.stepper.text_problem.isVisible()
 
 
 def test_the_head_has_a_shortcut_window_managers_leave_alone(qtbot, loaded_window):

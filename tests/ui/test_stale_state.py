@@ -39,7 +39,7 @@ def test_a_hover_readout_goes_when_its_plot_redraws(qtbot, loaded_window):
     window = loaded_window("bert")
     session = window.session
     session.set_stage("softmax")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
     view.row.hovered.emit("key 2 'bank': weight 0.31")
     assert view.readout.text() == "key 2 'bank': weight 0.31"
@@ -56,7 +56,7 @@ def test_the_softmax_what_if_goes_with_its_trace(qtbot, loaded_window, model_pat
     window = loaded_window("gpt2")
     session = window.session
     session.set_stage("softmax")
-    view = window.current_view()
+    view = window.stepper.current_view()
     session.set_temperature(3.0)
     qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
     assert "what-if" in view.temperature_label.text()

@@ -44,11 +44,11 @@ def test_step_through_every_stage(qtbot, loaded_window, kind):
     assert ("prediction" in {key for key, _ in seen}) == config.lm_head
     for key in {key for key, _ in seen}:
         session.set_stage(key)
-        view = window.current_view()
-        assert window.stack.currentWidget() is view
+        view = window.stepper.current_view()
+        assert window.stepper.stack.currentWidget() is view
         qtbot.waitUntil(view.is_current, timeout=10_000)    # the logit lens: computed in a worker
         check_view(view)
-        assert "{" not in window.explanation.toPlainText(), f"{key}: unfilled placeholder"
+        assert "{" not in window.stepper.explanation.toPlainText(), f"{key}: unfilled placeholder"
     assert window.errors == []
     # and back again to the start
     while session.step(-1):
@@ -80,14 +80,14 @@ def test_step_through_every_stage_of_each_hugging_face_family(qtbot, window, nam
             session.set_stage(key)
             if stages.stage(key).per_layer:
                 session.set_layer(layer)
-            view = window.current_view()
+            view = window.stepper.current_view()
             assert session.layer == layer or not stages.stage(key).per_layer
             qtbot.waitUntil(lambda: view.is_current() and bool(view.plots()), timeout=10_000)
             check_view(view)
             names = [n for n, _ in view.plots()]
             if key == "scores":      # the soft-cap curve is shown exactly where there is one
                 assert ("soft_cap" in names) == bool(config.attn_softcap), name
-            assert "{" not in window.explanation.toPlainText(), f"{key}: unfilled placeholder"
+            assert "{" not in window.stepper.explanation.toPlainText(), f"{key}: unfilled placeholder"
             if not stages.stage(key).per_layer:
                 break
     assert window.errors == []
@@ -100,12 +100,12 @@ def test_step_through_every_stage_of_each_hugging_face_family(qtbot, window, nam
 def test_arrow_keys_step_and_cross_into_the_next_layer(qtbot, loaded_window):
     window = loaded_window("gpt2")
     session = window.session
-    window.stage_list.setFocus()
+    window.stepper.stage_list.setFocus()
     session.set_stage("layer_output")
     session.set_layer(0)
-    qtbot.keyClick(window.stage_list, Qt.Key.Key_Right)
+    qtbot.keyClick(window.stepper.stage_list, Qt.Key.Key_Right)
     assert (session.stage_key, session.layer) == ("qkv", 1)
-    qtbot.keyClick(window.stage_list, Qt.Key.Key_Left)
+    qtbot.keyClick(window.stepper.stage_list, Qt.Key.Key_Left)
     assert (session.stage_key, session.layer) == ("layer_output", 0)
     assert window.layer_box.currentIndex() == 0
 
@@ -113,7 +113,7 @@ def test_arrow_keys_step_and_cross_into_the_next_layer(qtbot, loaded_window):
 def test_stage_without_lm_head_is_disabled_and_skipped(qtbot, loaded_window):
     window = loaded_window("bert_nohead")
     row = [s.key for s in stages.STAGES].index("prediction")
-    assert not (window.stage_list.item(row).flags() & Qt.ItemFlag.ItemIsEnabled)
+    assert not (window.stepper.stage_list.item(row).flags() & Qt.ItemFlag.ItemIsEnabled)
     window.session.set_stage("prediction")
     assert window.session.stage_key != "prediction"
 
@@ -139,8 +139,8 @@ def test_builtin_model_steps_through_every_stage(qtbot, window):
     assert len(seen) > len(stages.STAGES) - 2
     for key in {key for key, _ in seen}:
         window.session.set_stage(key)
-        qtbot.waitUntil(window.current_view().is_current, timeout=10_000)
-        check_view(window.current_view())
+        qtbot.waitUntil(window.stepper.current_view().is_current, timeout=10_000)
+        check_view(window.stepper.current_view())
     assert window.errors == []
 
 
@@ -148,7 +148,7 @@ def test_layer_and_head_selectors_redraw_per_layer_views(qtbot, loaded_window):
     window = loaded_window("bert")
     session = window.session
     session.set_stage("qkv")
-    view = window.current_view()
+    view = window.stepper.current_view()
     before = np.array(view.q.values)
     window.head_box.setCurrentIndex(2)
     assert session.head == 2
@@ -170,10 +170,10 @@ def test_the_positions_lab_models_step_through_every_stage_they_have(qtbot, wind
     config = window.session.model.config
     for key in {key for key, _ in walk(window.session)}:
         window.session.set_stage(key)
-        qtbot.waitUntil(window.current_view().is_current, timeout=10_000)
-        check_view(window.current_view())
+        qtbot.waitUntil(window.stepper.current_view().is_current, timeout=10_000)
+        check_view(window.stepper.current_view())
     row = [s.key for s in stages.STAGES].index("position_addition")
-    item = window.stage_list.item(row)
+    item = window.stepper.stage_list.item(row)
     added = config.position != "none"        # rotary shows its rotation there, concat its [e | p]
     assert bool(item.flags() & Qt.ItemFlag.ItemIsEnabled) == added
     # an available stage names its function; one greyed out says why it does not apply

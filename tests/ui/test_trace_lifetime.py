@@ -23,7 +23,7 @@ def visit_everything(qtbot, window):
         session.set_layer(layer)
         for stage in stages.available_stages(session.model.config):
             session.set_stage(stage.key)
-            qtbot.waitUntil(lambda: window.current_view().is_current(), timeout=10_000)
+            qtbot.waitUntil(lambda: window.stepper.current_view().is_current(), timeout=10_000)
 
 
 def test_only_the_shown_trace_is_alive_after_visiting_every_stage(qtbot, loaded_window):
@@ -128,7 +128,7 @@ def test_the_embedding_tables_summary_is_computed_in_a_worker(qtbot, loaded_wind
     monkeypatch.setattr(embedding, "_table_summary", summary)
     embedding._table_cache.pop(session.model, None)
     session.set_stage("embedding")
-    view = window.current_view()
+    view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=10_000)
     assert computed and threading.get_ident() not in computed
     assert view.nearest.values.size > 0

@@ -1,25 +1,20 @@
-"""The main window: text box and token strip on top, the stage list, the stage view and its
-explanation side by side, a toolbar to step and to choose layer and head, a status bar."""
+"""The main window: the tabs (the Stepper first, ui/stepper_view.py; the others in ui/tabs.py),
+the menus, a toolbar to step and to choose layer and head, the docks, a status bar; it opens
+models and keeps the settings."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
-from PySide6.QtCore import QEvent, QSettings, Qt, QTimer
+from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QLabel, QLineEdit, QListWidget,
-                               QListWidgetItem, QMainWindow, QMenu, QMessageBox, QProgressBar, QSplitter,
-                               QStackedWidget, QVBoxLayout, QWidget)
-from shiboken6 import isValid
+from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QLabel, QMainWindow, QMenu,
+                               QMessageBox, QProgressBar, QWidget)
 
 from ..core import stages
-from ..core.errors import ModelError
 from ..core.labels import layer_kind
-from . import explanations
 from .export.dialogs import add_export_actions
 from .export import preferences as export_preferences
-from .export.menu import install_plot_menus
 from .model_menu import HFCacheMenu, LocalModelsMenu, RecentMenu, RecentModels
 from .dequantization_panel import install_dequantization_dock
 from .provenance_panel import install_provenance_dock
@@ -28,14 +23,10 @@ from .walk_panel import install_walk_panel
 from .weight_budget import WeightBudget
 from .session import Session
 from .seq2seq.opener import TranslationWindows
-from .stages import StageView, create_view
-from .explanation_panel import ExplanationPanel
 from .generate_bar import GenerateBar
-from .intervened_toggle import InterventionBanner, show_intervened_action
-from .paint_turns import TURN_MS
+from .intervened_toggle import show_intervened_action
+from .stepper_view import StepperView
 from .tabs import TabHost
-from .timers import one_shot
-from .token_strip import TokenStripArea
 
 def resident_memory() -> Optional[int]:
     """Anonymous resident bytes of this process (RssAnon: not the mapped weight files), where
@@ -51,9 +42,6 @@ def resident_memory() -> Optional[int]:
 
 
 MODEL_FILES = "Model files (*.safetensors *.gguf *.npz *.json);;All files (*)"
-PREBUILD_DELAY_MS = 400
-IDLE_BUILD_MS = 60          # the pause between two views built while idle
-IDLE_STEP_MS = TURN_MS      # ... and between two steps of building one (a turn each)
 
 
 def default_settings() -> QSettings:
@@ -68,7 +56,6 @@ class MainWindow(QMainWindow):
         self.settings = settings or default_settings()
         self.recent = RecentModels(self.settings)
         self.translations = TranslationWindows()      # encoder–decoders opened from here
-        self.views: dict[str, StageView] = {}
         self.errors: list[str] = []              # every error shown, for tests and bug reports
         self.error_box: Optional[QMessageBox] = None
         self.setWindowTitle("Transformer Stepper")
@@ -82,87 +69,24 @@ class MainWindow(QMainWindow):
         self.weight_budget = WeightBudget(self)  # the weight cache: a preference, in the status bar
         self._connect_session()
         self._restore_settings()
-        # building a view takes 0.1-0.3 s (pyqtgraph items): the next stage's is built while
-        # the user reads this one, so stepping forward only shows it
-        self._prebuild = one_shot(self, PREBUILD_DELAY_MS, self._build_next_view)
-        self._ahead: list = []                  # ... its figures, painted off screen one per turn
-        self._paint_ahead = one_shot(self, TURN_MS, self._paint_one_ahead)
-        # while nothing happens, build the stages' views one per turn (a view's plots take
-        # 20–100 ms to make), so a stage's first visit only draws
-        self._idle_build = one_shot(self, IDLE_BUILD_MS, self._build_one_view)
-        self._unfinished: list[StageView] = []  # built while idle, figures not yet finished
-        # a new trace or a redrawn view: the explanation's numbers follow in a turn of their own
-        self._explain_soon = one_shot(self, 0, self._update_explanation)
         self._refresh_model_widgets()
-        self._show_stage(self.session.stage_key)
-        self.focus_stage()
-
-    def eventFilter(self, watched, event) -> bool:
-        # Esc in the text box gives the arrow keys back to stepping
-        if (watched is self.text_box and event.type() == QEvent.Type.KeyPress
-                and event.key() == Qt.Key.Key_Escape):
-            self.focus_stage()
-            return True
-        return super().eventFilter(watched, event)
+        self.stepper.show_stage(self.session.stage_key)
+        self.stepper.focus_stage()
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
-        if QApplication.focusWidget() is None or QApplication.focusWidget() is self.text_box:
-            self.focus_stage()
+        if QApplication.focusWidget() is None or QApplication.focusWidget() is self.stepper.text_box:
+            self.stepper.focus_stage()
 
     # -- building -----------------------------------------------------------------------
     def _build_central(self) -> None:
-        central = QWidget()
-        layout = QVBoxLayout(central)
-        layout.setContentsMargins(6, 6, 6, 0)
-        layout.setSpacing(4)
-        self.text_box = QLineEdit(self.session.text)
-        self.text_box.setPlaceholderText("Type a sentence; the model re-runs as you type")
-        self.text_box.setClearButtonEnabled(True)
-        font = self.text_box.font()
-        font.setPointSize(font.pointSize() + 2)
-        self.text_box.setFont(font)
-        self.text_box.textEdited.connect(self.session.set_text)
-        self.text_box.setToolTip("Type a sentence. Esc returns the arrow keys to stepping; "
-                                 "Alt+← / Alt+→ step from here too.")
-        self.text_box.installEventFilter(self)
-        layout.addWidget(self.text_box)
-        self.text_problem = QLabel()
-        self.text_problem.setStyleSheet("color: #b00020;")
-        self.text_problem.setVisible(False)
-        layout.addWidget(self.text_problem)
-        self.tokens = TokenStripArea()
-        self.tokens.strip.tokenClicked.connect(self.session.select_token)
-        layout.addWidget(self.tokens)
-        # the Stepper shows the clean or the intervened pass: one switch, the banner says which
+        # the Stepper shows the clean or the intervened pass: one switch (toolbar, View menu),
+        # the Stepper's banner says which
         self.show_intervened_action = show_intervened_action(self.session, self)
-        self.intervention_banner = InterventionBanner(self.session, self.show_intervened_action)
-        layout.addWidget(self.intervention_banner)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.stage_list = QListWidget()
-        self.stage_list.setMinimumWidth(190)
-        self.stage_list.setMaximumWidth(280)
-        for stage in stages.STAGES:
-            item = QListWidgetItem(f"{stage.number:>2}  {stage.title}")
-            item.setData(Qt.ItemDataRole.UserRole, stage.key)
-            self.stage_list.addItem(item)
-        self.stage_list.currentItemChanged.connect(self._stage_clicked)
-        self.stack = QStackedWidget()
-        self.stack.setFocusPolicy(Qt.FocusPolicy.StrongFocus)   # holds the focus for ← / →
-        self.explanation = ExplanationPanel()
-        self.explanation.setOpenExternalLinks(False)
-        self.explanation.setMinimumWidth(240)
-        self.splitter.addWidget(self.stage_list)
-        self.splitter.addWidget(self.stack)
-        self.splitter.addWidget(self.explanation)
-        self.splitter.setStretchFactor(0, 0)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setStretchFactor(2, 0)
-        self.splitter.setSizes([220, 880, 320])
-        layout.addWidget(self.splitter, stretch=1)
-        self.stepper_page = central
+        self.stepper = StepperView(self.session, self.show_intervened_action)
+        self.stepper.stageShown.connect(self._update_stepping)
         self.tabs = TabHost(self)                  # "Stepper", "Compare", ...: ui/tabs.py
-        self.tabs.currentChanged.connect(lambda _: self._update_stepping())
+        self.tabs.currentChanged.connect(self._tab_changed)
         self.setCentralWidget(self.tabs)
 
     def _build_actions(self) -> None:
@@ -242,7 +166,7 @@ class MainWindow(QMainWindow):
                        self.generate_bar.undo_action):
             menu.addAction(action)
         self.generate_menu = menu
-        self.session.generation.failed.connect(lambda message: self.statusBar().showMessage(message, 10000))
+        self.session.generation.failed.connect(self._generation_failed)
 
     def _build_go_menu(self) -> None:
         menu = self.menuBar().addMenu("&Go")
@@ -261,7 +185,7 @@ class MainWindow(QMainWindow):
         menu.addSeparator()
         first = menu.addAction("&First Stage", lambda: self.session.set_stage(stages.STAGES[0].key))
         first.setShortcut(QKeySequence("Alt+Home"))
-        edit = menu.addAction("Edit the &Text", self._focus_text)
+        edit = menu.addAction("Edit the &Text", self.stepper.focus_text)
         edit.setShortcut(QKeySequence("Ctrl+L"))
         self.go_menu = menu
 
@@ -269,14 +193,6 @@ class MainWindow(QMainWindow):
         from .help import add_help_menu
 
         add_help_menu(self)
-
-    def _focus_text(self) -> None:
-        self.text_box.setFocus(Qt.FocusReason.ShortcutFocusReason)
-        self.text_box.selectAll()
-
-    def focus_stage(self) -> None:
-        """The stage area takes the keyboard, so ← / → step (the text box keeps them for the cursor)."""
-        self.stack.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _build_status_bar(self) -> None:
         bar = self.statusBar()
@@ -300,7 +216,7 @@ class MainWindow(QMainWindow):
         self._memory_timer.timeout.connect(self._show_memory)
         self._memory_timer.start()
 
-    def _show_memory(self) -> None:
+    def _show_memory(self, _layer: Optional[int] = None) -> None:
         resident = resident_memory()
         held = self.session.trace_memory() / 2**20
         trace = f"trace {held:,.1f} MiB" if held < 10 else f"trace {held:,.0f} MiB"
@@ -311,17 +227,12 @@ class MainWindow(QMainWindow):
         s.modelChanged.connect(self._refresh_model_widgets)
         s.traceChanged.connect(self._on_trace)
         s.layerChanged.connect(self._on_layer)
-        s.layerReady.connect(lambda _: self._show_memory())
+        s.layerReady.connect(self._show_memory)
         s.traceChanged.connect(self._show_memory)
         s.headChanged.connect(self._on_head)
-        s.selectionChanged.connect(self.tokens.strip.set_selected)
-        s.selectionChanged.connect(lambda _: self._update_explanation())
-        s.stageChanged.connect(self._show_stage)
-        s.temperatureChanged.connect(lambda _: self._update_explanation())
         s.busyChanged.connect(self._on_busy)
-        s.openFailed.connect(lambda message: self.show_error("Could not open the model", message))
+        s.openFailed.connect(self._open_failed)
         s.computeFailed.connect(self._on_compute_failed)
-        s.textChanged.connect(self._on_text_changed)
         s.interventionsChanged.connect(self._update_stepping)
 
     # -- opening models -----------------------------------------------------------------------
@@ -409,58 +320,25 @@ class MainWindow(QMainWindow):
                 box.blockSignals(False)
             self.layer_box.setCurrentIndex(self.session.layer)
             self.head_box.setCurrentIndex(self.session.head)
-        for row, stage in enumerate(stages.STAGES):
-            item = self.stage_list.item(row)
-            reason = stage.unavailable_because(model.config if model else None)
-            flags = item.flags()
-            item.setFlags(flags & ~Qt.ItemFlag.ItemIsEnabled if reason else flags | Qt.ItemFlag.ItemIsEnabled)
-            item.setToolTip(f"this model {reason}" if reason
-                            else f"computed by transformer_stepper.{stage.function}")
         self._update_stepping()
 
     def _on_trace(self) -> None:
-        self._idle_build.start(IDLE_BUILD_MS)
+        """The status bar's tokens and time (the Stepper shows the trace itself)."""
         trace = self.session.trace
-        self.text_problem.setVisible(False)
         if trace is None:
-            self.tokens.strip.set_tokens([], [], [], -1)
             self.tokens_label.setText("")
-            self._update_explanation()
             return
-        self.tokens.strip.set_tokens(self.session.token_labels(), trace.input_ids,
-                                     trace.special_tokens_mask, self.session.selected_token,
-                                     trace.generated)
-        self.tokens.fit_height()
         self.tokens_label.setText(f"{trace.n_seq} tokens" + (" (the text was cut)" if trace.truncated else ""))
-        if trace.truncated:
-            self._say_truncated(trace)
         self.time_label.setText(f"forward pass {1000 * self.session.compute_seconds:.0f} ms")
-        if not np.isfinite(trace.residual["layer_out"][-1]).all():   # NaN/Inf reach the end
-            self.text_problem.setText("⚠ the forward pass produced inf or NaN (are the weights "
-                                      "corrupt?): non-finite cells are hatched and left out of "
-                                      "ranges, maps and choices")
-            self.text_problem.setVisible(True)
-        self._explain_soon.start()           # (the view draws the new trace itself, being shown)
-
-    def _say_truncated(self, trace) -> None:
-        """A text longer than the model's context: said in the warning line, with how much went."""
-        from ..core.labels import kept_characters
-
-        kept, total = kept_characters(trace), len(trace.text)
-        self.text_problem.setText(
-            f"⚠ The text is longer than the model reads ({trace.config.n_ctx} tokens): only its first "
-            f"{kept:,} of {total:,} characters are used; the last {total - kept:,} characters "
-            f"(from “{trace.text[kept:kept + 24].strip()}…”) were dropped.")
-        self.text_problem.setVisible(True)
-
-    def _on_text_changed(self, text: str) -> None:
-        if self.text_box.text() != text:
-            self.text_box.setText(text)
 
     def _on_compute_failed(self, message: str) -> None:
-        self.text_problem.setText(f"⚠ {message}")
-        self.text_problem.setVisible(True)
         self.statusBar().showMessage(message, 8000)
+
+    def _generation_failed(self, message: str) -> None:
+        self.statusBar().showMessage(message, 10000)
+
+    def _open_failed(self, message: str) -> None:
+        self.show_error("Could not open the model", message)
 
     def _on_busy(self, busy: bool, message: str) -> None:
         self.progress.setVisible(busy and message.startswith("Opening"))
@@ -476,7 +354,6 @@ class MainWindow(QMainWindow):
         self.head_box.blockSignals(True)
         self.head_box.setCurrentIndex(head)
         self.head_box.blockSignals(False)
-        self._update_explanation()
 
     def _layer_chosen(self, index: int) -> None:
         if index >= 0:
@@ -486,101 +363,8 @@ class MainWindow(QMainWindow):
         if index >= 0:
             self.session.set_head(index)
 
-    def _stage_clicked(self, item: Optional[QListWidgetItem], _previous=None) -> None:
-        if item is not None:
-            self.session.set_stage(item.data(Qt.ItemDataRole.UserRole))
-
-    def _show_stage(self, key: str) -> None:
-        view = self.view(key)
-        self.stack.setCurrentWidget(view)
-        row = [s.key for s in stages.STAGES].index(key)
-        self.stage_list.blockSignals(True)
-        self.stage_list.setCurrentRow(row)
-        self.stage_list.blockSignals(False)
+    def _tab_changed(self, _index: int) -> None:
         self._update_stepping()
-        self._prebuild.start()
-
-    def _build_next_view(self) -> None:
-        """While the user reads, get the next stage ready: built, drawn for the current state
-        (when it is in the same layer), laid out and painted once off screen."""
-        session = self.session
-        if session.model is None or session.trace is None or session.busy:
-            return
-        target = stages.step(session.stage_key, session.layer, +1, session.model.config)
-        if target is None or (target[0] in self.views and target[1] != session.layer):
-            return
-        view = self.view(target[0])
-        if target[1] == session.layer and not view.is_current():
-            view.ensure_current()
-        view.resize(self.stack.size())
-        view.layout().activate()                # the figures' sizes on screen
-        # painted off screen one figure per turn (a view's figures take 30-60 ms at 512
-        # tokens): showing the view then only copies what they painted
-        self._ahead = [figure for _, figure in view.figures() if not figure.isHidden()]
-        self._paint_ahead.start()
-
-    def _paint_one_ahead(self) -> None:
-        while self._ahead:
-            figure = self._ahead.pop(0)
-            if isValid(figure) and not figure.isVisible():     # (shown meanwhile: painted)
-                figure.grab()
-                break
-        if self._ahead:
-            self._paint_ahead.start()
-
-    def _build_one_view(self) -> None:
-        """Build the model's stages' views one step per turn (a view built in steps: a few
-        figures a turn), the nearest after the current stage first, then their colour bars one
-        per turn (skeletons only: a hidden view draws when shown); the next view after a pause."""
-        session = self.session
-        if session.model is None:
-            return
-        if session.busy or QApplication.mouseButtons() != Qt.MouseButton.NoButton:
-            self._idle_build.start(IDLE_BUILD_MS)   # later: the user or a worker is active
-            return
-        if self._unfinished:                    # the view built last: its figures, then its
-            view = self._unfinished[-1]         # colour bars, one per turn (a view may have six)
-            if isValid(view) and (view.build_step() or view.finish_one()):
-                self._idle_build.start(IDLE_STEP_MS)
-                return
-            self._unfinished.pop()
-        keys = [s.key for s in session.available_stages()]
-        here = keys.index(session.stage_key) if session.stage_key in keys else 0
-        missing = [key for key in keys[here:] + keys[:here] if key not in self.views]
-        if missing:
-            self._unfinished.append(self.view(missing[0], in_steps=True))
-            self._idle_build.start(IDLE_BUILD_MS)
-
-    def views_built(self) -> bool:
-        """Every stage of the model has its view (built while idle, or visited), finished."""
-        session = self.session
-        return (session.model is not None and not self._unfinished
-                and all(s.key in self.views for s in session.available_stages()))
-
-    def settled(self) -> bool:
-        """The shown stage is drawn for the current state, every figure of it painted, and the
-        explanation says its numbers (nothing left for a later turn)."""
-        return self.current_view().painted() and not self._explain_soon.isActive()
-
-    def view(self, key: str, in_steps: bool = False) -> StageView:
-        """The stage's view, created the first time it is needed, built whole (`in_steps`: the
-        idle builder builds it in steps; asked for meanwhile, the rest is built now)."""
-        if key not in self.views:
-            view = create_view(key, self.session, self.stack, in_steps=in_steps)
-            install_plot_menus(view)             # right-click: Export as PNG / SVG
-            view.updated.connect(self._view_updated)
-            self.stack.addWidget(view)
-            self.views[key] = view
-        elif not in_steps:
-            self.views[key].build_all()
-        return self.views[key]
-
-    def current_view(self) -> StageView:
-        return self.view(self.session.stage_key)
-
-    def _view_updated(self) -> None:
-        if self.sender() is self.views.get(self.session.stage_key):
-            self._explain_soon.start()
 
     def _update_stepping(self) -> None:
         session = self.session
@@ -593,26 +377,7 @@ class MainWindow(QMainWindow):
         where += " · intervened" if session.show_intervened else ""
         self.stage_title.setText(f"{stage.number}. {stage.title}{where}"
                                  if self.tabs.current_key() == "stepper" else "")
-        self._update_explanation()
-
-    def _update_explanation(self) -> None:
-        self._explain_soon.stop()
-        key = self.session.stage_key
-        view = self.views.get(key)
-        stage = stages.stage(key)
-        if view is None or self.session.trace is None:
-            self.explanation.show_markdown(f"## {stage.number}. {stage.title}\n\n*No trace yet.*")
-            return
-        view.ensure_current()
-        try:
-            values, flags = view.explanation_values()
-        except ModelError as exc:   # the numbers it quotes need weights that are gone
-            self.explanation.show_markdown(f"## {stage.number}. {stage.title}\n\n⚠ {exc}")
-            return
-        where = (f" · layer {self.session.layer}, head {self.session.head}" if stage.per_head else
-                 f" · layer {self.session.layer}" if stage.per_layer else "")
-        body = explanations.render_stage(key, values, flags)
-        self.explanation.show_markdown(f"## {stage.number}. {stage.title}{where}\n\n{body}")
+        self.stepper.update_explanation()
 
 
     # -- settings ----------------------------------------------------------------------------
@@ -624,27 +389,20 @@ class MainWindow(QMainWindow):
             self.resize(1400, 860)
         splitter = self.settings.value("splitter")
         if splitter is not None:
-            self.splitter.restoreState(splitter)
+            self.stepper.splitter.restoreState(splitter)
 
     def save_settings(self) -> None:
         self.settings.setValue("geometry", self.saveGeometry())
-        self.settings.setValue("splitter", self.splitter.saveState())
+        self.settings.setValue("splitter", self.stepper.splitter.saveState())
         self.settings.sync()
 
     def closeEvent(self, event) -> None:
-        # the idle builder restarts itself: stopped, or it builds views after they are closed
-        self._idle_build.stop()
-        self._prebuild.stop()
-        self._paint_ahead.stop()
-        self._ahead.clear()
-        self._explain_soon.stop()
-        self._unfinished.clear()
+        self.stepper.stop_building()
         self.save_settings()
         self.tabs.shutdown()
         self.session.shutdown()
         self.translations.close_all()
-        for view in self.views.values():
-            view.close()
+        self.stepper.close_views()
         self.provenance_panel.close()
         self.dequantization_panel.close()
         super().closeEvent(event)

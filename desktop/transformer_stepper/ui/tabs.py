@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
 
 
 def _stepper(window) -> QWidget:
-    return window.stepper_page            # built by the window itself
+    return window.stepper                 # built by the window itself (ui/stepper_view.py)
 
 
 def _compare(window) -> QWidget:
