@@ -84,6 +84,10 @@ class StepperView(QWidget):
         self.stage_list = QListWidget()
         self.stage_list.setMinimumWidth(190)
         self.stage_list.setMaximumWidth(280)
+        # at 1366 px with a dock open the list is 190 px: a long title wraps onto a second
+        # line rather than being cut ("9  Output projection and resid")
+        self.stage_list.setWordWrap(True)
+        self.stage_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         for stage in stages.STAGES:
             item = QListWidgetItem(f"{stage.number:>2}  {stage.title}")
             item.setData(Qt.ItemDataRole.UserRole, stage.key)
