@@ -1,8 +1,9 @@
 """Exporting many figures without freezing the GUI.
 
 Qt paints only on the GUI thread, so the figures are rendered there, one per event-loop turn
-(a generator driven by a zero-interval QTimer); PNG encoding, SVG tidying and the atomic file
-writes run in a worker. At most `max_pending` rendered figures wait for the worker, so memory
+(a generator driven by a zero-interval QTimer); a layer's detail (its q, k, v, scores ...,
+0.1-0.5 s on a GPT-2-small-sized model) is computed in a worker before its views are drawn,
+and PNG encoding, SVG tidying and the atomic file writes run in another. At most `max_pending` rendered figures wait for the worker, so memory
 stays bounded at 4x. The same job serves the File menu (with a progress dialog) and the
 headless command (`run()` spins an event loop until it is done).
 
@@ -118,6 +119,10 @@ class ExportJob(QObject):
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)    # the GUI thread renders, one worker encodes/writes
         self._pool.setExpiryTimeout(2000)
+        self._compute_pool = QThreadPool(self)   # a layer's detail, one at a time
+        self._compute_pool.setMaxThreadCount(1)
+        self._compute_pool.setExpiryTimeout(2000)
+        self._computing: Optional[Task] = None     # the layer being computed; the steps wait
         self._tasks: dict[int, Task] = {}
         self._completed: list[tuple[int, tuple[str, bool]]] = []
         self._delivered: set[int] = set()
@@ -173,6 +178,10 @@ class ExportJob(QObject):
         model = session.model
         view, view_key = None, None
         for index, unit in enumerate(self.units):
+            if unit.stage.per_layer and not session.trace.is_ready(unit.layer):
+                yield from self._detail_of(unit.layer)     # before a new view reads it
+            session.set_layer(unit.layer)                   # (a new view reads the layer set)
+            session.set_head(unit.head)
             if unit.stage.key != view_key:
                 if view is not None:
                     self._close_view(view)
@@ -181,8 +190,6 @@ class ExportJob(QObject):
                 view_key = unit.stage.key
                 self.progressed.emit(index * STEPS_PER_UNIT, self.total, unit.stage.title)
                 yield
-            session.set_layer(unit.layer)
-            session.set_head(unit.head)
             plots = view.plots()
             problem = getattr(view, "_problem", None)
             if problem:                       # said, never skipped in silence
@@ -205,8 +212,30 @@ class ExportJob(QObject):
             self._close_view(view)
         self.progressed.emit(self.total, self.total, "")
 
+    def _detail_of(self, layer: int) -> Iterator[None]:
+        """Compute a layer's detail in the worker; the steps pause (the timer stopped, the
+        event loop free) until it is there."""
+        task = Task(next(self._ids), self.session.trace.prepare, layer)
+        task.signals.finished.connect(self._on_prepared)
+        task.signals.failed.connect(lambda _id, message, _user: self._fail(
+            f"computing layer {layer} failed: {message}"))
+        self._computing = task
+        self._compute_pool.start(task)
+        while self._computing is not None:
+            yield
+
+    def _on_prepared(self, request_id: int, _result) -> None:
+        if self._computing is None or self._computing.request_id != request_id:
+            return
+        self._computing = None
+        if self.state == "running" and not self._timer.isActive():
+            self._timer.start()
+
     def _tick(self) -> None:
         if self.state != "running" or self._stepping:
+            return
+        if self._computing is not None:
+            self._timer.stop()             # the computed layer restarts it
             return
         if len(self._tasks) >= self.max_pending:
             self._timer.stop()             # a finished write restarts it
