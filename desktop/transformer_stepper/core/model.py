@@ -321,18 +321,23 @@ class Model:
 
     def retrace(self, previous: Optional[Trace], encoded: Encoded, text: str = "",
                 detail_layers: tuple[int, ...] = (),
-                after_layer: Optional[Callable[[int], None]] = None) -> Trace:
+                after_layer: Optional[Callable[[int], None]] = None,
+                detail_budget: Optional[int] = None) -> Trace:
         """The trace of `encoded` (an edited text) from `previous`, a trace of this model: the
         positions both begin with (shared_rows) are previous's, cut; the rest run through the
         layers with their keys and values cached, as a generation step does. Typing at the end
         of a long text so computes the new tokens only, and deleting there computes nothing.
         Equal to `trace_encoded(encoded)` to float rounding (the shared rows were summed in a
         pass over another length); with no shared row (or no `previous`) it is that pass.
-        `detail_layers` are ready when it returns."""
+        `detail_layers` are ready when it returns. `detail_budget`: bytes of layer detail the
+        new trace keeps (None: previous's, else DEFAULT_DETAIL_BUDGET)."""
         ids, types = self._checked_ids(encoded)
         shared = self.shared_rows(previous, encoded)
-        if not shared:
+        if detail_budget is not None:
+            budget = detail_budget
+        else:
             budget = DEFAULT_DETAIL_BUDGET if previous is None else previous.cache.budget
+        if not shared:
             return self.trace_encoded(encoded, text, budget, detail_layers, after_layer=after_layer)
         base = previous if shared == previous.n_seq else self.truncate(previous, shared)
         details = {}
@@ -346,7 +351,7 @@ class Model:
         trace = self._trace(arrays, residual, ctx, text=text, tokens=encoded.tokens, input_ids=ids.copy(),
                             offsets=np.asarray(encoded.offsets, dtype=np.int64).copy(),
                             special_tokens_mask=np.asarray(encoded.special_tokens_mask, bool).copy(),
-                            truncated=encoded.truncated, detail_budget=previous.cache.budget,
+                            truncated=encoded.truncated, detail_budget=budget,
                             recorded_details=details, kv_cache=cache, computed_rows=len(ids) - shared)
         for layer in detail_layers:
             if 0 <= layer < self.config.n_layer:

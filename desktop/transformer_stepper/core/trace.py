@@ -118,6 +118,22 @@ class LayerCache:
                 del self._computing[layer]
             done.set()
 
+    def set_budget(self, budget: int) -> None:
+        """A new budget (the user's setting), applied at once: least recently used out first,
+        the most recent layer kept."""
+        with self._lock:
+            self.budget = int(budget)
+            if self._layers:
+                self._evict(keep=next(reversed(self._layers)))
+
+    def oversized(self) -> Optional[int]:
+        """The layer kept whole although it alone exceeds the budget, else None (the views show
+        one head at a time, but a layer's detail is computed and kept whole)."""
+        with self._lock:
+            if len(self._layers) == 1 and self.nbytes() > self.budget:
+                return next(iter(self._layers))
+            return None
+
     def has(self, layer: int) -> bool:
         with self._lock:
             return layer in self._layers
