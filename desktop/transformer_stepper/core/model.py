@@ -141,7 +141,11 @@ class Model:
         ids, types = self._checked_ids(encoded)
         interventions = interventions_lib.check(interventions, self.config, len(ids))
         detail_layers = tuple(i for i in detail_layers if 0 <= i < self.config.n_layer)
-        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers)
+        # every layer's detail that fits the budget is recorded by the pass (visiting a layer
+        # then computes nothing); the rest is computed from its stored input when asked for
+        n_seq = len(ids)
+        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers, budget=detail_budget,
+                            first_estimate=3 * self.config.n_head * n_seq * n_seq * 4)
         # a decoder keeps its keys and values, so the text can grow a token at a time
         cache = KVCache(self.config.n_layer) if self.can_generate and not interventions else None
         with _quiet_floats():
@@ -155,7 +159,7 @@ class Model:
                            input_ids=ids.copy(), offsets=encoded.offsets.copy(),
                            special_tokens_mask=encoded.special_tokens_mask.copy(),
                            truncated=encoded.truncated, detail_budget=detail_budget,
-                           recorded_details=recorder.details, kv_cache=cache, interventions=interventions)
+                           recorded_details=recorder.recorded(), kv_cache=cache, interventions=interventions)
 
     def intervene(self, trace: Trace, interventions: Sequence,
                   detail_layers: tuple[int, ...] = ()) -> Trace:
