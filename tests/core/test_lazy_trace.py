@@ -286,3 +286,19 @@ def test_recording_stops_where_the_budget_is_spent_and_keeps_the_layer_asked_for
         assert trace.cache.layers() == [*range(fits - 1), 3]      # room kept for the layer asked for
         assert trace.cache.nbytes() <= trace.cache.budget and trace.cache.computed == 0
     assert model.trace(TEXT[kind], detail_budget=layer_bytes - 1).cache.layers() == []
+
+
+def test_a_retrace_records_only_what_the_previous_trace_leaves_of_the_budget():
+    """While the app traces an edited text the trace on screen is alive: the two traces'
+    recorded detail stays within one budget (plus the layer asked for)."""
+    model = make_model("bert", n_layer=4)          # an encoder: every edit is a whole pass
+    probe = model.trace(TEXT["bert"])
+    layer_bytes = probe.cache.nbytes() // 4
+    budget = 3 * layer_bytes + layer_bytes // 2
+    previous = model.trace(TEXT["bert"], detail_budget=budget)
+    assert previous.cache.layers() == [0, 1, 2]
+    edited = model.retrace(previous, model.encode(TEXT["bert"] + " again"), detail_layers=(0,))
+    assert edited.cache.layers() == [0]
+    assert edited.cache.budget == budget           # the budget itself is previous's
+    fresh = model.retrace(None, model.encode(TEXT["bert"]), detail_budget=budget)
+    assert fresh.cache.layers() == [0, 1, 2]

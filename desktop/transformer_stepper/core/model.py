@@ -137,14 +137,18 @@ class Model:
     def trace_encoded(self, encoded: Encoded, text: str = "",
                       detail_budget: int = DEFAULT_DETAIL_BUDGET,
                       detail_layers: tuple[int, ...] = (), interventions: Sequence = (),
-                      after_layer: Optional[Callable[[int], None]] = None) -> Trace:
+                      after_layer: Optional[Callable[[int], None]] = None,
+                      record_budget: Optional[int] = None) -> Trace:
+        """`record_budget`: bytes of layer detail the pass itself may record (None: the detail
+        budget; retrace gives less while the previous trace still holds its own)."""
         ids, types = self._checked_ids(encoded)
         interventions = interventions_lib.check(interventions, self.config, len(ids))
         detail_layers = tuple(i for i in detail_layers if 0 <= i < self.config.n_layer)
         # every layer's detail that fits the budget is recorded by the pass (visiting a layer
         # then computes nothing); the rest is computed from its stored input when asked for
         n_seq = len(ids)
-        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers, budget=detail_budget,
+        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers,
+                            budget=detail_budget if record_budget is None else min(record_budget, detail_budget),
                             first_estimate=3 * self.config.n_head * n_seq * n_seq * 4)
         # a decoder keeps its keys and values, so the text can grow a token at a time
         cache = KVCache(self.config.n_layer) if self.can_generate and not interventions else None
@@ -341,8 +345,10 @@ class Model:
             budget = detail_budget
         else:
             budget = DEFAULT_DETAIL_BUDGET if previous is None else previous.cache.budget
-        if not shared:
-            return self.trace_encoded(encoded, text, budget, detail_layers, after_layer=after_layer)
+        if not shared:      # (previous is alive meanwhile: both traces' detail within the budget)
+            held = 0 if previous is None else previous.cache.nbytes()
+            return self.trace_encoded(encoded, text, budget, detail_layers, after_layer=after_layer,
+                                      record_budget=max(budget - held, 0))
         base = previous if shared == previous.n_seq else self.truncate(previous, shared)
         details = {}
         if shared < len(ids):
