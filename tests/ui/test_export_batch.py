@@ -130,12 +130,16 @@ def test_every_layer_and_head_without_touching_the_window(qtbot, open_session, o
     snapshot.deleteLater()
 
 
-def test_every_layer_is_computed_in_a_worker_not_on_the_gui_thread(qtbot, open_session, out):
+@pytest.mark.parametrize("budget", [0, None])
+def test_every_layer_is_computed_in_a_worker_not_on_the_gui_thread(qtbot, open_session, out, budget):
     """Exporting every layer used to compute each layer's detail on the GUI thread (0.1-0.5 s a
-    layer on a GPT-2-small-sized model, the window frozen meanwhile)."""
+    layer on a GPT-2-small-sized model, the window frozen meanwhile). Budget 0: no layer kept,
+    each one computed when reached; the default: the next layer computed while one is drawn."""
     session = open_session("gpt2")
     model = session.model
-    trace = model.trace(session.text, detail_budget=0)      # no layer kept: each one computed
+    trace = model.trace(session.text, detail_budget=0)
+    if budget is None:
+        trace.cache.set_budget(1 << 30)                     # room for every layer, none kept yet
     computed = []
     compute = trace.cache._compute
 
@@ -154,6 +158,8 @@ def test_every_layer_is_computed_in_a_worker_not_on_the_gui_thread(qtbot, open_s
     assert {layer for layer, _ in computed} == set(range(model.config.n_layer))
     assert not [layer for layer, on_gui in computed if on_gui]
     assert progress == sorted(progress) and progress[-1] == job.total
+    if budget is None:                                       # kept: each computed once
+        assert sorted(layer for layer, _ in computed) == list(range(model.config.n_layer))
     assert len(job.written) == model.config.n_layer * (model.config.n_head * 2 + len(
         create_view("feed_forward", snapshot, None).plots()))
     snapshot.deleteLater()

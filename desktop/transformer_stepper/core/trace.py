@@ -107,12 +107,15 @@ class Recorder:
         return dict(self.arrays), {name: tuple(values) for name, values in self.per_layer.items()}
 
 
-def _detail_nbytes(detail: LayerDetail) -> int:
-    # aliases (attn_in is ln_1_out in pre-LN blocks) are counted once
+def detail_nbytes(detail: LayerDetail) -> int:
+    """One layer's detail in bytes; aliases (attn_in is ln_1_out in pre-LN blocks) count once."""
     seen: dict[int, int] = {}
     for value in detail.values():
         seen[id(value)] = value.nbytes
     return sum(seen.values())
+
+
+_detail_nbytes = detail_nbytes
 
 
 class LayerCache:

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import QWidget
 from ...core import stages
 from ...core.errors import ModelError
 from ...core.interventions import describe_all
+from ...core.trace import detail_nbytes
 from ...io.array_export import write_bytes
 from ..stages import create_view
 from ..workers import Task
@@ -122,7 +123,8 @@ class ExportJob(QObject):
         self._compute_pool = QThreadPool(self)   # a layer's detail, one at a time
         self._compute_pool.setMaxThreadCount(1)
         self._compute_pool.setExpiryTimeout(2000)
-        self._computing: Optional[Task] = None     # the layer being computed; the steps wait
+        self._computing: dict[int, Task] = {}      # layer -> its detail being computed
+        self._waiting: Optional[int] = None        # the layer the steps wait for
         self._tasks: dict[int, Task] = {}
         self._completed: list[tuple[int, tuple[str, bool]]] = []
         self._delivered: set[int] = set()
@@ -180,6 +182,8 @@ class ExportJob(QObject):
         for index, unit in enumerate(self.units):
             if unit.stage.per_layer and not session.trace.is_ready(unit.layer):
                 yield from self._detail_of(unit.layer)     # before a new view reads it
+            if unit.stage.per_layer:
+                self._prefetch_after(index)
             session.set_layer(unit.layer)                   # (a new view reads the layer set)
             session.set_head(unit.head)
             if unit.stage.key != view_key:
@@ -212,29 +216,44 @@ class ExportJob(QObject):
             self._close_view(view)
         self.progressed.emit(self.total, self.total, "")
 
-    def _detail_of(self, layer: int) -> Iterator[None]:
-        """Compute a layer's detail in the worker; the steps pause (the timer stopped, the
-        event loop free) until it is there."""
+    def _compute(self, layer: int) -> None:
         task = Task(next(self._ids), self.session.trace.prepare, layer)
-        task.signals.finished.connect(self._on_prepared)
+        task.signals.finished.connect(lambda _id, _result: self._on_prepared(layer))
         task.signals.failed.connect(lambda _id, message, _user: self._fail(
             f"computing layer {layer} failed: {message}"))
-        self._computing = task
+        self._computing[layer] = task
         self._compute_pool.start(task)
-        while self._computing is not None:
-            yield
 
-    def _on_prepared(self, request_id: int, _result) -> None:
-        if self._computing is None or self._computing.request_id != request_id:
+    def _detail_of(self, layer: int) -> Iterator[None]:
+        """Compute a layer's detail in the worker (unless it is under way already); the steps
+        pause (the timer stopped, the event loop free) until it is there."""
+        if layer not in self._computing:
+            self._compute(layer)
+        self._waiting = layer
+        while layer in self._computing:
+            yield
+        self._waiting = None
+
+    def _prefetch_after(self, index: int) -> None:
+        """While this layer's figures are drawn, the next layer's detail is computed, if the
+        trace's budget holds it beside this one (nothing it keeps is evicted for it)."""
+        trace, layer = self.session.trace, self.units[index].layer
+        following = next((u.layer for u in self.units[index + 1:] if u.stage.per_layer
+                          and u.layer != layer), None)
+        if following is None or self._computing or trace.is_ready(following):
             return
-        self._computing = None
-        if self.state == "running" and not self._timer.isActive():
+        if trace.cache.nbytes() + detail_nbytes(trace.detail(layer)) <= trace.cache.budget:
+            self._compute(following)
+
+    def _on_prepared(self, layer: int) -> None:
+        self._computing.pop(layer, None)
+        if self.state == "running" and self._waiting == layer and not self._timer.isActive():
             self._timer.start()
 
     def _tick(self) -> None:
         if self.state != "running" or self._stepping:
             return
-        if self._computing is not None:
+        if self._waiting is not None and self._waiting in self._computing:
             self._timer.stop()             # the computed layer restarts it
             return
         if len(self._tasks) >= self.max_pending:
