@@ -160,8 +160,13 @@ def test_every_layer_is_computed_in_a_worker_not_on_the_gui_thread(qtbot, open_s
     assert progress == sorted(progress) and progress[-1] == job.total
     if budget is None:                                       # kept: each computed once
         assert sorted(layer for layer, _ in computed) == list(range(model.config.n_layer))
-    assert len(job.written) == model.config.n_layer * (model.config.n_head * 2 + len(
-        create_view("feed_forward", snapshot, None).plots()))
+    n_layer, n_head = model.config.n_layer, model.config.n_head
+    files = names(out)
+    assert sum(name.startswith("06-scores-") for name in files) == n_layer * n_head * 2
+    per_layer = [sum(name.startswith("10-feed_forward-") and name.endswith(f"-L{layer}.png")
+                     for name in files) for layer in range(n_layer)]
+    assert per_layer[0] > 0 and per_layer == per_layer[:1] * n_layer
+    job.deleteLater()
     snapshot.deleteLater()
 
 

@@ -125,6 +125,7 @@ class ExportJob(QObject):
         self._compute_pool.setExpiryTimeout(2000)
         self._computing: dict[int, Task] = {}      # layer -> its detail being computed
         self._waiting: Optional[int] = None        # the layer the steps wait for
+        self._computed_tasks: list[Task] = []
         self._tasks: dict[int, Task] = {}
         self._completed: list[tuple[int, tuple[str, bool]]] = []
         self._delivered: set[int] = set()
@@ -246,7 +247,9 @@ class ExportJob(QObject):
             self._compute(following)
 
     def _on_prepared(self, layer: int) -> None:
-        self._computing.pop(layer, None)
+        task = self._computing.pop(layer, None)
+        if task is not None:               # its run() may not have returned yet: kept till the end
+            self._computed_tasks.append(task)
         if self.state == "running" and self._waiting == layer and not self._timer.isActive():
             self._timer.start()
 
