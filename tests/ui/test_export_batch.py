@@ -134,7 +134,7 @@ def test_every_layer_and_head_without_touching_the_window(qtbot, open_session, o
 def test_every_layer_is_computed_in_a_worker_not_on_the_gui_thread(qtbot, open_session, out, budget):
     """Exporting every layer used to compute each layer's detail on the GUI thread (0.1-0.5 s a
     layer on a GPT-2-small-sized model, the window frozen meanwhile). Budget 0: no layer kept,
-    each one computed when reached; the default: the next layer computed while one is drawn."""
+    each one computed when reached (and again for the next stage); the default: once each."""
     session = open_session("gpt2")
     model = session.model
     trace = model.trace(session.text, detail_budget=0)

@@ -26,7 +26,6 @@ from PySide6.QtWidgets import QWidget
 from ...core import stages
 from ...core.errors import ModelError
 from ...core.interventions import describe_all
-from ...core.trace import detail_nbytes
 from ...io.array_export import write_bytes
 from ..stages import create_view
 from ..workers import Task
@@ -183,8 +182,6 @@ class ExportJob(QObject):
         for index, unit in enumerate(self.units):
             if unit.stage.per_layer and not session.trace.is_ready(unit.layer):
                 yield from self._detail_of(unit.layer)     # before a new view reads it
-            if unit.stage.per_layer:
-                self._prefetch_after(index)
             session.set_layer(unit.layer)                   # (a new view reads the layer set)
             session.set_head(unit.head)
             if unit.stage.key != view_key:
@@ -234,17 +231,6 @@ class ExportJob(QObject):
         while layer in self._computing:
             yield
         self._waiting = None
-
-    def _prefetch_after(self, index: int) -> None:
-        """While this layer's figures are drawn, the next layer's detail is computed, if the
-        trace's budget holds it beside this one (nothing it keeps is evicted for it)."""
-        trace, layer = self.session.trace, self.units[index].layer
-        following = next((u.layer for u in self.units[index + 1:] if u.stage.per_layer
-                          and u.layer != layer), None)
-        if following is None or self._computing or trace.is_ready(following):
-            return
-        if trace.cache.nbytes() + detail_nbytes(trace.detail(layer)) <= trace.cache.budget:
-            self._compute(following)
 
     def _on_prepared(self, layer: int) -> None:
         task = self._computing.pop(layer, None)
