@@ -30,7 +30,7 @@ def test_lazy_detail_is_bit_identical_to_eager_recording(kind):
     model = make_model(kind)
     arrays, per_layer = eager_recording(model, TEXT[kind])
     trace = model.trace(TEXT[kind])
-    assert not trace.cache.layers(), "nothing is detailed before it is asked for"
+    trace.cache.clear()               # (the pass recorded the layers that fit: computed here)
     assert set(trace.layer_names()) == set(per_layer)
     for layer in reversed(range(model.config.n_layer)):   # any order
         for name, values in per_layer.items():
@@ -128,7 +128,7 @@ def test_a_failed_computation_is_not_cached_and_a_waiting_asker_tries_again():
 
 def test_budget_bounds_the_cached_bytes():
     model = make_model("gpt2", n_layer=4)
-    one_layer = model.trace(TEXT["gpt2"])
+    one_layer = model.trace(TEXT["gpt2"], detail_budget=0)
     one_layer.prepare(0)
     size = one_layer.cache.nbytes()
     trace = model.trace(TEXT["gpt2"], detail_budget=int(size * 2.5))
@@ -142,7 +142,7 @@ def test_budget_bounds_the_cached_bytes():
 
 def test_hidden_states_need_no_layer_detail():
     model = make_model("gpt2")
-    trace = model.trace(TEXT["gpt2"])
+    trace = model.trace(TEXT["gpt2"], detail_budget=0)    # the pass records no layer's detail
     hidden = trace.hidden_states
     assert not trace.cache.layers()
     arrays, per_layer = eager_recording(model, TEXT["gpt2"])
@@ -163,9 +163,10 @@ def test_detail_arrays_are_read_only_and_layer_out_of_range_is_named():
 @pytest.mark.parametrize("kind", KINDS)
 def test_layer_recorded_by_the_pass_equals_the_layer_computed_later(kind):
     model = make_model(kind)
-    seeded = model.trace(TEXT[kind], detail_layers=(1,))
+    seeded = model.trace(TEXT[kind], detail_layers=(1,), detail_budget=0)
     assert seeded.cache.layers() == [1] and seeded.cache.computed == 0
     later = model.trace(TEXT[kind])
+    later.cache.clear()
     for name in later.layer_names():
         np.testing.assert_array_equal(seeded.layer(name, 1), later.layer(name, 1), err_msg=name)
     assert seeded.cache.computed == 0, "layer 1 came from the pass, not a second computation"
@@ -254,3 +255,50 @@ def test_a_layer_under_way_blocks_neither_readiness_nor_other_layers_and_is_comp
     assert calls == [0, 1], "layer 0 computed once, the second asker waited for it"
     assert len(results) == 2 and results[0] is results[1]
     assert cache.has(0) and cache.computed == 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_pass_records_every_layer_that_fits_the_budget_bit_identical_to_computing_it(kind):
+    """The first pass records the detail of every layer that fits (visiting each layer then
+    computes nothing); each recorded layer equals the one computed from its stored input."""
+    model = make_model(kind, n_layer=4)
+    trace = model.trace(TEXT[kind])
+    n_layer = model.config.n_layer
+    assert trace.cache.layers() == list(range(n_layer)) and trace.cache.computed == 0
+    for layer in range(n_layer):
+        computed = trace.cache._compute(layer)
+        recorded = trace.detail(layer)
+        assert set(recorded) == set(computed)
+        for name, value in computed.items():
+            assert recorded[name].dtype == value.dtype
+            np.testing.assert_array_equal(recorded[name], value, err_msg=f"{name}, layer {layer}")
+    assert trace.cache.computed == 0
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "llama"])
+def test_recording_stops_where_the_budget_is_spent_and_keeps_the_layer_asked_for(kind):
+    model = make_model(kind, n_layer=4)
+    one = model.trace(TEXT[kind])
+    layer_bytes = one.cache.nbytes() // 4
+    for fits in (1, 2, 3):
+        trace = model.trace(TEXT[kind], detail_budget=fits * layer_bytes + layer_bytes // 2,
+                            detail_layers=(3,))
+        assert trace.cache.layers() == [*range(fits - 1), 3]      # room kept for the layer asked for
+        assert trace.cache.nbytes() <= trace.cache.budget and trace.cache.computed == 0
+    assert model.trace(TEXT[kind], detail_budget=layer_bytes - 1).cache.layers() == []
+
+
+def test_a_retrace_records_only_what_the_previous_trace_leaves_of_the_budget():
+    """While the app traces an edited text the trace on screen is alive: the two traces'
+    recorded detail stays within one budget (plus the layer asked for)."""
+    model = make_model("bert", n_layer=4)          # an encoder: every edit is a whole pass
+    probe = model.trace(TEXT["bert"])
+    layer_bytes = probe.cache.nbytes() // 4
+    budget = 3 * layer_bytes + layer_bytes // 2
+    previous = model.trace(TEXT["bert"], detail_budget=budget)
+    assert previous.cache.layers() == [0, 1, 2]
+    edited = model.retrace(previous, model.encode(TEXT["bert"] + " again"), detail_layers=(0,))
+    assert edited.cache.layers() == [0]
+    assert edited.cache.budget == budget           # the budget itself is previous's
+    fresh = model.retrace(None, model.encode(TEXT["bert"]), detail_budget=budget)
+    assert fresh.cache.layers() == [0, 1, 2]

@@ -64,13 +64,13 @@ def test_a_new_text_cancels_the_pass_running_for_the_old_one(qtbot, open_session
     release = threading.Event()
     passes = []
 
-    def gated_compute(model, text, layer, previous, progress):
+    def gated_compute(model, text, layer, previous, detail_budget, progress):
         def gate(done, total):
             if text == first_text:
                 release.wait(10)         # the old pass is still running when the user types
             progress(done, total)
         passes.append(text)
-        return compute_trace(model, text, layer, previous, progress=gate)
+        return compute_trace(model, text, layer, previous, detail_budget, progress=gate)
 
     monkeypatch.setattr(session_module, "compute_trace", gated_compute)
     shown = []

@@ -4,6 +4,7 @@ cancelling, asking before replacing, failures as one warning with no half-writte
 window's own session untouched; and the trace's arrays as labelled CSV, .npy and an exact .npz."""
 import csv
 import re
+import threading
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -126,6 +127,46 @@ def test_every_layer_and_head_without_touching_the_window(qtbot, open_session, o
     a = QImage(str(out / "06-scores-scores-L0H0.png"))
     b = QImage(str(out / "06-scores-scores-L1H3.png"))
     assert a.size() == b.size() and a != b                     # different heads, different figures
+    snapshot.deleteLater()
+
+
+@pytest.mark.parametrize("budget", [0, None])
+def test_every_layer_is_computed_in_a_worker_not_on_the_gui_thread(qtbot, open_session, out, budget):
+    """Exporting every layer used to compute each layer's detail on the GUI thread (0.1-0.5 s a
+    layer on a GPT-2-small-sized model, the window frozen meanwhile). Budget 0: no layer kept,
+    each one computed when reached (and again for the next stage); the default: once each."""
+    session = open_session("gpt2")
+    model = session.model
+    trace = model.trace(session.text, detail_budget=0)
+    if budget is None:
+        trace.cache.set_budget(1 << 30)                     # room for every layer, none kept yet
+    computed = []
+    compute = trace.cache._compute
+
+    def spy(layer):
+        computed.append((layer, threading.current_thread() is threading.main_thread()))
+        return compute(layer)
+
+    trace.cache._compute = spy
+    snapshot = SnapshotSession(model, trace, layer=0, head=0)
+    job = ExportJob(snapshot, out, ["scores", "feed_forward"], ExportOptions(scale=0.5),
+                    all_layers_heads=True)
+    progress = []
+    job.progressed.connect(lambda done, total, _name: progress.append(done))
+    job.run()
+    assert job.state == "done" and not job.problems
+    assert {layer for layer, _ in computed} == set(range(model.config.n_layer))
+    assert not [layer for layer, on_gui in computed if on_gui]
+    assert progress == sorted(progress) and progress[-1] == job.total
+    if budget is None:                                       # kept: each computed once
+        assert sorted(layer for layer, _ in computed) == list(range(model.config.n_layer))
+    n_layer, n_head = model.config.n_layer, model.config.n_head
+    files = names(out)
+    assert sum(name.startswith("06-scores-") for name in files) == n_layer * n_head * 2
+    per_layer = [sum(name.startswith("10-feed_forward-") and name.endswith(f"-L{layer}.png")
+                     for name in files) for layer in range(n_layer)]
+    assert per_layer[0] > 0 and per_layer == per_layer[:1] * n_layer
+    job.deleteLater()
     snapshot.deleteLater()
 
 

@@ -120,11 +120,19 @@ class Model:
     def trace_encoded(self, encoded: Encoded, text: str = "",
                       detail_budget: int = DEFAULT_DETAIL_BUDGET,
                       detail_layers: tuple[int, ...] = (), interventions: Sequence = (),
-                      after_layer: Optional[Callable[[int], None]] = None) -> Trace:
+                      after_layer: Optional[Callable[[int], None]] = None,
+                      record_budget: Optional[int] = None) -> Trace:
+        """`record_budget`: bytes of layer detail the pass itself may record (None: the detail
+        budget; retrace gives less while the previous trace still holds its own)."""
         ids, types = self._checked_ids(encoded)
         interventions = interventions_lib.check(interventions, self.config, len(ids))
         detail_layers = tuple(i for i in detail_layers if 0 <= i < self.config.n_layer)
-        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers)
+        # every layer's detail that fits the budget is recorded by the pass (visiting a layer
+        # then computes nothing); the rest is computed from its stored input when asked for
+        n_seq = len(ids)
+        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers,
+                            budget=detail_budget if record_budget is None else min(record_budget, detail_budget),
+                            first_estimate=3 * self.config.n_head * n_seq * n_seq * 4)
         # a decoder keeps its keys and values, so the text can grow a token at a time
         cache = KVCache(self.config.n_layer) if self.can_generate and not interventions else None
         with _quiet_floats():
@@ -138,7 +146,7 @@ class Model:
                            input_ids=ids.copy(), offsets=encoded.offsets.copy(),
                            special_tokens_mask=encoded.special_tokens_mask.copy(),
                            truncated=encoded.truncated, detail_budget=detail_budget,
-                           recorded_details=recorder.details, kv_cache=cache, interventions=interventions)
+                           recorded_details=recorder.recorded(), kv_cache=cache, interventions=interventions)
 
     def intervene(self, trace: Trace, interventions: Sequence,
                   detail_layers: tuple[int, ...] = ()) -> Trace:
@@ -304,19 +312,26 @@ class Model:
 
     def retrace(self, previous: Optional[Trace], encoded: Encoded, text: str = "",
                 detail_layers: tuple[int, ...] = (),
-                after_layer: Optional[Callable[[int], None]] = None) -> Trace:
+                after_layer: Optional[Callable[[int], None]] = None,
+                detail_budget: Optional[int] = None) -> Trace:
         """The trace of `encoded` (an edited text) from `previous`, a trace of this model: the
         positions both begin with (shared_rows) are previous's, cut; the rest run through the
         layers with their keys and values cached, as a generation step does. Typing at the end
         of a long text so computes the new tokens only, and deleting there computes nothing.
         Equal to `trace_encoded(encoded)` to float rounding (the shared rows were summed in a
         pass over another length); with no shared row (or no `previous`) it is that pass.
-        `detail_layers` are ready when it returns."""
+        `detail_layers` are ready when it returns. `detail_budget`: bytes of layer detail the
+        new trace keeps (None: previous's, else DEFAULT_DETAIL_BUDGET)."""
         ids, types = self._checked_ids(encoded)
         shared = self.shared_rows(previous, encoded)
-        if not shared:
+        if detail_budget is not None:
+            budget = detail_budget
+        else:
             budget = DEFAULT_DETAIL_BUDGET if previous is None else previous.cache.budget
-            return self.trace_encoded(encoded, text, budget, detail_layers, after_layer=after_layer)
+        if not shared:      # (previous is alive meanwhile: both traces' detail within the budget)
+            held = 0 if previous is None else previous.cache.nbytes()
+            return self.trace_encoded(encoded, text, budget, detail_layers, after_layer=after_layer,
+                                      record_budget=max(budget - held, 0))
         base = previous if shared == previous.n_seq else self.truncate(previous, shared)
         details = {}
         if shared < len(ids):
@@ -329,7 +344,7 @@ class Model:
         trace = self._trace(arrays, residual, ctx, text=text, tokens=encoded.tokens, input_ids=ids.copy(),
                             offsets=np.asarray(encoded.offsets, dtype=np.int64).copy(),
                             special_tokens_mask=np.asarray(encoded.special_tokens_mask, bool).copy(),
-                            truncated=encoded.truncated, detail_budget=previous.cache.budget,
+                            truncated=encoded.truncated, detail_budget=budget,
                             recorded_details=details, kv_cache=cache, computed_rows=len(ids) - shared)
         for layer in detail_layers:
             if 0 <= layer < self.config.n_layer:

@@ -33,29 +33,72 @@ class Recorder:
     array for every intermediate, so keeping it costs nothing, where copying every layer
     into a stacked buffer would double the memory traffic of a trace.
 
-    `per_layer` limits which per-layer names are kept (None: all of them), except in
-    `detail_layers`, whose every intermediate is kept in `details` (the pass records the layer
-    a view will show first, instead of computing it twice)."""
+    `per_layer` limits which per-layer names are kept (None: all of them), except in the
+    layers whose detail is recorded, whose every intermediate is kept in `details`: the
+    `detail_layers` (the layer a view will show first), and, with a `budget` (bytes), every
+    layer from the first on while the detail recorded so far plus one more layer fits it
+    (the pass records them instead of each being computed again when visited). A layer's
+    size is estimated from the largest layer recorded so far; before the first one, from
+    `first_estimate` (a lower bound: the n_head·n² arrays); a layer that turns out not to
+    fit is dropped when the next one begins."""
 
     def __init__(self, per_layer: Optional[tuple[str, ...]] = None,
-                 detail_layers: tuple[int, ...] = ()) -> None:
+                 detail_layers: tuple[int, ...] = (), budget: int = 0,
+                 first_estimate: int = 0) -> None:
         self.keep = per_layer
         self.detail_layers = detail_layers
+        self.budget = int(budget)
+        self.first_estimate = int(first_estimate)
         self.arrays: dict[str, np.ndarray] = {}
         self.per_layer: dict[str, list[np.ndarray]] = {}
         self.details: dict[int, dict[str, np.ndarray]] = {i: {} for i in detail_layers}
+        self._current: Optional[int] = None
+        self._full = False                # the budget is spent: no more layers recorded
+
+    def _enter(self, layer: int) -> None:
+        """A layer begins: drop the last one if it did not fit, decide whether to record this one."""
+        if layer == self._current:
+            return
+        self._settle()
+        self._current = layer
+        if self.keep is None or self._full or self.budget <= 0 or layer in self.details:
+            return
+        done = [d for i, d in self.details.items() if d]
+        estimate = max([_detail_nbytes(d) for d in done] + [self.first_estimate])
+        pending = sum(1 for i in self.detail_layers if i > layer)   # requested, still to come
+        if sum(_detail_nbytes(d) for d in done) + estimate * (1 + pending) <= self.budget:
+            self.details[layer] = {}
+        else:
+            self._full = True
+
+    def _settle(self) -> None:
+        previous = self._current
+        if previous is None or previous in self.detail_layers or previous not in self.details:
+            return
+        if sum(_detail_nbytes(d) for d in self.details.values()) > self.budget:
+            del self.details[previous]    # larger than estimated: computed on demand instead
+            self._full = True
 
     def keeps_detail(self, layer: int) -> bool:
+        self._enter(layer)
         return self.keep is None or layer in self.details
 
     def __call__(self, name: str, value: np.ndarray, layer: Optional[int] = None) -> None:
         if layer is None:
             self.arrays[name] = value
             return
+        self._enter(layer)
         if layer in self.details:
             self.details[layer][name] = value
         if self.keep is None or name in self.keep:
             self.per_layer.setdefault(name, []).append(value)
+
+    def recorded(self) -> dict[int, dict[str, np.ndarray]]:
+        """The recorded layers' detail, the requested layers last (kept first under the budget)."""
+        self._settle()
+        self._current = None
+        extra = {i: d for i, d in self.details.items() if i not in self.detail_layers and d}
+        return {**extra, **{i: self.details[i] for i in self.detail_layers if self.details.get(i)}}
 
     def finish(self) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, ...]]]:
         """-> (whole-model arrays, per-layer arrays), all frozen read-only."""
@@ -64,12 +107,15 @@ class Recorder:
         return dict(self.arrays), {name: tuple(values) for name, values in self.per_layer.items()}
 
 
-def _detail_nbytes(detail: LayerDetail) -> int:
-    # aliases (attn_in is ln_1_out in pre-LN blocks) are counted once
+def detail_nbytes(detail: LayerDetail) -> int:
+    """One layer's detail in bytes; aliases (attn_in is ln_1_out in pre-LN blocks) count once."""
     seen: dict[int, int] = {}
     for value in detail.values():
         seen[id(value)] = value.nbytes
     return sum(seen.values())
+
+
+_detail_nbytes = detail_nbytes
 
 
 class LayerCache:
@@ -117,6 +163,22 @@ class LayerCache:
             with self._lock:
                 del self._computing[layer]
             done.set()
+
+    def set_budget(self, budget: int) -> None:
+        """A new budget (the user's setting), applied at once: least recently used out first,
+        the most recent layer kept."""
+        with self._lock:
+            self.budget = int(budget)
+            if self._layers:
+                self._evict(keep=next(reversed(self._layers)))
+
+    def oversized(self) -> Optional[int]:
+        """The layer kept whole although it alone exceeds the budget, else None (the views show
+        one head at a time, but a layer's detail is computed and kept whole)."""
+        with self._lock:
+            if len(self._layers) == 1 and self.nbytes() > self.budget:
+                return next(iter(self._layers))
+            return None
 
     def has(self, layer: int) -> bool:
         with self._lock:

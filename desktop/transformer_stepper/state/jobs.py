@@ -12,7 +12,7 @@ from ..core.blas import blas_threads
 from ..core.differences import Difference, intervene_and_compare
 from ..core.errors import ModelError
 from ..core.model import Model
-from ..core.trace import Trace
+from ..core.trace import DEFAULT_DETAIL_BUDGET, Trace
 from ..io.loader import load_model
 
 LONG_TEXT = 256          # tokens from which a forward pass runs BLAS on every core
@@ -36,7 +36,8 @@ class ComputeResult:
     seconds: float
 
 
-def load_and_trace(path: Optional[str], text: str, layer: int = 0) -> LoadResult:
+def load_and_trace(path: Optional[str], text: str, layer: int = 0,
+                   detail_budget: int = DEFAULT_DETAIL_BUDGET) -> LoadResult:
     model = load_model(path)
     if getattr(model, "is_seq2seq", False):     # its own window: ui/seq2seq/
         raise ModelError(f"{path}: {model.config.family} is an encoder–decoder; open it in its own "
@@ -44,13 +45,14 @@ def load_and_trace(path: Optional[str], text: str, layer: int = 0) -> LoadResult
                          f"--source TEXT)")
     start = time.perf_counter()
     try:
-        trace = model.trace(text, detail_layers=(min(layer, model.config.n_layer - 1),))
+        trace = model.trace(text, detail_budget, detail_layers=(min(layer, model.config.n_layer - 1),))
     except ModelError as exc:
         return LoadResult(path, text, model, None, str(exc), 0.0)
     return LoadResult(path, text, model, trace, None, time.perf_counter() - start)
 
 
 def compute_trace(model: Model, text: str, layer: int = 0, previous: Optional[Trace] = None,
+                  detail_budget: Optional[int] = None,
                   progress: Optional[Callable[[int, int], None]] = None) -> ComputeResult:
     """The pass records the layer on screen, so the first view needs no second computation;
     it reports each layer done (and stops there when the task is cancelled). A causal model
@@ -66,7 +68,8 @@ def compute_trace(model: Model, text: str, layer: int = 0, previous: Optional[Tr
     # under LONG_TEXT the extra thread only costs: tests/bench/bench_ui_big.py, bench_ui.py)
     threads = os.cpu_count() if len(encoded.input_ids) >= LONG_TEXT else None
     with blas_threads(threads):
-        trace = model.retrace(previous, encoded, text, detail_layers=detail, after_layer=after_layer)
+        trace = model.retrace(previous, encoded, text, detail_layers=detail, after_layer=after_layer,
+                              detail_budget=detail_budget)
     return ComputeResult(model, text, trace, time.perf_counter() - start)
 
 

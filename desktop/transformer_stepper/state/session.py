@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..core.allocator import return_freed_memory
-from ..core.trace import Trace
+from ..core.trace import DEFAULT_DETAIL_BUDGET, Trace
 from .jobs import (ComputeResult, InterventionResult, LoadResult, compute_trace, load_and_trace,
                    prepare_layer, run_interventions)
 from .requests import Latest, Requests
@@ -58,6 +58,7 @@ class SessionModel(ViewModel):
         scheduler.on_idle = self._workers_idle      # the heap goes back once nothing runs
         self._return_memory = scheduler.timer(RETURN_MEMORY_AFTER_MS, self._return_freed_memory)
         self._model_path: Optional[str] = None
+        self.detail_budget = DEFAULT_DETAIL_BUDGET   # bytes of layer detail a trace keeps (a setting)
         self._text = DEFAULT_TEXT
         self.compute_seconds = 0.0
         self._requests = Requests()       # every load, compute, layer or generation step: a number
@@ -105,7 +106,7 @@ class SessionModel(ViewModel):
         number = self._load.new()
         self._loading_path = path or "the built-in model"
         self._notify("busyChanged", True, f"Opening {self._loading_path}…")
-        self.workers.start(Job(number, load_and_trace, (path, self._text, self._layer)),
+        self.workers.start(Job(number, load_and_trace, (path, self._text, self._layer, self.detail_budget)),
                            self._on_loaded, self._on_load_failed)
 
     def _on_loaded(self, request_id: int, result: LoadResult) -> None:
@@ -167,7 +168,8 @@ class SessionModel(ViewModel):
         self._emit_busy()
         self._compute_text = self._text
         self._compute_task = Job(self._compute.new(), compute_trace,
-                                 (self._model, self._text, self._layer, self._trace), reports=True)
+                                 (self._model, self._text, self._layer, self._trace, self.detail_budget),
+                                 reports=True)
         self.workers.start(self._compute_task, self._on_computed, self._on_compute_failed,
                            self._on_compute_progress, lambda _: self._compute_done())
 
@@ -267,6 +269,13 @@ class SessionModel(ViewModel):
     def _on_layer_failed(self, key: tuple[int, int], message: str) -> None:
         self._preparing.discard(key)
         self._notify("computeFailed", f"computing layer {key[1]} failed: {message}")
+
+    def set_detail_budget(self, nbytes: int) -> None:
+        """The user's detail budget: every trace from now on keeps that many bytes of layer
+        detail; the traces shown now give back what is over it at once."""
+        self.detail_budget = max(int(nbytes), 0)
+        for trace in {id(t): t for t in (self._trace, self.intervened_trace) if t is not None}.values():
+            trace.cache.set_budget(self.detail_budget)
 
     def trace_memory(self) -> int:
         """Bytes the current trace holds (residual stream, cached layer detail)."""

@@ -20,6 +20,7 @@ from .dequantization_panel import install_dequantization_dock
 from .provenance_panel import install_provenance_dock
 from .session_file import add_session_actions
 from .walk_panel import install_walk_panel
+from .detail_budget import DetailBudget
 from .weight_budget import WeightBudget
 from .session import Session
 from .seq2seq.opener import TranslationWindows
@@ -67,6 +68,7 @@ class MainWindow(QMainWindow):
         install_dequantization_dock(self)        # a GGUF weight's stored blocks
         self._build_status_bar()
         self.weight_budget = WeightBudget(self)  # the weight cache: a preference, in the status bar
+        self.detail_budget = DetailBudget(self)  # the layer-detail cache: likewise
         self._connect_session()
         self._restore_settings()
         self._refresh_model_widgets()

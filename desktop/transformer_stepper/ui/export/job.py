@@ -1,8 +1,9 @@
 """Exporting many figures without freezing the GUI.
 
 Qt paints only on the GUI thread, so the figures are rendered there, one per event-loop turn
-(a generator driven by a zero-interval QTimer); PNG encoding, SVG tidying and the atomic file
-writes run in a worker. At most `max_pending` rendered figures wait for the worker, so memory
+(a generator driven by a zero-interval QTimer); a layer's detail (its q, k, v, scores ...,
+0.1-0.5 s on a GPT-2-small-sized model) is computed in a worker before its views are drawn,
+and PNG encoding, SVG tidying and the atomic file writes run in another. At most `max_pending` rendered figures wait for the worker, so memory
 stays bounded at 4x. The same job serves the File menu (with a progress dialog) and the
 headless command (`run()` spins an event loop until it is done).
 
@@ -118,6 +119,12 @@ class ExportJob(QObject):
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)    # the GUI thread renders, one worker encodes/writes
         self._pool.setExpiryTimeout(2000)
+        self._compute_pool = QThreadPool(self)   # a layer's detail, one at a time
+        self._compute_pool.setMaxThreadCount(1)
+        self._compute_pool.setExpiryTimeout(2000)
+        self._computing: dict[int, Task] = {}      # layer -> its detail being computed
+        self._waiting: Optional[int] = None        # the layer the steps wait for
+        self._computed_tasks: list[Task] = []
         self._tasks: dict[int, Task] = {}
         self._completed: list[tuple[int, tuple[str, bool]]] = []
         self._delivered: set[int] = set()
@@ -173,6 +180,10 @@ class ExportJob(QObject):
         model = session.model
         view, view_key = None, None
         for index, unit in enumerate(self.units):
+            if unit.stage.per_layer and not session.trace.is_ready(unit.layer):
+                yield from self._detail_of(unit.layer)     # before a new view reads it
+            session.set_layer(unit.layer)                   # (a new view reads the layer set)
+            session.set_head(unit.head)
             if unit.stage.key != view_key:
                 if view is not None:
                     self._close_view(view)
@@ -181,8 +192,6 @@ class ExportJob(QObject):
                 view_key = unit.stage.key
                 self.progressed.emit(index * STEPS_PER_UNIT, self.total, unit.stage.title)
                 yield
-            session.set_layer(unit.layer)
-            session.set_head(unit.head)
             plots = view.plots()
             problem = getattr(view, "_problem", None)
             if problem:                       # said, never skipped in silence
@@ -205,8 +214,36 @@ class ExportJob(QObject):
             self._close_view(view)
         self.progressed.emit(self.total, self.total, "")
 
+    def _compute(self, layer: int) -> None:
+        task = Task(next(self._ids), self.session.trace.prepare, layer)
+        task.signals.finished.connect(lambda _id, _result: self._on_prepared(layer))
+        task.signals.failed.connect(lambda _id, message, _user: self._fail(
+            f"computing layer {layer} failed: {message}"))
+        self._computing[layer] = task
+        self._compute_pool.start(task)
+
+    def _detail_of(self, layer: int) -> Iterator[None]:
+        """Compute a layer's detail in the worker (unless it is under way already); the steps
+        pause (the timer stopped, the event loop free) until it is there."""
+        if layer not in self._computing:
+            self._compute(layer)
+        self._waiting = layer
+        while layer in self._computing:
+            yield
+        self._waiting = None
+
+    def _on_prepared(self, layer: int) -> None:
+        task = self._computing.pop(layer, None)
+        if task is not None:               # its run() may not have returned yet: kept till the end
+            self._computed_tasks.append(task)
+        if self.state == "running" and self._waiting == layer and not self._timer.isActive():
+            self._timer.start()
+
     def _tick(self) -> None:
         if self.state != "running" or self._stepping:
+            return
+        if self._waiting is not None and self._waiting in self._computing:
+            self._timer.stop()             # the computed layer restarts it
             return
         if len(self._tasks) >= self.max_pending:
             self._timer.stop()             # a finished write restarts it

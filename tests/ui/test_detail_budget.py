@@ -1,0 +1,35 @@
+"""The detail budget is a preference: kept in the settings, applied to the trace shown (what is
+over it given back at once) and to every trace after; the status bar says what is kept, and
+says so when one layer alone is over the budget (kept whole)."""
+from transformer_stepper.core.trace import DEFAULT_DETAIL_BUDGET
+from transformer_stepper.ui.detail_budget import KEY, budget_mib
+
+
+def test_budget_is_kept_applied_to_every_trace_and_shown(qtbot, loaded_window, settings):
+    assert budget_mib(settings) == DEFAULT_DETAIL_BUDGET >> 20
+    window = loaded_window("gpt2")
+    session = window.session
+    trace = session.trace
+    n_layer = trace.config.n_layer
+    for layer in range(n_layer):
+        trace.detail(layer)
+    assert trace.cache.layers() == list(range(n_layer))   # the tiny model's layers all fit
+    window.detail_budget.show()
+    assert window.detail_budget.label.text().startswith(f"detail {n_layer}/{n_layer} layers")
+    window.detail_budget.set_budget(0)
+    assert int(settings.value(KEY)) == 0 and session.detail_budget == 0
+    assert trace.cache.budget == 0 and trace.cache.layers() == [n_layer - 1]   # the last one stays
+    assert trace.cache.oversized() == n_layer - 1
+    assert window.detail_budget.label.text().startswith(f"detail: layer {n_layer - 1} kept whole")
+    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+        session.set_text(session.text + " again", immediate=True)
+    assert session.trace is not trace and session.trace.cache.budget == 0   # the next trace too
+    window.detail_budget.set_budget(1)
+    assert session.trace.cache.budget == 1 << 20
+
+
+def test_a_bad_stored_value_falls_back_to_the_default(settings):
+    settings.setValue(KEY, "lots")
+    assert budget_mib(settings) == DEFAULT_DETAIL_BUDGET >> 20
+    settings.setValue(KEY, -5)
+    assert budget_mib(settings) == 0
