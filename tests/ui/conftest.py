@@ -11,6 +11,7 @@ from PySide6.QtCore import QSettings, QThreadPool
 
 from tests.builders import random_params, tiny_config, tokenizer_for, write_npz_model
 from transformer_stepper.io.resources import builtin_model_dir
+from transformer_stepper.ui.collector import collect
 from transformer_stepper.ui.main_window import MainWindow
 from transformer_stepper.ui.session import Session
 
@@ -108,7 +109,8 @@ def collect_garbage_between_tests_only():
 def no_dangling_threads(qtbot):
     yield
     assert QThreadPool.globalInstance().waitForDone(10_000)
-    gc.collect()          # here, between tests, it is safe
+    collect()             # here, between tests, it is safe: Qt's deferred deletions first
+                          # (ui/collector.py), so no half-freed pyqtgraph item is called later
 
 
 def builtin_model_or_skip() -> Path:

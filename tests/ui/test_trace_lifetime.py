@@ -7,11 +7,12 @@ from PySide6.QtCore import QThread
 
 from transformer_stepper.core import stages
 from transformer_stepper.core.trace import Trace
+from transformer_stepper.ui.collector import collect
 
 
 def live_traces(model) -> int:
     """Traces of this model alive now (other tests' traces do not count)."""
-    gc.collect()
+    collect()
     # type(), not isinstance(): isinstance reads every object's __class__, and torch's deprecated
     # reduce_op (alive once another test imported torch) warns on that read
     return sum(type(o) is Trace and o.config is model.config for o in gc.get_objects())

@@ -7,7 +7,7 @@ from typing import Optional
 from PySide6.QtCore import QSettings
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
-from pyqtgraph.util.garbage_collector import GarbageCollector
+from .collector import GuiThreadCollector
 
 from ..io.resources import resources_dir
 from ..runtime import tune_process
@@ -36,7 +36,7 @@ def application() -> QApplication:
         # Python's cyclic collector could otherwise run in a worker thread, or in the middle of
         # a Qt call that holds a lock, and destroy Qt objects there (a crash or a deadlock): it
         # runs on a timer on the GUI thread instead (pyqtgraph's recipe)
-        app.garbage_collector = GarbageCollector(interval=1.0)
+        app.garbage_collector = GuiThreadCollector(interval=1.0)
     return app
 
 

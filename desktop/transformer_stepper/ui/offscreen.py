@@ -23,7 +23,7 @@ def ensure_application():
         # as the window does (ui/app.py): cyclic garbage is collected on this thread, on a
         # timer, never in a worker (pyqtgraph leaves QPixmaps in reference cycles, and one
         # destroyed in a worker deadlocks or crashes); an export no longer turns the GC off
-        from pyqtgraph.util.garbage_collector import GarbageCollector
+        from .collector import GuiThreadCollector
 
-        app.garbage_collector = GarbageCollector(interval=1.0)
+        app.garbage_collector = GuiThreadCollector(interval=1.0)
     return app

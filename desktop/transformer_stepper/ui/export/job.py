@@ -13,7 +13,6 @@ headless command (`run()` spins an event loop until it is done).
 """
 from __future__ import annotations
 
-import gc
 import itertools
 import traceback
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from ...core import stages
 from ...core.errors import ModelError
 from ...core.interventions import describe_all
 from ...io.array_export import write_bytes
+from ..collector import collect
 from ..stages import create_view
 from ..workers import Task
 from . import metadata
@@ -344,4 +344,5 @@ class ExportJob(QObject):
         view.close()
         view.deleteLater()
         if not self._tasks and self._pool.activeThreadCount() == 0:
-            gc.collect()                   # free the closed views now, between writes
+            # free the closed views now, between writes: their Qt objects first (collector.py)
+            collect()
