@@ -298,19 +298,27 @@ def _shorten(label: str, limit: int = 16) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
-def _label_size_hint(self, hint, constraint):
-    # pyqtgraph's LabelItem.sizeHint reads self._sizeHint. When the collector frees a closed
-    # figure (a reference cycle in pyqtgraph: issue 25's note), it clears the label's __dict__
-    # before Qt deletes the C++ item, and Qt may still ask the half-freed label its size hint
-    # while the layout is torn down: answer "no size" instead of raising in the event loop
-    # (the full suite met it in tests/ui/test_export_scale.py after earlier tests' figures)
-    sizes = self.__dict__.get("_sizeHint")
-    if sizes is None or hint not in sizes:
-        return QSizeF(0, 0)
-    return QSizeF(*sizes[hint])
+def _tolerate_half_freed(cls, name: str, empty) -> None:
+    # When the collector frees a closed figure caught in one of pyqtgraph's own reference
+    # cycles, it clears the items' __dict__ before Qt deletes their C++ half, and Qt may still
+    # call their overrides while it tears the layout down (sizeHint, boundingRect,
+    # resizeEvent): they would raise in the event loop ("LabelItem has no attribute
+    # _sizeHint"). ui/collector.py carries out Qt's deferred deletions before collecting,
+    # which removes most of it; an item that is half-freed anyway answers "nothing" here.
+    method = getattr(cls, name)
+
+    def guarded(self, *args):
+        if not self.__dict__:
+            return empty()
+        return method(self, *args)
+
+    guarded.__name__, guarded.__doc__ = method.__name__, method.__doc__
+    setattr(cls, name, guarded)
 
 
-pg.LabelItem.sizeHint = _label_size_hint
+_tolerate_half_freed(pg.LabelItem, "sizeHint", lambda: QSizeF(0, 0))
+_tolerate_half_freed(pg.LabelItem, "resizeEvent", lambda: None)
+_tolerate_half_freed(pg.GraphicsWidget, "boundingRect", QRectF)
 
 
 class TitleLabel(pg.LabelItem):
