@@ -8,20 +8,14 @@ from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtWidgets import QInputDialog, QLabel, QMainWindow
-
 from ..core.trace import DEFAULT_DETAIL_BUDGET
+from .budget_setting import BudgetSetting, stored_mib
 
 KEY = "detail_budget_mib"
-LIMIT_MIB = 1 << 20          # 1 TiB: a number, not a promise
 
 
 def budget_mib(settings) -> int:
-    try:
-        value = int(settings.value(KEY, DEFAULT_DETAIL_BUDGET >> 20))
-    except (TypeError, ValueError):
-        value = DEFAULT_DETAIL_BUDGET >> 20
-    return min(max(value, 0), LIMIT_MIB)
+    return stored_mib(settings, KEY, DEFAULT_DETAIL_BUDGET)
 
 
 def cache_text(trace) -> Optional[str]:
@@ -38,40 +32,23 @@ def cache_text(trace) -> Optional[str]:
             f"{held:,.0f} / {budget:,.0f} MiB")
 
 
-class DetailBudget:
+class DetailBudget(BudgetSetting):
     """Binds the preference to the window: the menu action, the status label, the session."""
+    KEY, DEFAULT_BYTES, NAME = KEY, DEFAULT_DETAIL_BUDGET, "detail_cache"
+    TOOLTIP = ("Layer detail the trace keeps, within the detail budget (View → Detail Budget…); "
+               "a layer dropped is recomputed when shown")
+    MENU_TEXT, TITLE = "&Detail Budget…", "Detail budget"
+    PROMPT = ("MiB of layer detail a trace keeps (q, k, v, scores, weights, ...);\n"
+              "a layer dropped is recomputed when it is shown again:")
 
-    def __init__(self, window: QMainWindow) -> None:
-        self.window = window
-        self.label = QLabel()
-        self.label.setObjectName("detail_cache")
-        self.label.setToolTip("Layer detail the trace keeps, within the detail budget "
-                              "(View → Detail Budget…); a layer dropped is recomputed when shown")
-        window.statusBar().addPermanentWidget(self.label)
-        self.action = window.view_menu.addAction("&Detail Budget…", self.ask)
+    def __init__(self, window) -> None:
+        super().__init__(window)
         window.session.traceChanged.connect(self.show)
-        window.session.layerReady.connect(lambda _: self.show())
-        window._memory_timer.timeout.connect(self.show)
+        window.session.layerReady.connect(self.show)
         self.apply()
 
-    def apply(self) -> None:
-        self.window.session.set_detail_budget(budget_mib(self.window.settings) << 20)
-        self.show()
+    def apply_budget(self, nbytes: int) -> None:
+        self.window.session.set_detail_budget(nbytes)
 
-    def show(self, *_args) -> None:
-        text = cache_text(self.window.session.shown_trace)
-        self.label.setText(text or "")
-        self.label.setVisible(text is not None)
-
-    def set_budget(self, mib: int) -> None:
-        self.window.settings.setValue(KEY, int(mib))
-        self.apply()
-
-    def ask(self) -> None:
-        mib, ok = QInputDialog.getInt(
-            self.window, "Detail budget",
-            "MiB of layer detail a trace keeps (q, k, v, scores, weights, ...);\n"
-            "a layer dropped is recomputed when it is shown again:",
-            budget_mib(self.window.settings), 0, LIMIT_MIB, 256)
-        if ok:
-            self.set_budget(mib)
+    def text(self) -> Optional[str]:
+        return cache_text(self.window.session.shown_trace)
