@@ -439,24 +439,31 @@ def hub_spelling(path: Path, neox: bool) -> None:
     path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
-def make_family(name: str, out: Path, seed: int, spec=None) -> None:
+def write_random_model(folder: Path, class_name: str, config_name: str, fields: dict, tok,
+                       seed: int) -> Path:
+    """A transformers model of that class and config, every parameter redrawn (seeded), saved
+    as safetensors with its tokenizer into `folder` (replaced whole)."""
     import torch
     import transformers
 
-    class_name, config_name, fields, make_tokenizer, decoder = spec or family_configs()[name]
-    tok = make_tokenizer()
-    vocab_size = tok.get_vocab_size(with_added_tokens=True)
-    fields = _decoder_sizes(vocab_size, **fields) if decoder else {"vocab_size": vocab_size, **fields}
     config = getattr(transformers, config_name)(**fields)
     torch.manual_seed(seed)
     model = getattr(transformers, class_name)(config)
     _randomize(model, seed)
-    folder = out / name
     if folder.exists():
         shutil.rmtree(folder)
     model.save_pretrained(folder, safe_serialization=True)
     (folder / "generation_config.json").unlink(missing_ok=True)
     tok.save(str(folder / "tokenizer.json"), pretty=True)
+    return folder
+
+
+def make_family(name: str, out: Path, seed: int, spec=None) -> None:
+    class_name, config_name, fields, make_tokenizer, decoder = spec or family_configs()[name]
+    tok = make_tokenizer()
+    vocab_size = tok.get_vocab_size(with_added_tokens=True)
+    fields = _decoder_sizes(vocab_size, **fields) if decoder else {"vocab_size": vocab_size, **fields}
+    folder = write_random_model(out / name, class_name, config_name, fields, tok, seed)
     if name in HUB_SPELLING:
         hub_spelling(folder / "config.json", name.startswith(("pythia", "neox")))
     model = load_eager(folder, class_name)

@@ -15,7 +15,6 @@ PreTrainedTokenizerFast; their ids for text and text_target are checked equal to
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -135,9 +134,7 @@ def seq2seq_outputs(model, tokenizer_file: Path) -> dict[str, np.ndarray]:
 
 
 def make_seq2seq(name: str, out: Path, seed: int) -> None:
-    import torch
-    import transformers
-    from make_fixtures import _randomize, load_eager, provenance, save_npz
+    from make_fixtures import load_eager, provenance, save_npz, write_random_model
 
     class_name, config_name, fields, make_tokenizer = seq2seq_configs()[name]
     tok = make_tokenizer()
@@ -146,16 +143,7 @@ def make_seq2seq(name: str, out: Path, seed: int) -> None:
     if name == "marian_tiny":
         pad = tok.token_to_id("<pad>")
         fields.update(pad_token_id=pad, decoder_start_token_id=pad, decoder_vocab_size=vocab_size)
-    config = getattr(transformers, config_name)(**fields)
-    torch.manual_seed(seed)
-    model = getattr(transformers, class_name)(config)
-    _randomize(model, seed)
-    folder = out / name
-    if folder.exists():
-        shutil.rmtree(folder)
-    model.save_pretrained(folder, safe_serialization=True)
-    (folder / "generation_config.json").unlink(missing_ok=True)
-    tok.save(str(folder / "tokenizer.json"), pretty=True)
+    folder = write_random_model(out / name, class_name, config_name, fields, tok, seed)
     model = load_eager(folder, class_name)
     model.generation_config.forced_bos_token_id = None
     model.generation_config.forced_eos_token_id = None
