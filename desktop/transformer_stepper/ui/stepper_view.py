@@ -1,8 +1,11 @@
 """The Stepper tab: the text box and token strip on top, the stage list, the stage's view and its
 explanation side by side. It keeps one view per stage (`views`), built ahead of the user: the
 next stage's while the user reads this one (then painted off screen one figure per turn), and
-every stage's one step per turn while nothing happens. The window around it steps the session
-(toolbar, Go menu) and shows the stage's title; `stageShown` tells it a stage is on screen."""
+every stage's one step per turn while nothing happens. All three go through the session's frame
+scheduler (state/frames.py): what is on screen first (the explanation, the shown view's
+figures: NOW), then the next stage (AHEAD), then the idle builds (IDLE). The window around it
+steps the session (toolbar, Go menu) and shows the stage's title; `stageShown` tells it a stage
+is on screen."""
 from __future__ import annotations
 
 from typing import Optional
@@ -10,9 +13,11 @@ from typing import Optional
 import numpy as np
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import (QApplication, QLabel, QLineEdit, QListWidget, QListWidgetItem,
+from PySide6.QtWidgets import (QLabel, QLineEdit, QListWidget, QListWidgetItem,
                                QSplitter, QStackedWidget, QVBoxLayout, QWidget)
 from shiboken6 import isValid
+
+from ..state.frames import AHEAD, IDLE, NOW, PAUSE, run_generator
 
 from ..core import stages
 from ..core.errors import ModelError
@@ -20,15 +25,14 @@ from . import explanations
 from .explanation_panel import ExplanationPanel
 from .export.menu import install_plot_menus
 from .intervened_toggle import InterventionBanner
-from .paint_turns import TURN_MS
 from .session import Session
 from .stages import StageView, create_view
 from .timers import one_shot
 from .token_strip import TokenStripArea
 
 PREBUILD_DELAY_MS = 400
-IDLE_BUILD_MS = 60          # the pause between two views built while idle
-IDLE_STEP_MS = TURN_MS      # ... and between two steps of building one (a turn each)
+# the frame scheduler's tasks (a new one replaces the stale one of its key)
+EXPLAIN, BUILD_AHEAD, IDLE_BUILD = "stepper explanation", "stepper build ahead", "stepper idle build"
 
 
 class StepperView(QWidget):
@@ -38,19 +42,17 @@ class StepperView(QWidget):
                  parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
         self.session = session
+        self.frames = session.frames
         self.views: dict[str, StageView] = {}
         self._build(show_intervened)
         # building a view takes 0.1-0.3 s (pyqtgraph items): the next stage's is built while
         # the user reads this one, so stepping forward only shows it
-        self._prebuild = one_shot(self, PREBUILD_DELAY_MS, self._build_next_view)
-        self._ahead: list = []                  # ... its figures, painted off screen one per turn
-        self._paint_ahead = one_shot(self, TURN_MS, self._paint_one_ahead)
-        # while nothing happens, build the stages' views one per turn (a view's plots take
-        # 20–100 ms to make), so a stage's first visit only draws
-        self._idle_build = one_shot(self, IDLE_BUILD_MS, self._build_one_view)
+        # (the reader's pause, then an AHEAD task: the view built, its figures painted off
+        # screen one per turn)
+        self._prebuild = one_shot(self, PREBUILD_DELAY_MS, self._start_ahead)
+        # while nothing happens, build the stages' views one step per turn (an IDLE task; a
+        # view's plots take 20–100 ms to make), so a stage's first visit only draws
         self._unfinished: list[StageView] = []  # built while idle, figures not yet finished
-        # a new trace or a redrawn view: the explanation's numbers follow in a turn of their own
-        self._explain_soon = one_shot(self, 0, self.update_explanation)
         self._connect_session()
         self._mark_stages()
 
@@ -148,7 +150,7 @@ class StepperView(QWidget):
                             else f"computed by transformer_stepper.{stage.function}")
 
     def _on_trace(self) -> None:
-        self._idle_build.start(IDLE_BUILD_MS)
+        self.frames.add(IDLE_BUILD, self._build_one_view, IDLE, rest=True)
         trace = self.session.trace
         self.text_problem.setVisible(False)
         if trace is None:
@@ -166,7 +168,7 @@ class StepperView(QWidget):
                                       "corrupt?): non-finite cells are hatched and left out of "
                                       "ranges, maps and choices")
             self.text_problem.setVisible(True)
-        self._explain_soon.start()           # (the view draws the new trace itself, being shown)
+        self._explain_soon()                 # (the view draws the new trace itself, being shown)
 
     def _say_truncated(self, trace) -> None:
         """A text longer than the model's context: said in the warning line, with how much went."""
@@ -202,9 +204,14 @@ class StepperView(QWidget):
         self._prebuild.start()
 
     # -- the views, built ahead -----------------------------------------------------------------
-    def _build_next_view(self) -> None:
+    def _start_ahead(self) -> None:
+        self.frames.add(BUILD_AHEAD, run_generator(self._build_next_view()), AHEAD)
+
+    def _build_next_view(self):
         """While the user reads, get the next stage ready: built, drawn for the current state
-        (when it is in the same layer), laid out and painted once off screen."""
+        (when it is in the same layer), laid out, then painted off screen one figure per turn
+        (a view's figures take 30-60 ms at 512 tokens): showing it then only copies what they
+        painted. A generator: one piece per turn of the frame scheduler."""
         session = self.session
         if session.model is None or session.trace is None or session.busy:
             return
@@ -216,42 +223,32 @@ class StepperView(QWidget):
             view.ensure_current()
         view.resize(self.stack.size())
         view.layout().activate()                # the figures' sizes on screen
-        # painted off screen one figure per turn (a view's figures take 30-60 ms at 512
-        # tokens): showing the view then only copies what they painted
-        self._ahead = [figure for _, figure in view.figures() if not figure.isHidden()]
-        self._paint_ahead.start()
-
-    def _paint_one_ahead(self) -> None:
-        while self._ahead:
-            figure = self._ahead.pop(0)
+        ahead = [figure for _, figure in view.figures() if not figure.isHidden()]
+        for figure in ahead:
+            yield True                          # (the turn after the build, then one each)
             if isValid(figure) and not figure.isVisible():     # (shown meanwhile: painted)
                 figure.grab()
-                break
-        if self._ahead:
-            self._paint_ahead.start()
 
-    def _build_one_view(self) -> None:
+    def _build_one_view(self) -> object:
         """Build the model's stages' views one step per turn (a view built in steps: a few
         figures a turn), the nearest after the current stage first, then their colour bars one
-        per turn (skeletons only: a hidden view draws when shown); the next view after a pause."""
+        per turn (skeletons only: a hidden view draws when shown); the next view after a pause.
+        (An IDLE task: it waits while the user or a worker is active.)"""
         session = self.session
         if session.model is None:
-            return
-        if session.busy or QApplication.mouseButtons() != Qt.MouseButton.NoButton:
-            self._idle_build.start(IDLE_BUILD_MS)   # later: the user or a worker is active
-            return
+            return False
         if self._unfinished:                    # the view built last: its figures, then its
             view = self._unfinished[-1]         # colour bars, one per turn (a view may have six)
             if isValid(view) and (view.build_step() or view.finish_one()):
-                self._idle_build.start(IDLE_STEP_MS)
-                return
+                return True
             self._unfinished.pop()
         keys = [s.key for s in session.available_stages()]
         here = keys.index(session.stage_key) if session.stage_key in keys else 0
         missing = [key for key in keys[here:] + keys[:here] if key not in self.views]
         if missing:
             self._unfinished.append(self.view(missing[0], in_steps=True))
-            self._idle_build.start(IDLE_BUILD_MS)
+            return PAUSE
+        return False
 
     def views_built(self) -> bool:
         """Every stage of the model has its view (built while idle, or visited), finished."""
@@ -262,7 +259,7 @@ class StepperView(QWidget):
     def settled(self) -> bool:
         """The shown stage is drawn for the current state, every figure of it painted, and the
         explanation says its numbers (nothing left for a later turn)."""
-        return self.current_view().painted() and not self._explain_soon.isActive()
+        return self.current_view().painted() and not self.frames.pending(EXPLAIN)
 
     def view(self, key: str, in_steps: bool = False) -> StageView:
         """The stage's view, created the first time it is needed, built whole (`in_steps`: the
@@ -282,14 +279,23 @@ class StepperView(QWidget):
 
     def _view_updated(self) -> None:
         if self.sender() is self.views.get(self.session.stage_key):
-            self._explain_soon.start()
+            self._explain_soon()
+
+    def _explain_soon(self) -> None:
+        """A new trace or a redrawn view: the explanation's numbers follow in a turn of their
+        own, before the figures' repaints (what is read first)."""
+        self.frames.add(EXPLAIN, self._explain_piece, NOW, first=True)
+
+    def _explain_piece(self) -> bool:
+        self.update_explanation()
+        return False
 
     # -- the explanation --------------------------------------------------------------------------
     def _explain_again(self, _value=None) -> None:
         self.update_explanation()
 
     def update_explanation(self) -> None:
-        self._explain_soon.stop()
+        self.frames.cancel(EXPLAIN)
         key = self.session.stage_key
         view = self.views.get(key)
         stage = stages.stage(key)
@@ -308,13 +314,11 @@ class StepperView(QWidget):
         self.explanation.show_markdown(f"## {stage.number}. {stage.title}{where}\n\n{body}")
 
     def stop_building(self) -> None:
-        """Window close: the builders stop (the idle builder restarts itself: left running, it
-        builds views after they are closed)."""
-        self._idle_build.stop()
+        """Window close: the builders stop (the idle builder goes on by itself: left running,
+        it builds views after they are closed)."""
         self._prebuild.stop()
-        self._paint_ahead.stop()
-        self._ahead.clear()
-        self._explain_soon.stop()
+        for key in (EXPLAIN, BUILD_AHEAD, IDLE_BUILD):
+            self.frames.cancel(key)
         self._unfinished.clear()
 
     def close_views(self) -> None:

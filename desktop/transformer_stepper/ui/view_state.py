@@ -36,6 +36,7 @@ class ViewState(QObject, ViewModel):
     provenanceRequested = Signal(str, object)   # where does trace value name[index] come from?
     dequantizationRequested = Signal(str)        # show a GGUF parameter's stored blocks
     shownTraceChanged = Signal()         # the stage views draw another trace (clean <-> intervened)
+    frames = None                        # the frame scheduler (ui/frames.py) of a live session
 
     def __init__(self, *args, parent: Optional[QObject] = None, **state) -> None:
         # QObject's __init__ hands `state` on to ViewModel's (cooperative initialisation)

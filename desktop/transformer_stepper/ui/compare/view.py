@@ -1,18 +1,20 @@
 """The Compare view: sentences (one per line) and a word on top, one token strip per sentence,
 the six figures, and the explanation quoting their numbers. Same model, layer and head as the
-stepper; it reads them and writes nothing back."""
+stepper; it reads them and writes nothing back. A result is drawn one figure per turn of the
+session's frame scheduler (state/frames.py), as what is on screen (NOW)."""
 from __future__ import annotations
 
 import time
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QInputDialog, QLabel,
                                QLineEdit, QPlainTextEdit, QPushButton, QSplitter,
                                QVBoxLayout, QWidget)
 
 from ...core.errors import ModelError
+from ...state.frames import NOW
 from ..explanation_panel import ExplanationPanel
 from ..session import Session
 from . import explain, presets
@@ -41,9 +43,7 @@ class CompareView(QWidget):
         self.draw_seconds = 0.0                # GUI time feeding the figures for the last result
         self._steps = iter(())
         self._full_pending = False
-        self._drawing = QTimer(self)
-        self._drawing.setInterval(0)
-        self._drawing.timeout.connect(self._draw_step)
+        self._frame_key = ("compare drawing", id(self))     # its task in the frame scheduler
         self._build()
         self.state.resultChanged.connect(self._on_result)
         self.state.messageChanged.connect(self._show_message)
@@ -267,7 +267,7 @@ class CompareView(QWidget):
         them); `updated` once the last is drawn. A newer result restarts the sequence."""
         result = self.state.result
         comparison = result.comparison if result is not None else None
-        self._drawing.stop()
+        self.session.frames.cancel(self._frame_key)
         # a full drawing cut short by a newer result is finished by the newer one, even when
         # that one only brings new attention rows
         changed = changed or self._full_pending
@@ -291,14 +291,19 @@ class CompareView(QWidget):
             steps += [lambda: self.figures.set_layer(layer), lambda: self._show_figures(True),
                       self._set_explanation]
             self._steps = iter(steps)
-        self._drawing.start()
+        self.session.frames.add(self._frame_key, self._draw_step, NOW)
 
-    def _draw_step(self) -> None:
+    def drawing(self) -> bool:
+        """A result is being drawn (figures wait for their turns)."""
+        return self.session.frames.pending(self._frame_key)
+
+    def _draw_step(self) -> bool:
+        """One figure of the result (a frame scheduler's piece); the turn after the last one,
+        the status line and `updated`."""
         start = time.perf_counter()
         try:
             next(self._steps)()
         except StopIteration:
-            self._drawing.stop()
             self._full_pending = False
             self.draw_seconds = self._draw_busy
             result = self.state.result
@@ -307,8 +312,9 @@ class CompareView(QWidget):
                                     f"{1000 * result.seconds:.0f} ms · drawn "
                                     f"{1000 * self.draw_seconds:.0f} ms")
             self.updated.emit()
-            return
+            return False
         self._draw_busy += time.perf_counter() - start
+        return True
 
     def _on_head(self, head: int) -> None:
         result = self.state.result
@@ -354,6 +360,7 @@ class CompareView(QWidget):
         if self._listening:
             self._listening = False
             self.session.headChanged.disconnect(self._on_head)
+            self.session.frames.cancel(self._frame_key)
         return self.state.shutdown(msecs)
 
     def closeEvent(self, event) -> None:

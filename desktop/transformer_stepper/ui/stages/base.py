@@ -1,7 +1,8 @@
 """What every stage view shares: figures in a grid, a readout line for hover values, and the
 bookkeeping that redraws only what changed, and only when the view is on screen (or asked for
 its plots, e.g. by an export). After new data the figures repaint one per event-loop turn
-(paint_turns.py), so the window answers between them."""
+(ui/frames.py's FigureTurns, a task of the session's frame scheduler), so the window answers
+between them."""
 from __future__ import annotations
 
 import inspect
@@ -19,7 +20,7 @@ from ...core.labels import ACTIVATION_LABELS, NORM_LABELS
 from ...core.trace import Trace
 from ...io.gguf_weights import is_gguf
 from ..connections import Connections
-from ..paint_turns import PaintTurns
+from ..frames import FigureTurns
 from ..plots.common import Figure
 from ..view_state import ViewState
 from ..workers import Task
@@ -82,7 +83,7 @@ class StageView(QWidget):
         self._problem: Optional[str] = None      # why the view could not be drawn
         self._pending: Optional[weakref.ref] = None      # the trace a worker computes for
         self._failed: Optional[tuple] = None             # (trace ref, message): work that failed
-        self._turns = PaintTurns(self)          # new data: the figures repaint one per turn
+        self._turns = FigureTurns(session.frames)   # new data: the figures repaint one per turn
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 2)
         outer.setSpacing(4)
