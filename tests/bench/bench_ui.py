@@ -34,7 +34,9 @@ KEYSTROKE_STAGES = ("tokenize", "embedding", "position_addition", "qkv", "softma
 
 
 def text_of(model, n_tokens: int) -> str:
-    """A text that tokenizes to n_tokens (special tokens included; one word may add two)."""
+    """A text that tokenizes to n_tokens (special tokens included; one word may add two), or
+    to the model's context when that is shorter (the built-in model reads 128)."""
+    n_tokens = min(n_tokens, model.config.n_ctx)
     words: list[str] = []
     # (the tokenizer truncates at the model's context, so stop on reaching n_tokens)
     while len(model.encode(" ".join(words)).input_ids if words else []) < n_tokens:
