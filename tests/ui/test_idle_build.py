@@ -277,3 +277,50 @@ def test_the_next_stage_is_painted_ahead_one_figure_per_turn(qtbot, loaded_windo
         turns = watch.stop()
     assert not ahead.isVisible() and ahead.is_current()
     assert len(set(turns)) == len(figures), f"painted in the same turn: {turns}"
+
+
+def test_one_frame_scheduler_runs_the_shown_views_repaints_then_building_ahead_then_idle_builds(
+        qtbot, loaded_window):
+    """The stepper's three kinds of drawing over turns are tasks of the session's one frame
+    scheduler: the explanation and the shown view's repaints (NOW) go before the next stage
+    built and painted ahead (AHEAD), which goes before the views built while idle (IDLE), one
+    piece per turn; Compare's figures are drawn by it too (NOW)."""
+    from transformer_stepper.state.frames import AHEAD, IDLE, NOW
+    from transformer_stepper.ui.stepper_view import BUILD_AHEAD, EXPLAIN, IDLE_BUILD
+
+    window = loaded_window("gpt2")
+    session, stepper, frames = window.session, window.stepper, window.session.frames
+    session.set_stage("feed_forward")
+    view = stepper.current_view()
+    qtbot.waitUntil(stepper.settled, timeout=10_000)
+    ran = []
+    frames.on_piece = lambda key, priority: ran.append((priority, key))
+    try:
+        with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+            session.set_text("the money in the bank of the river", immediate=True)
+        assert not view.painted()
+        stepper._prebuild.stop()
+        stepper._start_ahead()                                    # (the reader's pause, over)
+        frames.add(IDLE_BUILD, stepper._build_one_view, IDLE)      # (the idle pause, over)
+        qtbot.waitUntil(lambda: not frames.pending(), timeout=20_000)
+    finally:
+        frames.on_piece = None
+    assert view.painted()
+    priorities = [priority for priority, _ in ran]
+    assert priorities == sorted(priorities), ran
+    kinds = {priority: {key if isinstance(key, str) else key[0] for p, key in ran if p == priority}
+             for priority in (NOW, AHEAD, IDLE)}
+    assert kinds == {NOW: {EXPLAIN, "figure turns"}, AHEAD: {BUILD_AHEAD}, IDLE: {IDLE_BUILD}}, kinds
+    figures = [figure for _, figure in view.figures() if figure.isVisible()]
+    assert ran.count((NOW, view._turns._key)) == len(figures) + 1, "a figure a turn, then its paint's"
+
+    compare = window.tabs.view("compare")
+    ran.clear()
+    frames.on_piece = lambda key, priority: ran.append((priority, key))
+    try:
+        with qtbot.waitSignal(compare.updated, timeout=20_000):
+            window.tabs.show_tab("compare")
+    finally:
+        frames.on_piece = None
+    drawn = [priority for priority, key in ran if key == compare._frame_key]
+    assert len(drawn) >= 2 and set(drawn) == {NOW}, ran

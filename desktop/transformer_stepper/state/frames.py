@@ -64,6 +64,8 @@ class FrameScheduler:
         self._pause = scheduler.timer(pause_ms, self._pause_over)
         self._closed = False
         self.pieces_run = 0                      # how many turns ran a piece (tests, benches)
+        # called with (key, priority) before each piece runs (tests, benches)
+        self.on_piece: Optional[Callable[[Hashable, int], None]] = None
 
     # -- the queue ----------------------------------------------------------------------------
     def add(self, key: Hashable, piece: Callable[[], object], priority: int = NOW, *,
@@ -123,6 +125,8 @@ class FrameScheduler:
         task = self._next_task()
         if task is not None:
             self.pieces_run += 1
+            if self.on_piece is not None:
+                self.on_piece(task.key, task.priority)
             try:
                 outcome = task.piece()
             except BaseException:

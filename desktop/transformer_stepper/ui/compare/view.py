@@ -293,10 +293,6 @@ class CompareView(QWidget):
             self._steps = iter(steps)
         self.session.frames.add(self._frame_key, self._draw_step, NOW)
 
-    def drawing(self) -> bool:
-        """A result is being drawn (figures wait for their turns)."""
-        return self.session.frames.pending(self._frame_key)
-
     def _draw_step(self) -> bool:
         """One figure of the result (a frame scheduler's piece); the turn after the last one,
         the status line and `updated`."""
