@@ -228,10 +228,15 @@ def bench_cold_start(model_dir: Path) -> None:
         "from transformer_stepper.ui.app import application, create_main_window\n"
         "app = application()\n"
         "w = create_main_window(sys.argv[1], None, QSettings(sys.argv[2], QSettings.Format.IniFormat))\n"
-        "w.show()\n"
+        "said = []\n"
         "def shown():\n"
-        "    w.repaint(); print('shown', flush=True)\n"
-        "    w.session.traceChanged.connect(lambda: (app.processEvents(), w.repaint(), print('traced', flush=True), w.close(), app.quit()))\n"
+        "    if not said:\n"
+        "        w.repaint(); said.append(1); print('shown', flush=True)\n"
+        "def traced():\n"
+        "    shown(); app.processEvents(); w.repaint(); print('traced', flush=True); w.close(); app.quit()\n"
+        "# (connected before the event loop runs: a small model may trace before the first turn)\n"
+        "w.session.traceChanged.connect(traced)\n"
+        "w.show()\n"
         "QTimer.singleShot(0, shown)\n"
         "app.exec()\n")
     shown, traced = [], []
