@@ -17,10 +17,9 @@ from PySide6.QtWidgets import (QLabel, QLineEdit, QListWidget, QListWidgetItem,
                                QSplitter, QStackedWidget, QVBoxLayout, QWidget)
 from shiboken6 import isValid
 
-from ..state.frames import AHEAD, IDLE, NOW, PAUSE, run_generator
-
 from ..core import stages
 from ..core.errors import ModelError
+from ..state.frames import AHEAD, IDLE, NOW, PAUSE, run_generator
 from . import explanations
 from .explanation_panel import ExplanationPanel
 from .export.menu import install_plot_menus
