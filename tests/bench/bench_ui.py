@@ -157,6 +157,12 @@ def bench_walk_stalls(app, window) -> None:
           f"longest stall {ms(worst)} at {label}; median of each step's longest {ms(statistics.median(gaps))}")
     for name, gap in sorted(meter.longest.items(), key=lambda kv: -kv[1])[:5]:
         print(f"    {name:<48} {ms(gap)}")
+    # (what the GUI thread itself computed in one turn: the wall figure on a loaded machine
+    # also holds the time it waited for a core)
+    label, worst = meter.worst_cpu()
+    cpu = sorted(meter.longest_cpu.values())
+    print(f"    GUI-thread CPU in one stall: longest {ms(worst)} at {label}; "
+          f"median of each step's longest {ms(statistics.median(cpu))}")
 
 
 def bench_keystroke(app, window) -> None:
@@ -213,12 +219,13 @@ def bench_long_text_stall(app, window) -> None:
         app.processEvents()
         stall = meter.stop()
         window.stepper.current_view().updated.disconnect()
-        rows.append((stall, key, time.perf_counter() - start, session.compute_seconds))
+        rows.append((stall, key, time.perf_counter() - start, session.compute_seconds,
+                     meter.worst_cpu()[1]))
     print(f"512-token text ({session.trace.n_seq} tokens), longest event-loop stall while it is "
           "traced and drawn:")
-    for stall, key, total, compute in sorted(rows, reverse=True):
-        print(f"    {key:<18} longest stall {ms(stall)}   (forward pass {ms(compute)} in a worker, "
-              f"all done in {ms(total)})")
+    for stall, key, total, compute, cpu in sorted(rows, reverse=True):
+        print(f"    {key:<18} longest stall {ms(stall)} (GUI-thread CPU {ms(cpu)})   (forward pass "
+              f"{ms(compute)} in a worker, all done in {ms(total)})")
 
 
 def bench_cold_start(model_dir: Path) -> None:
