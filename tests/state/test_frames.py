@@ -187,7 +187,7 @@ def test_a_piece_that_raises_is_dropped_and_the_others_go_on(manual):
     with pytest.raises(RuntimeError):
         manual.advance(TURN_MS)
     assert frames.keys() == ["fine"]
-    assert frames._turn.isActive(), "the next turn is still due"
+    assert any(timer.isActive() for timer in manual.timers), "the next turn is still due"
     turns(manual, 1)
     assert log == [("fine", 1)]
 
@@ -213,3 +213,21 @@ def test_steps_and_generators_as_pieces(manual):
     manual.advance(IDLE_PAUSE_MS)
     turns(manual, 2)
     assert log == [1, 2, "built", "painted"] and not frames.pending()
+
+
+def test_an_eager_tasks_pieces_run_in_the_next_turn_and_others_keep_theirs(manual):
+    frames, log = FrameScheduler(manual), []
+    frames.add("compare", recorder(log, "compare", 3), NOW, eager=True)
+    frames.add("figures", recorder(log, "figures", 2), NOW)
+    manual.advance(0)
+    manual.advance(0)
+    assert log == [("compare", 1), ("compare", 2)], "a 0 ms turn each"
+    manual.advance(0)
+    assert log[-1] == ("compare", 3)
+    manual.advance(0)
+    manual.advance(TURN_MS - 1)
+    assert len(log) == 3, "the next task's turns are TURN_MS apart again"
+    manual.advance(1)
+    assert log[-1] == ("figures", 1)
+    frames.close()
+    assert not any(timer.isActive() for timer in manual.timers)

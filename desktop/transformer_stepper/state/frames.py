@@ -9,7 +9,9 @@ needed some day), first come first served within a priority. A piece returns som
 run again in a later turn, PAUSE to run again after the idle pause, and None/False when the
 task is done (then its `on_done()` runs). Adding a task under a key already queued replaces the
 stale one. IDLE tasks wait while `busy()` says the user or a worker is active, and look again
-after the pause. `close()` drops everything, and the scheduler takes nothing more.
+after the pause. `close()` drops everything, and the scheduler takes nothing more. An `eager`
+task's next piece runs in the very next turn (a 0 ms timer: Compare's figures, which repaint
+between two pieces anyway) rather than TURN_MS later.
 
 The turns are the scheduler's single-shot timers (state/scheduler.py): QTimers in the app
 (ui/frames.py), a ManualScheduler in tests, where nothing runs until the test says so."""
@@ -35,6 +37,7 @@ class FrameTask:
     priority: int
     on_done: Optional[Callable[[], None]] = None
     resting: bool = False       # waits for the pause to end
+    eager: bool = False         # its next piece in the next turn (0 ms), not TURN_MS later
 
 
 def run_steps(steps: Iterator) -> Callable[[], bool]:
@@ -61,6 +64,7 @@ class FrameScheduler:
         self._busy = busy or (lambda: False)
         self._tasks: list[FrameTask] = []       # in priority order, first come first within one
         self._turn = scheduler.timer(turn_ms, self.run_turn)
+        self._eager_turn = scheduler.timer(0, self.run_turn)
         self._pause = scheduler.timer(pause_ms, self._pause_over)
         self._closed = False
         self.pieces_run = 0                      # how many turns ran a piece (tests, benches)
@@ -69,14 +73,14 @@ class FrameScheduler:
 
     # -- the queue ----------------------------------------------------------------------------
     def add(self, key: Hashable, piece: Callable[[], object], priority: int = NOW, *,
-            first: bool = False, rest: bool = False,
+            first: bool = False, rest: bool = False, eager: bool = False,
             on_done: Optional[Callable[[], None]] = None) -> None:
         """Queue `piece` under `key` (replacing a stale task of that key), after the tasks of
         its priority (`first`: before them); `rest`: start after the idle pause."""
         if self._closed:
             return
         self.cancel(key)
-        task = FrameTask(key, piece, priority, on_done, resting=rest)
+        task = FrameTask(key, piece, priority, on_done, resting=rest, eager=eager)
         if first:
             where = next((i for i, t in enumerate(self._tasks) if t.priority >= priority), len(self._tasks))
         else:
@@ -112,8 +116,8 @@ class FrameScheduler:
         """Drop every task and stop; nothing added later runs (window close)."""
         self._closed = True
         self._tasks.clear()
-        self._turn.stop()
-        self._pause.stop()
+        for timer in (self._turn, self._eager_turn, self._pause):
+            timer.stop()
 
     @property
     def closed(self) -> bool:
@@ -166,12 +170,15 @@ class FrameScheduler:
         self._wake()
 
     def _wake(self) -> None:
-        """The turn timer runs while a task may run; the pause timer while one rests."""
-        if any(not task.resting for task in self._tasks):
-            if not self._turn.isActive():
-                self._turn.start()
-        else:
-            self._turn.stop()
+        """The turn timer runs while a task may run (the 0 ms one when the first such task is
+        eager); the pause timer while one rests."""
+        runnable = next((task for task in self._tasks if not task.resting), None)
+        timer = None if runnable is None else self._eager_turn if runnable.eager else self._turn
+        for turn in (self._turn, self._eager_turn):
+            if turn is not timer:
+                turn.stop()
+            elif not turn.isActive():
+                turn.start()
         if any(task.resting for task in self._tasks):
             if not self._pause.isActive():
                 self._pause.start()

@@ -291,7 +291,8 @@ class CompareView(QWidget):
             steps += [lambda: self.figures.set_layer(layer), lambda: self._show_figures(True),
                       self._set_explanation]
             self._steps = iter(steps)
-        self.session.frames.add(self._frame_key, self._draw_step, NOW)
+        # eager: a piece each turn, as soon as the last one's paint is done
+        self.session.frames.add(self._frame_key, self._draw_step, NOW, eager=True)
 
     def _draw_step(self) -> bool:
         """One figure of the result (a frame scheduler's piece); the turn after the last one,
