@@ -17,7 +17,7 @@ from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, normalizers, pre_tokenizers, processors
 
 from transformer_stepper.core.config import ModelConfig
-from transformer_stepper.core.forward import expected_shapes
+from transformer_stepper.core.params import expected_shapes
 from transformer_stepper.core.tokenize import Tokenizer
 from transformer_stepper.io import npz_format
 

@@ -7,7 +7,8 @@ import pytest
 from tests.core.test_forward import KINDS as BASE_KINDS
 from tests.core.test_forward import TEXT as BASE_TEXT
 from tests.core.test_forward import make_model
-from transformer_stepper.core.forward import context, forward
+from transformer_stepper.core.forward import forward
+from transformer_stepper.core.layer_context import context
 from transformer_stepper.core.trace import LayerCache, Recorder
 
 

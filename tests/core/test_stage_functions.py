@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from transformer_stepper import load_model
-from transformer_stepper.core import forward, stages
+from transformer_stepper.core import forward, layer_context, stages
 from transformer_stepper.core.forward import _noop
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -47,14 +47,14 @@ def _repeated(config, kv):
 def test_attention_stage_functions_reproduce_the_trace(model_and_trace):
     model, trace = model_and_trace
     config, params = model.config, model.params
-    ctx = forward.context(config, trace.n_seq)
+    ctx = layer_context.context(config, trace.n_seq)
     q, k, v = stages.stage("qkv").compute_function()(params, config, trace.layer("attn_in", LAYER), LAYER, ctx)
     np.testing.assert_array_equal(q, trace.layer("q", LAYER))
     np.testing.assert_array_equal(_repeated(config, k), trace.layer("k", LAYER))
     np.testing.assert_array_equal(_repeated(config, v), trace.layer("v", LAYER))
     scores = stages.stage("scores").compute_function()(
         trace.layer("q", LAYER), trace.layer("k", LAYER), forward.attention_scale(config),
-        forward.layer_context(config, ctx, LAYER).mask, config.attn_softcap)
+        layer_context.layer_context(config, ctx, LAYER).mask, config.attn_softcap)
     np.testing.assert_array_equal(scores, trace.layer("scores", LAYER))
     weights = stages.stage("softmax").compute_function()(trace.layer("scores", LAYER))
     np.testing.assert_array_equal(weights, trace.layer("attn_weights", LAYER))
@@ -81,7 +81,7 @@ def test_embedding_and_block_stage_functions_reproduce_the_trace(model_and_trace
     mlp_out = stages.stage("feed_forward").compute_function()(
         params, config, trace.layer("mlp_in", LAYER), LAYER, _noop)
     np.testing.assert_array_equal(mlp_out, trace.layer("mlp_out", LAYER))
-    ctx = forward.context(config, trace.n_seq)
+    ctx = layer_context.context(config, trace.n_seq)
     layer_out = stages.stage("layer_output").compute_function()(
         params, config, trace.layer("layer_in", LAYER), ctx, LAYER, _noop)
     np.testing.assert_array_equal(layer_out, trace.layer("layer_out", LAYER))

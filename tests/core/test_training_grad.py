@@ -5,7 +5,8 @@ import pytest
 
 from transformer_stepper.core import ops
 from transformer_stepper.core.config import ModelConfig
-from transformer_stepper.core.forward import context, forward
+from transformer_stepper.core.forward import forward
+from transformer_stepper.core.layer_context import context
 from transformer_stepper.core.training import layers, network
 
 STEP = 1e-6

@@ -38,6 +38,20 @@ def test_a_new_text_cancels_the_running_pass_and_the_latest_text_runs_when_it_st
     assert not session.busy
 
 
+def test_texts_set_one_after_another_show_only_the_last(session, scheduler, tiny_models):
+    # each text starts a pass or cancels the running one; only the latest text's trace lands
+    # (was tests/ui/test_interaction.py's test_stale_results_are_dropped, on real threads: the
+    # thread path of the same rule is tests/ui/test_cancel.py's)
+    opened(session, scheduler, tiny_models["gpt2"])
+    shown = heard(session, "traceChanged")
+    for text in ("the bank", "the bank of", "the bank of the river"):
+        session.set_text(text, immediate=True)
+    assert len(scheduler.jobs) == 1, "one pass at a time"
+    scheduler.run_all()
+    assert [trace.text for _, _, trace, _ in shown] == ["the bank of the river"]
+    assert session.trace.text == "the bank of the river" and not session.busy
+
+
 def test_a_stale_model_never_lands(session, scheduler, tiny_models):
     opened(session, scheduler, tiny_models["bert"])
     session.open_model(str(tiny_models["gpt2"]))

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from transformer_stepper.core import stages
 from transformer_stepper.ui.stages import VIEWS, create_view
 
-from .conftest import FIXTURE_FAMILIES, MODELS, builtin_model_or_skip
+from .conftest import FIXTURE_FAMILIES, HF_FIXTURES, MODELS, builtin_model_or_skip
 
 
 def walk(session) -> list[tuple[str, int]]:
@@ -31,31 +31,6 @@ def check_view(view) -> None:
     assert values["n_seq"] == view.session.trace.n_seq
 
 
-@pytest.mark.parametrize("kind", list(MODELS) + list(FIXTURE_FAMILIES))
-def test_step_through_every_stage(qtbot, loaded_window, kind):
-    window = loaded_window(kind)
-    session = window.session
-    config = session.model.config
-    seen = walk(session)
-    per_layer = [s for s in stages.STAGES if s.per_layer]
-    expected = len(stages.available_stages(config)) + (config.n_layer - 1) * len(per_layer)
-    assert len(seen) == expected
-    assert [layer for key, layer in seen if key == "layer_output"] == list(range(config.n_layer))
-    assert ("prediction" in {key for key, _ in seen}) == config.lm_head
-    for key in {key for key, _ in seen}:
-        session.set_stage(key)
-        view = window.stepper.current_view()
-        assert window.stepper.stack.currentWidget() is view
-        qtbot.waitUntil(view.is_current, timeout=10_000)    # the logit lens: computed in a worker
-        check_view(view)
-        assert "{" not in window.stepper.explanation.toPlainText(), f"{key}: unfilled placeholder"
-    assert window.errors == []
-    # and back again to the start
-    while session.step(-1):
-        pass
-    assert session.stage_key == stages.STAGES[0].key
-
-
 # every Hugging Face family's fixture (tests/fixtures), the round-3 ones with their layer kinds
 HF_FAMILIES = {"mistral_tiny": None, "qwen2_tiny": None, "qwen3_tiny": None, "gemma_tiny": None,
                "roberta_tiny": None, "distilbert_tiny": None,
@@ -63,38 +38,60 @@ HF_FAMILIES = {"mistral_tiny": None, "qwen2_tiny": None, "qwen3_tiny": None, "ge
                "gemma3_tiny": ["local (window 4, rope base 10000)"] * 2 + ["global (rope base 1e+06)",
                                                                         "local (window 4, rope base 10000)"],
                "olmo2_tiny": None, "smollm3_tiny": [None, None, None, "no rope"]}
+HF_TEXT = "the bank of the river was steep and green"
+WALKED = list(MODELS) + list(FIXTURE_FAMILIES) + [n for n in HF_FAMILIES if n not in FIXTURE_FAMILIES]
 
 
-@pytest.mark.parametrize("name", list(HF_FAMILIES))
-def test_step_through_every_stage_of_each_hugging_face_family(qtbot, window, name, fixtures_dir):
-    window.session.set_text("the bank of the river was steep and green", immediate=True)
-    with qtbot.waitSignal(window.session.traceChanged, timeout=10_000):
-        window.open_model(str(fixtures_dir / name))
+def views_checked_at(kind: str, n_layer: int) -> list[int]:
+    """The layers whose per-layer views are checked: where the walk ends (the last); for the
+    Hugging Face families layer 0 too, and 1 where layers differ in kind (local and global:
+    Gemma 2/3, rope and NoPE: SmolLM3)."""
+    if HF_FAMILIES.get(kind):
+        return sorted({0, 1, n_layer - 1})
+    return sorted({0, n_layer - 1}) if kind in HF_FAMILIES else [n_layer - 1]
+
+
+@pytest.mark.parametrize("kind", WALKED)
+def test_step_through_every_stage(qtbot, window, loaded_window, kind):
+    # one window a family: the walk, every view it reaches, the layer selector and back again
+    if kind in HF_FAMILIES:
+        window.session.set_text(HF_TEXT, immediate=True)
+        with qtbot.waitSignal(window.session.traceChanged, timeout=10_000):
+            window.open_model(str(HF_FIXTURES / kind))
+    else:
+        loaded_window(kind)
     session, config = window.session, window.session.model.config
     seen = walk(session)
+    per_layer = [s for s in stages.STAGES if s.per_layer]
+    expected = len(stages.available_stages(config)) + (config.n_layer - 1) * len(per_layer)
+    assert len(seen) == expected
     assert [layer for key, layer in seen if key == "layer_output"] == list(range(config.n_layer))
-    # layer 0, 1 and the last: local and global (Gemma 2/3), rope and NoPE (SmolLM3)
-    layers = sorted({0, 1, config.n_layer - 1}) if HF_FAMILIES[name] else [0]
+    assert ("prediction" in {key for key, _ in seen}) == config.lm_head
     for key in {key for key, _ in seen}:
-        for layer in layers:
+        for layer in views_checked_at(kind, config.n_layer):
             session.set_stage(key)
             if stages.stage(key).per_layer:
                 session.set_layer(layer)
             view = window.stepper.current_view()
+            assert window.stepper.stack.currentWidget() is view
             assert session.layer == layer or not stages.stage(key).per_layer
+            # the logit lens: computed in a worker
             qtbot.waitUntil(lambda: view.is_current() and bool(view.plots()), timeout=10_000)
             check_view(view)
-            names = [n for n, _ in view.plots()]
             if key == "scores":      # the soft-cap curve is shown exactly where there is one
-                assert ("soft_cap" in names) == bool(config.attn_softcap), name
+                assert ("soft_cap" in [n for n, _ in view.plots()]) == bool(config.attn_softcap), kind
             assert "{" not in window.stepper.explanation.toPlainText(), f"{key}: unfilled placeholder"
             if not stages.stage(key).per_layer:
                 break
     assert window.errors == []
-    kinds = HF_FAMILIES[name] or [None] * config.n_layer
+    layer_kinds = HF_FAMILIES.get(kind) or [None] * config.n_layer
     texts = [window.layer_box.itemText(i) for i in range(config.n_layer)]
-    assert texts == [f"layer {i} of {config.n_layer}" + (f" — {kind}" if kind else "")
-                     for i, kind in enumerate(kinds)]
+    assert texts == [f"layer {i} of {config.n_layer}" + (f" — {layer_kind}" if layer_kind else "")
+                     for i, layer_kind in enumerate(layer_kinds)]
+    # and back again to the start
+    while session.step(-1):
+        pass
+    assert session.stage_key == stages.STAGES[0].key
 
 
 def test_arrow_keys_step_and_cross_into_the_next_layer(qtbot, loaded_window):

@@ -24,7 +24,7 @@ from typing import Optional
 import numpy as np
 
 from .errors import ModelError
-from .forward import output_direction
+from .head import output_direction
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,10 @@
 """ONE forward pass. Every intermediate goes through `record(name, array, layer)`, so the
 trace the stepper shows is produced by the very code that computes the output.
 
-Parameters use one naming scheme for every family (the loaders map checkpoints onto it):
-  wte [n_vocab, d_token]   wpe [position_offset + n_ctx, d_model] (learned only)
-                           d_token = d_model, or d_model - d_position for concat positions
-  wtt [n_types, d_model]   ln_emb.{g,b}   ln_f.{g[,b]}   lm_head.w [n_vocab, d_model] (untied)
-  h.{i}.ln_1.{g[,b]}  h.{i}.ln_2.{g[,b]}           .b only for LayerNorm, not RMSNorm
-  h.{i}.attn.{q,k,v,o}.{w[,b]}   w stored [d_in, d_out]; k, v have n_kv_head heads
-  h.{i}.attn.{q,k}_norm.g [d_head]                  (qk_norm; qk_norm_over "projection":
-                                                    [n_head·d_head], [n_kv_head·d_head])
-  h.{i}.post_attn_ln.g  h.{i}.post_mlp_ln.g       (norms of each branch's output: sandwich,
-                                                    branch_out)
-  h.{i}.mlp.fc.{w[,b]} [d_model, d_ff]  h.{i}.mlp.proj.{w[,b]} [d_ff, d_model]
-  h.{i}.mlp.gate.{w[,b]}, h.{i}.mlp.up.{w[,b]} [d_model, d_ff] (gated_mlp: instead of fc)
-  head.transform.{w,b}  head.ln.{g,b}  head.bias   (BERT's masked-LM head)
+Around it: the parameters' names and shapes (core/params.py), each layer's mask and rotary
+angles (core/layer_context.py, core/rotary.py), the keys and values kept for a growing text
+(core/kv_cache.py) and the output head's parts (core/head.py); here the stages' functions,
+the block and the pass.
 
 Concat positions (the project's own scheme, for the positions laboratory): the layers see
 x0 = [e | p], e a row of wte (width d_token = d_model - d_position) and p the sinusoid table of
@@ -26,15 +17,17 @@ head (tied_head=False) reads all of h.
 """
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping, Optional
+from typing import Callable, Mapping, Optional
 
 import numpy as np
 
 from . import interventions as interventions_lib
 from . import ops
 from .config import ModelConfig
+from .head import head_hidden, vocabulary_logits
+from .kv_cache import KVCache
+from .layer_context import Context, context, layer_context
+from .params import rows
 
 Recorder = Optional[Callable[[str, np.ndarray, Optional[int]], None]]
 F32 = np.float32
@@ -52,166 +45,6 @@ def keeps_detail(record, layer: int) -> bool:
     # place (same arithmetic, fewer n_head·n² buffers). Unknown recorders keep everything.
     wants = getattr(record, "keeps_detail", None)
     return True if wants is None else wants(layer)
-
-
-def rows(params: Mapping[str, np.ndarray], name: str, index: np.ndarray) -> np.ndarray:
-    # [n] ids -> [n, d]: rows of a table. A parameter store that reads lazily gathers only
-    # these rows (a 128k-row bf16 table is not widened for a 20-token text).
-    gather = getattr(params, "rows", None)
-    return gather(name, index) if gather is not None else params[name][index]
-
-
-def times_rows_transposed(x: np.ndarray, params: Mapping[str, np.ndarray], name: str) -> np.ndarray:
-    # [n, d] @ table[n_rows, d].T -> [n, n_rows], in row blocks where the store offers them
-    blocks: Optional[Callable[[str], Iterator[tuple[int, np.ndarray]]]] = getattr(params, "row_blocks", None)
-    if blocks is None:
-        return x @ params[name].T
-    out = np.empty((x.shape[0], params.shape(name)[0]), dtype=F32)
-    for start, block in blocks(name):
-        out[:, start:start + len(block)] = x @ block.T
-    return out
-
-
-@dataclass(frozen=True)
-class Context:
-    """What every layer's attention needs besides its input: the additive mask (0 / -inf, or
-    None) and, for rotary models, cos and sin of every position's angles [n_seq, d_rotary // 2].
-    A model whose layers differ (local_layers: Gemma 2/3) has the local layers' own in `local`;
-    layer_context picks a layer's."""
-    mask: Optional[np.ndarray]
-    cos: Optional[np.ndarray] = None
-    sin: Optional[np.ndarray] = None
-    interventions: tuple = ()          # core/interventions.py: what this pass changes
-    local: Optional["Context"] = None  # the local layers' mask (window) and angles (local base)
-    scale: Optional[float] = None      # what scores are multiplied by (None: 1/√d_head; T5: 1)
-
-
-def attention_mask(config: ModelConfig, n_seq: int, start: int = 0,
-                   local: bool = False) -> Optional[np.ndarray]:
-    # -> [n_seq - start, n_seq] additive (0 where a query may look, -inf where not), or None (no
-    # mask): the rows of queries start.. (all of them unless extending a cached text).
-    # The additive form is one broadcast add instead of a boolean scatter. With local_layers
-    # the window is the local layers' (local=True) only; else every layer's.
-    if not config.causal:
-        return None
-    window = config.sliding_window if local or not config.local_layers else 0
-    if window and window < n_seq:
-        blocked = ops.windowed_causal_mask(n_seq, window)
-    else:
-        blocked = ops.causal_mask(n_seq)
-    return ops.additive_mask(blocked[start:])
-
-
-def rope_frequencies(config: ModelConfig, n_seq: int = 0, local: bool = False) -> np.ndarray:
-    # [d_rotary // 2]: radians per position of each rotated pair, for a text of n_seq tokens
-    # (dynamic and longrope scaling change with the length; 0: a short text's); local=True: the
-    # local layers' own base, unscaled, where the model has one (Gemma 3's rope_local_base_freq)
-    d, theta, kind = config.d_rotary, config.rope_theta, config.rope_scaling
-    if local and config.rope_local_theta:
-        return ops.rope_frequencies(d, config.rope_local_theta)
-    if kind == "dynamic":
-        return ops.dynamic_rope_frequencies(d, theta, config.rope_factor, config.rope_original_n_ctx, n_seq)
-    if kind == "yarn":
-        return ops.yarn_rope_frequencies(d, theta, config.rope_factor, config.rope_original_n_ctx,
-                                         config.rope_beta_fast, config.rope_beta_slow, config.rope_truncate)
-    if kind == "longrope":
-        long = n_seq > config.rope_original_n_ctx
-        return ops.longrope_frequencies(d, theta, config.rope_long_factor if long else config.rope_short_factor)
-    return ops.rope_frequencies(d, theta, kind, config.rope_factor, config.rope_low_freq_factor,
-                                config.rope_high_freq_factor, config.rope_original_n_ctx)
-
-
-def rope_length_key(config: ModelConfig, n_seq: int):
-    """What of a text's length its rotary frequencies depend on: None for most models; for
-    dynamic and longrope scaling, past the original context, the length itself (dynamic) or
-    just that it is past (longrope). Rows computed at lengths with different keys differ,
-    so a KV cache or shared rows are reused only under the same key (else: re-traced)."""
-    if config.position != "rotary" or n_seq <= config.rope_original_n_ctx:
-        return None
-    if config.rope_scaling == "dynamic":
-        return n_seq
-    return "long" if config.rope_scaling == "longrope" else None
-
-
-def rope_cos_sin(config: ModelConfig, angles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    # [n, d_rotary // 2] angles -> cos, sin; yarn and longrope multiply both by their attention
-    # factor (so rotated q·k grows by its square), as transformers does
-    cos, sin = np.cos(angles), np.sin(angles)
-    if config.rope_attention_factor != 1.0:
-        factor = F32(config.rope_attention_factor)
-        cos, sin = cos * factor, sin * factor
-    return cos, sin
-
-
-def context(config: ModelConfig, n_seq: int, record: Recorder = None, start: int = 0,
-            interventions: tuple = ()) -> Context:
-    """For queries at positions start..n_seq-1 over keys 0..n_seq-1 (start > 0: extending a
-    text whose earlier keys and values are cached)."""
-    mask = attention_mask(config, n_seq, start)
-    local = _local_context(config, n_seq, record, start, interventions) if config.local_layers else None
-    if config.position != "rotary" or interventions_lib.no_positions(interventions):
-        return Context(mask, interventions=interventions, local=local)
-    angles = _angles(config, n_seq, start, interventions, local=False)
-    if record is not None:
-        record("rope_angles", angles, None)
-    return Context(mask, *rope_cos_sin(config, angles), interventions, local)
-
-
-def _angles(config: ModelConfig, n_seq: int, start: int, interventions: tuple, local: bool) -> np.ndarray:
-    # [n_seq - start, d_rotary // 2]: the rotation angles of positions start.. (as permuted)
-    angles = ops.rope_angles(n_seq, rope_frequencies(config, n_seq, local))[start:]
-    order = interventions_lib.position_order(interventions, n_seq)
-    return angles if order is None else angles[order]
-
-
-def _local_context(config: ModelConfig, n_seq: int, record, start: int, interventions: tuple) -> Context:
-    # the local layers' mask (their window) and angles (their rope base, when it differs)
-    mask = attention_mask(config, n_seq, start, local=True)
-    if config.position != "rotary" or interventions_lib.no_positions(interventions):
-        return Context(mask, interventions=interventions)
-    angles = _angles(config, n_seq, start, interventions, local=True)
-    if record is not None and config.rope_local_theta:
-        record("rope_angles_local", angles, None)
-    return Context(mask, *rope_cos_sin(config, angles), interventions)
-
-
-def layer_context(config: ModelConfig, ctx: Context, layer: int) -> Context:
-    """The mask and angles this layer uses: a local layer's window and rope base (Gemma 2/3),
-    no rotation on a NoPE layer (SmolLM3); ctx itself where every layer is alike."""
-    if ctx.local is not None and config.is_local(layer):
-        ctx = ctx.local
-    if ctx.cos is not None and not config.has_rope(layer):
-        ctx = dataclasses.replace(ctx, cos=None, sin=None)
-    return ctx
-
-
-class KVCache:
-    """Every layer's keys and values (after the rotation, before GQA's repeat), per position:
-    what a causal model reuses when the text grows by a token. Extending returns a new cache,
-    so the trace it came from (undo) keeps its own."""
-
-    def __init__(self, n_layer: int, keys=None, values=None) -> None:
-        self.keys: list[Optional[np.ndarray]] = list(keys) if keys else [None] * n_layer
-        self.values: list[Optional[np.ndarray]] = list(values) if values else [None] * n_layer
-
-    @property
-    def n_seq(self) -> int:
-        return 0 if self.keys[0] is None else self.keys[0].shape[1]
-
-    def append(self, layer: int, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # [n_kv, m, d_head] new rows -> every row so far; stored read-only
-        if self.keys[layer] is not None:
-            k = np.concatenate([self.keys[layer], k], axis=1)
-            v = np.concatenate([self.values[layer], v], axis=1)
-        k.flags.writeable = v.flags.writeable = False
-        self.keys[layer], self.values[layer] = k, v
-        return k, v
-
-    def copy(self) -> "KVCache":
-        return KVCache(len(self.keys), self.keys, self.values)
-
-    def nbytes(self) -> int:
-        return sum(a.nbytes for a in [*self.keys, *self.values] if a is not None)
 
 
 def position_table(config: ModelConfig, params: Mapping[str, np.ndarray], n_seq: int,
@@ -358,21 +191,12 @@ def dot_products(q, k):
     return q @ k.transpose(0, 2, 1)
 
 
-def soft_cap(x, cap, out=None):
-    # [...] -> cap · tanh(x / cap): squeezed into (-cap, cap), nearly x where |x| << cap
-    # (Gemma 2's attention and final logit soft-capping; the order of Hugging Face's ops)
-    capped = np.divide(x, F32(cap), out=out)
-    np.tanh(capped, out=capped)
-    capped *= F32(cap)
-    return capped
-
-
 def scale_and_mask(raw, scale, mask, out=None, cap: float = 0.0):
     # [n_head, n_q, n_k] -> raw · scale (soft-capped when cap > 0) + mask (0 where a query may
     # look, -inf where not)
     scaled = np.multiply(raw, scale, out=out)
     if cap:
-        scaled = soft_cap(scaled, cap, out=scaled)
+        scaled = ops.soft_cap(scaled, cap, out=scaled)
     if mask is not None:
         scaled += mask
     return scaled
@@ -557,56 +381,6 @@ def parallel_residual(params, config: ModelConfig, x, ctx: Context, layer: int, 
     return x
 
 
-def head_input(config: ModelConfig, h: np.ndarray) -> np.ndarray:
-    # [..., d_model] -> what the output head multiplies: all of h, or, when the head is tied to
-    # a concat model's wte [n_vocab, d_token], its token part h[..., :d_token]
-    return h[..., :config.d_token] if config.tied_head and config.d_token != config.d_model else h
-
-
-def output_direction(params, config: ModelConfig, token_id: int) -> np.ndarray:
-    """[d_model]: the vector whose dot product with the head's input is token_id's logit (a
-    row of wte or lm_head.w; zero over a tied concat model's position part, which the head
-    does not read)."""
-    row = rows(params, head_table(config), np.array([token_id]))[0]
-    if row.shape[-1] == config.d_model:
-        return row
-    return np.concatenate([row, np.zeros(config.d_model - row.shape[-1], dtype=row.dtype)])
-
-
-def head_hidden(params, config: ModelConfig, h, record) -> np.ndarray:
-    # [n_seq, d_model] -> [n_seq, d_model]: what the vocabulary product reads (BERT's masked-LM
-    # head first transforms h: dense, activation, LayerNorm; recorded as head_transform)
-    if not config.lm_head_transform:
-        return h
-    t = ops.linear(h, params["head.transform.w"], params["head.transform.b"])
-    t = ops.ACTIVATIONS[config.activation](t)
-    _, h = ops.layer_norm(t, params["head.ln.g"], params["head.ln.b"], config.ln_eps)
-    record("head_transform", h, None)
-    return h
-
-
-def head_table(config: ModelConfig) -> str:
-    """The parameter the output head multiplies by: wte (tied) or the model's own lm_head.w."""
-    return "wte" if config.tied_head else "lm_head.w"
-
-
-def head_product(params, config: ModelConfig, h) -> np.ndarray:
-    # [n, d_model] -> [n, n_vocab]: h times the head's table, no bias (linear in h). Concat
-    # models with a tied head read only the token part (see head_input)
-    return times_rows_transposed(head_input(config, h), params, head_table(config))
-
-
-def vocabulary_logits(params, config: ModelConfig, h) -> np.ndarray:
-    # [n, d_model] (head_hidden's output) -> [n, n_vocab]: the decoder tied to wte, or the
-    # model's own head, plus the MLM head's bias
-    logits = head_product(params, config, h)
-    if config.lm_head_transform and "head.bias" in params:
-        logits += params["head.bias"]
-    if config.final_softcap:                                # Gemma 2: cap·tanh(logits / cap)
-        logits = soft_cap(logits, config.final_softcap, out=logits)
-    return logits
-
-
 def lm_head(params, config: ModelConfig, h, record) -> np.ndarray:
     # Stage 12. [n_seq, d_model] -> [n_seq, n_vocab]
     logits = vocabulary_logits(params, config, head_hidden(params, config, h, record))
@@ -654,53 +428,3 @@ def finish(params, config: ModelConfig, x: np.ndarray, record, logits: bool = Tr
         return {"last_hidden_state": x, "logits": None}
     return {"last_hidden_state": x, "logits": lm_head(params, config, x, record)}
 
-
-def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
-    """Every parameter the forward pass reads, with its shape (loaders check against it)."""
-    d, f, dh = config.d_model, config.d_ff, config.d_head
-    d_q, d_kv = config.n_head * dh, config.n_kv_heads * dh
-    shapes: dict[str, tuple[int, ...]] = {"wte": (config.n_vocab, config.d_token)}
-    if config.position == "learned":
-        shapes["wpe"] = (config.position_offset + config.n_ctx, d)
-    if config.n_token_types:
-        shapes["wtt"] = (config.n_token_types, d)
-    if config.embed_norm:
-        shapes.update({"ln_emb.g": (d,), "ln_emb.b": (d,)})
-
-    def linear(name: str, d_in: int, d_out: int, bias: bool) -> None:
-        shapes[name + ".w"] = (d_in, d_out)
-        if bias:
-            shapes[name + ".b"] = (d_out,)
-
-    def norm_shapes(name: str) -> None:
-        shapes[name + ".g"] = (d,)
-        if config.norm_kind == "layer":
-            shapes[name + ".b"] = (d,)
-
-    for i in range(config.n_layer):
-        p = f"h.{i}."
-        linear(p + "attn.q", d, d_q, config.qkv_bias)
-        linear(p + "attn.k", d, d_kv, config.qkv_bias)
-        linear(p + "attn.v", d, d_kv, config.qkv_bias)
-        linear(p + "attn.o", d_q, d, config.o_bias)
-        if config.qk_norm:
-            whole = config.qk_norm_over == "projection"
-            shapes.update({p + "attn.q_norm.g": (d_q if whole else dh,),
-                           p + "attn.k_norm.g": (d_kv if whole else dh,)})
-        if config.norms_branch_input or config.norm == "post":
-            norm_shapes(p + "ln_1")
-            norm_shapes(p + "ln_2")
-        if config.norms_branch_output:
-            norm_shapes(p + "post_attn_ln")
-            norm_shapes(p + "post_mlp_ln")
-        for name in (("gate", "up") if config.gated_mlp else ("fc",)):
-            linear(p + "mlp." + name, d, f, config.mlp_bias)
-        linear(p + "mlp.proj", f, d, config.mlp_bias)
-    if config.final_norm:
-        norm_shapes("ln_f")
-    if config.lm_head and not config.tied_head:
-        shapes["lm_head.w"] = (config.n_vocab, d)
-    if config.lm_head_transform:
-        shapes.update({"head.transform.w": (d, d), "head.transform.b": (d,),
-                       "head.ln.g": (d,), "head.ln.b": (d,), "head.bias": (config.n_vocab,)})
-    return shapes

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import ops
 from .config import ModelConfig
-from .forward import rope_cos_sin, rope_frequencies
+from .rotary import rope_cos_sin, rope_frequencies
 
 _TINY = 1e-12
 

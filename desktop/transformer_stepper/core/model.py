@@ -8,9 +8,12 @@ import numpy as np
 from . import interventions as interventions_lib
 from .config import ModelConfig
 from .errors import ModelError
-from .params import ParamStore
-from .forward import (KVCache, block, context, expected_shapes, finish, forward, head_product,
-                      rope_length_key, vocabulary_logits)
+from .params import ParamStore, expected_shapes
+from .forward import block, finish, forward
+from .head import head_product, vocabulary_logits
+from .kv_cache import KVCache
+from .layer_context import context
+from .rotary import rope_length_key
 from .tokenize import Encoded, Tokenizer
 from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder, Trace
 

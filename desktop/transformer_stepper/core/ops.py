@@ -165,6 +165,15 @@ def _softmax_rows(x: np.ndarray, out: np.ndarray) -> None:
     shifted *= total
 
 
+def soft_cap(x, cap, out=None):
+    # [...] -> cap · tanh(x / cap): squeezed into (-cap, cap), nearly x where |x| << cap
+    # (Gemma 2's attention and final logit soft-capping; the order of Hugging Face's ops)
+    capped = np.divide(x, F32(cap), out=out)
+    np.tanh(capped, out=capped)
+    capped *= F32(cap)
+    return capped
+
+
 def causal_mask(n_seq: int) -> np.ndarray:
     # [n_seq, n_seq] bool, True where a query may NOT look (keys after it)
     return np.triu(np.ones((n_seq, n_seq), dtype=bool), k=1)

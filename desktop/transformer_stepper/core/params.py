@@ -1,12 +1,31 @@
-"""Where the forward pass reads its weights from: a mapping name -> float32 array, by the
-names documented in forward.py. A store may read lazily (a big checkpoint widens bf16 per
-tensor on use, within a memory budget): it then says each tensor's shape without reading it,
-gathers rows of a table without widening all of it, and walks a table in row blocks."""
+"""Where the forward pass reads its weights from: a mapping name -> float32 array. A store may
+read lazily (a big checkpoint widens bf16 per tensor on use, within a memory budget): it then
+says each tensor's shape without reading it, gathers rows of a table without widening all of
+it, and walks a table in row blocks. expected_shapes lists every name the pass reads.
+
+Parameters use one naming scheme for every family (the loaders map checkpoints onto it):
+  wte [n_vocab, d_token]   wpe [position_offset + n_ctx, d_model] (learned only)
+                           d_token = d_model, or d_model - d_position for concat positions
+  wtt [n_types, d_model]   ln_emb.{g,b}   ln_f.{g[,b]}   lm_head.w [n_vocab, d_model] (untied)
+  h.{i}.ln_1.{g[,b]}  h.{i}.ln_2.{g[,b]}           .b only for LayerNorm, not RMSNorm
+  h.{i}.attn.{q,k,v,o}.{w[,b]}   w stored [d_in, d_out]; k, v have n_kv_head heads
+  h.{i}.attn.{q,k}_norm.g [d_head]                  (qk_norm; qk_norm_over "projection":
+                                                    [n_head·d_head], [n_kv_head·d_head])
+  h.{i}.post_attn_ln.g  h.{i}.post_mlp_ln.g       (norms of each branch's output: sandwich,
+                                                    branch_out)
+  h.{i}.mlp.fc.{w[,b]} [d_model, d_ff]  h.{i}.mlp.proj.{w[,b]} [d_ff, d_model]
+  h.{i}.mlp.gate.{w[,b]}, h.{i}.mlp.up.{w[,b]} [d_model, d_ff] (gated_mlp: instead of fc)
+  head.transform.{w,b}  head.ln.{g,b}  head.bias   (BERT's masked-LM head)
+"""
 from __future__ import annotations
 
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping, Optional
 
 import numpy as np
+
+from .config import ModelConfig
+
+F32 = np.float32
 
 
 class ParamStore(Mapping[str, np.ndarray]):
@@ -33,3 +52,72 @@ class ParamStore(Mapping[str, np.ndarray]):
     def nbytes_widened(self) -> int:
         """Bytes of weights held in memory beyond the file mapping (widened or transposed)."""
         return 0
+
+
+def rows(params: Mapping[str, np.ndarray], name: str, index: np.ndarray) -> np.ndarray:
+    # [n] ids -> [n, d]: rows of a table. A parameter store that reads lazily gathers only
+    # these rows (a 128k-row bf16 table is not widened for a 20-token text).
+    gather = getattr(params, "rows", None)
+    return gather(name, index) if gather is not None else params[name][index]
+
+
+def times_rows_transposed(x: np.ndarray, params: Mapping[str, np.ndarray], name: str) -> np.ndarray:
+    # [n, d] @ table[n_rows, d].T -> [n, n_rows], in row blocks where the store offers them
+    blocks: Optional[Callable[[str], Iterator[tuple[int, np.ndarray]]]] = getattr(params, "row_blocks", None)
+    if blocks is None:
+        return x @ params[name].T
+    out = np.empty((x.shape[0], params.shape(name)[0]), dtype=F32)
+    for start, block in blocks(name):
+        out[:, start:start + len(block)] = x @ block.T
+    return out
+
+
+def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Every parameter the forward pass reads, with its shape (loaders check against it)."""
+    d, f, dh = config.d_model, config.d_ff, config.d_head
+    d_q, d_kv = config.n_head * dh, config.n_kv_heads * dh
+    shapes: dict[str, tuple[int, ...]] = {"wte": (config.n_vocab, config.d_token)}
+    if config.position == "learned":
+        shapes["wpe"] = (config.position_offset + config.n_ctx, d)
+    if config.n_token_types:
+        shapes["wtt"] = (config.n_token_types, d)
+    if config.embed_norm:
+        shapes.update({"ln_emb.g": (d,), "ln_emb.b": (d,)})
+
+    def linear(name: str, d_in: int, d_out: int, bias: bool) -> None:
+        shapes[name + ".w"] = (d_in, d_out)
+        if bias:
+            shapes[name + ".b"] = (d_out,)
+
+    def norm_shapes(name: str) -> None:
+        shapes[name + ".g"] = (d,)
+        if config.norm_kind == "layer":
+            shapes[name + ".b"] = (d,)
+
+    for i in range(config.n_layer):
+        p = f"h.{i}."
+        linear(p + "attn.q", d, d_q, config.qkv_bias)
+        linear(p + "attn.k", d, d_kv, config.qkv_bias)
+        linear(p + "attn.v", d, d_kv, config.qkv_bias)
+        linear(p + "attn.o", d_q, d, config.o_bias)
+        if config.qk_norm:
+            whole = config.qk_norm_over == "projection"
+            shapes.update({p + "attn.q_norm.g": (d_q if whole else dh,),
+                           p + "attn.k_norm.g": (d_kv if whole else dh,)})
+        if config.norms_branch_input or config.norm == "post":
+            norm_shapes(p + "ln_1")
+            norm_shapes(p + "ln_2")
+        if config.norms_branch_output:
+            norm_shapes(p + "post_attn_ln")
+            norm_shapes(p + "post_mlp_ln")
+        for name in (("gate", "up") if config.gated_mlp else ("fc",)):
+            linear(p + "mlp." + name, d, f, config.mlp_bias)
+        linear(p + "mlp.proj", f, d, config.mlp_bias)
+    if config.final_norm:
+        norm_shapes("ln_f")
+    if config.lm_head and not config.tied_head:
+        shapes["lm_head.w"] = (config.n_vocab, d)
+    if config.lm_head_transform:
+        shapes.update({"head.transform.w": (d, d), "head.transform.b": (d,),
+                       "head.ln.g": (d,), "head.ln.b": (d,), "head.bias": (config.n_vocab,)})
+    return shapes

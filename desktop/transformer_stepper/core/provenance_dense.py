@@ -9,7 +9,9 @@ import numpy as np
 
 from . import interventions as interventions_lib
 from . import ops
-from .forward import head_table, output_direction, pad_skipping_position_ids, rows
+from .forward import pad_skipping_position_ids
+from .head import head_table, output_direction
+from .params import rows
 from .labels import ACTIVATION_SHORT, NORM_LABELS
 from .provenance_params import PARAM, explain_parameter, weight_steps
 from .provenance_terms import Explanation, Names, Step, Term, _layer, _num, _terms, linear

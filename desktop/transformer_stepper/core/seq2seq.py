@@ -7,7 +7,7 @@ Its arrays are recorded under the self-attention names with a "cross_" prefix.
 
 Parameters (io/families/ map checkpoints onto them): the shared token table wte [n_vocab, d]
 (and lm_head.w when untied, final_logits_bias [n_vocab] for BART and Marian); everything else
-forward.py names, under "encoder." or "decoder." (encoder.h.0.attn.q.w ...), plus per decoder
+params.py names, under "encoder." or "decoder." (encoder.h.0.attn.q.w ...), plus per decoder
 block decoder.h.{i}.cross.{q,k,v,o}.{w,b} and decoder.h.{i}.ln_cross.{g,b}, and for T5 the
 relative position bias tables encoder.rel_bias, decoder.rel_bias [n_buckets, n_head]."""
 from __future__ import annotations
@@ -22,8 +22,11 @@ import numpy as np
 from . import ops
 from .config import ModelConfig
 from .errors import ModelError
-from .forward import (Context, KVCache, _norm, _noop, attend, attention, embed, expected_shapes,
-                      feed_forward, finish, forward, head_product, project_heads)
+from .forward import _norm, _noop, attend, attention, embed, feed_forward, finish, forward, project_heads
+from .head import head_product
+from .kv_cache import KVCache
+from .layer_context import Context
+from .params import expected_shapes
 
 F32 = np.float32
 SHARED = ("wte", "lm_head.w")      # names both stacks read from the top level
@@ -68,7 +71,7 @@ class Seq2SeqConfig:
 
 
 class Scoped(Mapping):
-    """One stack's view of the parameters under forward.py's names: h.0.attn.q.w reads
+    """One stack's view of the parameters under params.py's names: h.0.attn.q.w reads
     `prefix` + it (encoder.h.0.attn.q.w); names the stacks share (wte) are read as they are.
     `rename` = (old, new) swaps part of a name: the cross-attention view reads h.{i}.cross.q.w
     where forward.attend asks for h.{i}.attn.q.w."""

@@ -16,7 +16,8 @@ from . import ops
 from .errors import ModelError
 from .model import LogitHead, _joined, _quiet_floats
 from .params import ParamStore
-from .forward import KVCache, block
+from .forward import block
+from .kv_cache import KVCache
 from .seq2seq import (Scoped, Seq2SeqConfig, cross_context, cross_kv, decode, decoder_block,
                       decoder_context, encode, encoder_context, expected_seq2seq_shapes, head_logits)
 from .tokenize import Encoded, Tokenizer

@@ -227,7 +227,7 @@ class Trace:
         self.residual = residual             # "layer_in"/"layer_out" -> one array per layer
         self.truncated = truncated           # the text was longer than the model's context
         self.attention_mask = attention_mask  # [n_seq, n_seq] additive (0 / -inf) or None
-        self.kv_cache = kv_cache             # decoders: every layer's keys and values (forward.KVCache)
+        self.kv_cache = kv_cache             # decoders: every layer's keys and values (core/kv_cache.py)
         self.interventions = interventions   # what changed this pass (core/interventions.py)
         # [n_seq] bool: appended by generation (Model.extend), not typed
         self.generated = np.zeros(len(input_ids), bool) if generated is None else generated
@@ -368,7 +368,7 @@ class Trace:
         local_layers), else attention_mask."""
         if self.attention_mask is None or not self.config.local_layers or not self.config.is_local(layer):
             return self.attention_mask
-        from .forward import attention_mask   # (forward does not import the trace)
+        from .layer_context import attention_mask   # (it does not import the trace)
         return attention_mask(self.config, self.n_seq, local=True)
 
     def layer_mask(self, layer: int) -> Optional[np.ndarray]:

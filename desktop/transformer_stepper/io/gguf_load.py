@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import ModelError
-from ..core.forward import expected_shapes
+from ..core.params import expected_shapes
 from ..core.model import Model
 from . import families
 from .checkpoint_params import CheckpointParams

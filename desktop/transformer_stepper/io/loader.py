@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core.config import ModelConfig
 from ..core.errors import ModelError
-from ..core.forward import expected_shapes
+from ..core.params import expected_shapes
 from ..core.model import Model
 from ..core.tokenize import Tokenizer
 from . import families, lone_file, npz_format

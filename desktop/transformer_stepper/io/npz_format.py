@@ -4,7 +4,7 @@ Layout (every member a plain numeric or unicode array, so allow_pickle=False wor
   __config__      0-d unicode array: JSON of core.config.ModelConfig fields
   __tokenizer__   optional 0-d unicode array: the tokenizer.json text (else a tokenizer.json
                   must sit beside the .npz)
-  <name>          one float array per parameter, named as in core/forward.py
+  <name>          one float array per parameter, named as in core/params.py
                   (wte, wpe, h.0.attn.q.w stored [d_in, d_out], ...)
 Only the members the forward pass reads are decompressed; others are ignored.
 """
@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core.config import ModelConfig
 from ..core.errors import ModelError
-from ..core.forward import expected_shapes
+from ..core.params import expected_shapes
 from .safetensors_file import open_regular
 
 _CORRUPT = (OSError, EOFError, zipfile.BadZipFile, zlib.error)

@@ -79,7 +79,7 @@ def merge_heads(x):
 def attention_forward(x, w: dict, n_head: int, mask, cos=None, sin=None):
     """[batch, n_seq, d_model], {q,k,v,o}.{w,b}, [n_seq, n_seq] additive mask (0 / -inf,
     ops.additive_mask) or None, and for rotary positions cos, sin [n_seq, d_head // 2]
-    (core.forward.context's) -> out, cache.
+    (core.layer_context.context's) -> out, cache.
 
     Same operations in the same order as core.forward.attention, with a batch axis."""
     q = split_heads(ops.linear(x, w["q.w"], w["q.b"]), n_head)

@@ -15,7 +15,9 @@ import numpy as np
 from .. import ops
 from ..config import ModelConfig
 from ..errors import ModelError
-from ..forward import context, expected_shapes, head_input
+from ..head import head_input
+from ..layer_context import context
+from ..params import expected_shapes
 from . import layers
 
 _ATTN = ("q.w", "q.b", "k.w", "k.b", "v.w", "v.b", "o.w", "o.b")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...core.config import ModelConfig
 from ...core.errors import ModelError
-from ...core.forward import expected_shapes
+from ...core.params import expected_shapes
 from .common import IDENTITY, KeyMap
 
 MODEL_TYPES = ("transformer-stepper",)

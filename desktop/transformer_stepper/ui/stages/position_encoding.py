@@ -8,7 +8,7 @@ import numpy as np
 import pyqtgraph as pg
 
 from ...core import measures, ops
-from ...core.forward import rope_frequencies
+from ...core.rotary import rope_frequencies
 from ..plots import Curve, Heatmap, Lines
 from ..plots.common import HIGHLIGHT_PEN
 from .base import StageView
