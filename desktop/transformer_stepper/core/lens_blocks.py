@@ -183,6 +183,22 @@ class TraceLens:
         return self.missing(range(self.n_states), range(self.n_blocks))
 
 
+def next_piece(cache: TraceLens, shown: Iterable[int], size: int) -> list[tuple[int, int]]:
+    """The next `size` (state, block) pairs to compute: the `shown` blocks first (a view's
+    column window and its selected position's block: every state of them, the final first),
+    then the others, nearest the shown ones first; [] when the lens is complete."""
+    shown = list(dict.fromkeys(shown))
+    centre = sum(shown) / len(shown) if shown else 0.0
+    rest = sorted((b for b in range(cache.n_blocks) if b not in shown), key=lambda b: (abs(b - centre), b))
+    states = range(cache.n_states - 1, -1, -1)
+    piece: list[tuple[int, int]] = []
+    for block in shown + rest:
+        piece += cache.missing(states, [block])[:size - len(piece)]
+        if len(piece) >= size:
+            break
+    return piece
+
+
 def lens_block(model, trace: Trace, state: int, rows: slice, top: int,
                final_ids: Optional[np.ndarray]) -> LensBlock:
     """One hidden state's lens at some positions: the head's logits, softmax, the `top` best;
