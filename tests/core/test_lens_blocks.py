@@ -11,7 +11,7 @@ from transformer_stepper import load_model
 from transformer_stepper.core import lens_blocks
 from transformer_stepper.core.generate import (cached_lens, lens, lens_logits, lens_ready,
                                                 predictions, predictions_ready)
-from transformer_stepper.core.lens_blocks import cached_trace_lens, trace_lens
+from transformer_stepper.core.lens_blocks import cached_trace_lens, next_piece, trace_lens
 from transformer_stepper.core.ops import softmax
 from transformer_stepper.core.tokenize import Encoded
 
@@ -127,3 +127,17 @@ def test_an_edited_text_reuses_the_blocks_before_the_edit(model_and_block):
     n_states = model.config.n_layer + 1
     assert cached_trace_lens(second).reused == (shared // block) * n_states
     assert_same_bits(result, reference(model, second, 5, block))
+
+
+def test_the_next_piece_is_what_is_shown_then_the_nearest(model_and_block):
+    model, block = model_and_block
+    trace = model.trace(LONG)
+    cache = trace_lens(model, trace, 5)
+    final, n_states = cache.n_states - 1, cache.n_states
+    piece = next_piece(cache, [2], n_states + 1)
+    assert piece[:n_states] == [(s, 2) for s in range(final, -1, -1)]     # the final state first
+    assert piece[n_states][1] in (1, 3)                                  # then a neighbour
+    cache.compute(piece)
+    assert next_piece(cache, [2], 1)[0][1] != 2
+    cache.compute(cache.everything())
+    assert next_piece(cache, [0], 4) == []
