@@ -78,8 +78,10 @@ class LogitLensView(StageView):
     def _shown_blocks(self, cache: TraceLens) -> list[int]:
         """The blocks of the table's column window (of this trace's length) and of the
         selected position, whose column the curve draws."""
-        first, count, _ = self.table.column_window()
         selected = min(max(self.selected, 0), cache.n_seq - 1)
+        first, count, total = self.table.column_window()
+        if total != cache.n_seq:           # drawn for another text: where this one's will be
+            first, count = self.table.window_for(cache.n_seq, selected)
         return list(dict.fromkeys([*cache.blocks_of(first, count), *cache.blocks_of(selected, 1)]))
 
     def _request(self, cache: TraceLens) -> None:
