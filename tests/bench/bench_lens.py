@@ -1,6 +1,6 @@
 """The logit lens view on a big model and a long text, in a 1366×768 window: time from showing
 the stage to its first screenful (the view drawn: the table's column window and the selected
-position's curve), and to the whole lens; then the same after one keystroke at the end of the
+position's curve), and to the whole lens, as the app shows it and in the core alone; then the same after one keystroke at the end of the
 text (a retrace sharing every earlier position). Each code base in its own process:
 
     python tests/bench/bench_lens.py MODEL_DIR [--tokens 1000] [--before /work/main/desktop]
@@ -65,6 +65,41 @@ def child(model_dir: str, n_tokens: int) -> None:
         window.close()
 
 
+def core(model_dir: str, n_tokens: int, columns: int) -> None:
+    """The lens's arithmetic alone (no window): the first screenful's blocks (the last
+    `columns` positions, the selected last one among them), the whole lens; then the whole
+    lens of the text extended by one token (Model.extend, as a generation step)."""
+    sys.path.insert(0, str(HERE))
+    from bench_ui import text_of
+    from transformer_stepper import load_model
+    from transformer_stepper.core.generate import lens
+
+    model = load_model(model_dir)
+    trace = model.trace(text_of(model, n_tokens))
+    trace.hidden_states                           # (stacked once per trace, by either code)
+    begin = time.perf_counter()
+    try:
+        from transformer_stepper.core.lens_blocks import trace_lens
+    except ImportError:                           # before: the view waits for the whole lens
+        lens(model, trace, 5)
+        first = whole = time.perf_counter() - begin
+    else:
+        cache = trace_lens(model, trace, 5)
+        shown = cache.blocks_of(trace.n_seq - columns, columns)
+        cache.compute(cache.missing(range(cache.n_states), shown))
+        first = time.perf_counter() - begin
+        cache.compute(cache.everything())
+        whole = time.perf_counter() - begin
+    longer = model.extend(trace, [int(trace.input_ids[-1])])
+    longer.hidden_states
+    begin = time.perf_counter()
+    lens(model, longer, 5)
+    extended = time.perf_counter() - begin
+    print(f"  core      first screenful {first:6.2f} s (the last {columns} positions); whole lens "
+          f"{whole:6.2f} s; extended by a token: whole lens {extended:6.2f} s; "
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+
+
 def _blocks_computed(trace) -> str:
     """', N of M (state, block) pairs computed (R reused)' where the code has lens blocks."""
     try:
@@ -81,10 +116,15 @@ def main() -> int:
     parser.add_argument("model")
     parser.add_argument("--tokens", type=int, default=1000)
     parser.add_argument("--before", default="/work/main/desktop")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--columns", type=int, default=7,
+                        help="positions the 1366×768 table shows (for the core figures)")
+    parser.add_argument("--child", choices=("ui", "core"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
+    if args.child == "ui":
         child(args.model, args.tokens)
+        return 0
+    if args.child == "core":
+        core(args.model, args.tokens, args.columns)
         return 0
     sys.path.insert(0, str(HERE))
     from bench_big import cpu_name
@@ -94,8 +134,9 @@ def main() -> int:
     for name, desktop in (("before", args.before), ("after", str(AFTER))):
         print(f"{name} ({desktop}):", flush=True)
         env = dict(os.environ, PYTHONPATH=desktop)
-        subprocess.run([sys.executable, __file__, args.model, "--tokens", str(args.tokens), "--child"],
-                       env=env, check=True)
+        for what in ("core", "ui"):
+            subprocess.run([sys.executable, __file__, args.model, "--tokens", str(args.tokens),
+                            "--columns", str(args.columns), "--child", what], env=env, check=True)
     return 0
 
 

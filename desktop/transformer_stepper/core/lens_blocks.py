@@ -184,15 +184,19 @@ class TraceLens:
 
 
 def next_piece(cache: TraceLens, shown: Iterable[int], size: int) -> list[tuple[int, int]]:
-    """The next `size` (state, block) pairs to compute: the `shown` blocks first (a view's
-    column window and its selected position's block: every state of them, the final first),
-    then the others, nearest the shown ones first; [] when the lens is complete."""
+    """The next at most `size` (state, block) pairs to compute: the `shown` blocks' first (a
+    view's column window and its selected position's block: every state of them, the final
+    first), and only those while any is missing (the view draws when they are done, not a
+    piece later); then the others, nearest the shown ones first; [] when the lens is complete."""
     shown = list(dict.fromkeys(shown))
+    states = range(cache.n_states - 1, -1, -1)
+    first = cache.missing(states, shown)
+    if first:
+        return first[:size]
     centre = sum(shown) / len(shown) if shown else 0.0
     rest = sorted((b for b in range(cache.n_blocks) if b not in shown), key=lambda b: (abs(b - centre), b))
-    states = range(cache.n_states - 1, -1, -1)
     piece: list[tuple[int, int]] = []
-    for block in shown + rest:
+    for block in rest:
         piece += cache.missing(states, [block])[:size - len(piece)]
         if len(piece) >= size:
             break
