@@ -82,3 +82,5 @@ def test_scrolling_asks_for_the_new_window_first(qtbot, loaded_window, monkeypat
     qtbot.waitUntil(lambda: bool(asked), timeout=TIMEOUT)
     assert asked[0][0] == 0
     qtbot.waitUntil(lambda: view.lens.complete and view.is_current(), timeout=TIMEOUT)
+    # redrawn as the rest arrived: the window stayed where the user scrolled it
+    assert view.table.column_window()[0] == 0 and view.scroll.value() == 0

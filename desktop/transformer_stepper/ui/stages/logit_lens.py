@@ -54,6 +54,7 @@ class LogitLensView(StageView):
         self._lens_failed: Optional[tuple] = None       # (trace ref, message)
         self._token_names: dict[int, str] = {}         # of the tokenizer below
         self._names_of: Optional[weakref.ref] = None
+        self._kept: Optional[tuple] = None      # (trace ref, position) last brought into view
 
     # -- the lens, off the GUI thread, what is on screen first ----------------------------------
     def data_key(self) -> tuple:
@@ -169,7 +170,11 @@ class LogitLensView(StageView):
     def update_selection(self) -> None:
         i, result, model = self.selected, self.lens, self.session.model
         self.table.set_highlight(col=i)
-        self.table.ensure_column_visible(i)
+        # a new selection or text brings its column into view; more of the lens computed
+        # (a redraw of the same) leaves the window where the user scrolled it
+        if self._kept is None or self._kept[0]() is not self.trace or self._kept[1] != i:
+            self.table.ensure_column_visible(i)
+            self._kept = (weakref.ref(self.trace), i)
         final = readable(model.tokenizer.id_to_token(int(result.final_ids[i])))
         first = int(np.argmax(result.ids[:, i, 0] == result.final_ids[i]))
         self.curve.set_title(f"p('{final}') after {i} '{self.labels[i]}', layer by layer")
