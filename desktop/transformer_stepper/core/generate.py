@@ -14,8 +14,8 @@ import numpy as np
 
 from . import lens_blocks, ops
 from .errors import ModelError
-from .forward import lm_head, norm
-from .lens_blocks import LENS_BLOCK, Lens, TraceLens, best, cached_trace_lens, trace_lens  # noqa: F401
+from .lens_blocks import (LENS_BLOCK, Lens, TraceLens, best, cached_trace_lens,  # noqa: F401
+                          lens_logits, trace_lens)
 from .model import Model
 from .trace import Trace
 
@@ -128,23 +128,6 @@ def generate(model: Model, trace: Trace, n_tokens: int, sampling: Sampling = Sam
     return steps
 
 
-def lens_logits(model: Model, trace: Trace, index: int, rows: Optional[slice] = None) -> np.ndarray:
-    """[n_seq, n_vocab]: the output head applied to hidden_states[index] (0 = the embedding
-    output, n_layer = the last layer), through the final norm as the last layer goes — what
-    the model would predict if it stopped there. At index n_layer this is trace.logits.
-    `rows` limits it to some positions (a long text's lens is computed a block at a time)."""
-    if not model.config.lm_head:
-        raise ModelError(f"{model.name}: the logit lens needs an output head")
-    if not 0 <= index <= model.config.n_layer:
-        raise ModelError(f"hidden state {index} is out of range (0..{model.config.n_layer})")
-    hidden = trace.hidden_states[index]       # the last one already has the final norm
-    if rows is not None:
-        hidden = hidden[rows]
-    if model.config.final_norm and index < model.config.n_layer:
-        hidden = norm(model.params, model.config, "ln_f", hidden)[1]
-    return lm_head(model.params, model.config, hidden, _ignore)
-
-
 def lens(model: Model, trace: Trace, top: int = 5) -> Lens:
     """The whole logit lens, a block of positions of one hidden state at a time (LENS_BLOCK ·
     n_vocab floats at once), from the trace's lens cache (core/lens_blocks.py: the blocks
@@ -240,7 +223,3 @@ def logit_lens(model: Model, trace: Trace, top: int = 1) -> tuple[np.ndarray, np
     state's most likely next tokens."""
     result = lens(model, trace, top)
     return result.ids[..., :top], result.probabilities[..., :top]
-
-
-def _ignore(name: str, value: np.ndarray, layer: Optional[int] = None) -> None:
-    pass

@@ -21,6 +21,8 @@ from typing import Iterable, NamedTuple, Optional
 import numpy as np
 
 from . import ops
+from .errors import ModelError
+from .forward import lm_head, norm
 from .trace import Trace
 
 # positions at a time: the logits, their softmax and argpartition's int64 indices of
@@ -203,13 +205,32 @@ def next_piece(cache: TraceLens, shown: Iterable[int], size: int) -> list[tuple[
     return piece
 
 
+def lens_logits(model, trace: Trace, index: int, rows: Optional[slice] = None) -> np.ndarray:
+    """[n_seq, n_vocab]: the output head applied to hidden_states[index] (0 = the embedding
+    output, n_layer = the last layer), through the final norm as the last layer goes — what
+    the model would predict if it stopped there. At index n_layer this is trace.logits.
+    `rows` limits it to some positions (a long text's lens is computed a block at a time)."""
+    if not model.config.lm_head:
+        raise ModelError(f"{model.name}: the logit lens needs an output head")
+    if not 0 <= index <= model.config.n_layer:
+        raise ModelError(f"hidden state {index} is out of range (0..{model.config.n_layer})")
+    hidden = trace.hidden_states[index]       # the last one already has the final norm
+    if rows is not None:
+        hidden = hidden[rows]
+    if model.config.final_norm and index < model.config.n_layer:
+        hidden = norm(model.params, model.config, "ln_f", hidden)[1]
+    return lm_head(model.params, model.config, hidden, _ignore)
+
+
+def _ignore(name: str, value: np.ndarray, layer: Optional[int] = None) -> None:
+    pass
+
+
 def lens_block(model, trace: Trace, state: int, rows: slice, top: int,
                final_ids: Optional[np.ndarray]) -> LensBlock:
     """One hidden state's lens at some positions: the head's logits, softmax, the `top` best;
     and the probability of `final_ids` ([k], the final state's best; None: this is the final
     state, whose best it is)."""
-    from .generate import lens_logits              # (generate imports this module)
-
     logits = lens_logits(model, trace, state, rows)
     p = ops.softmax(logits, out=logits)
     ids, probabilities = best(p, top)
