@@ -141,11 +141,11 @@ def test_truncate_is_the_trace_of_the_first_tokens(make):
 
 def test_the_lens_in_blocks_equals_the_lens_at_once(monkeypatch):
     """A long text's lens is computed a block of positions at a time: the same numbers."""
-    from transformer_stepper.core import generate as generate_module
+    from transformer_stepper.core import lens_blocks
 
     model = make_model("gpt2")
     whole = lens(model, model.trace(TEXT), top=4)
-    monkeypatch.setattr(generate_module, "LENS_BLOCK", 3)
+    monkeypatch.setattr(lens_blocks, "LENS_BLOCK", 3)
     blocks = lens(model, model.trace(TEXT), top=4)
     np.testing.assert_array_equal(blocks.ids, whole.ids)
     # BLAS may sum a 3-row product in another order than a whole one (it does on some CPUs):

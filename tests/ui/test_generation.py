@@ -166,7 +166,7 @@ def test_a_failed_prediction_job_is_said_once_not_retried(qtbot, window, model_p
 
     calls = []
 
-    def failing(trace, top):
+    def failing(trace, top, model=None):
         calls.append(top)
         raise MemoryError()
 

@@ -12,9 +12,10 @@ from typing import Optional
 
 import numpy as np
 
-from . import ops
+from . import lens_blocks, ops
 from .errors import ModelError
-from .forward import lm_head, norm
+from .lens_blocks import (LENS_BLOCK, Lens, TraceLens, best, cached_trace_lens,  # noqa: F401
+                          lens_logits, trace_lens)
 from .model import Model
 from .trace import Trace
 
@@ -127,74 +128,30 @@ def generate(model: Model, trace: Trace, n_tokens: int, sampling: Sampling = Sam
     return steps
 
 
-def lens_logits(model: Model, trace: Trace, index: int, rows: Optional[slice] = None) -> np.ndarray:
-    """[n_seq, n_vocab]: the output head applied to hidden_states[index] (0 = the embedding
-    output, n_layer = the last layer), through the final norm as the last layer goes — what
-    the model would predict if it stopped there. At index n_layer this is trace.logits.
-    `rows` limits it to some positions (a long text's lens is computed a block at a time)."""
-    if not model.config.lm_head:
-        raise ModelError(f"{model.name}: the logit lens needs an output head")
-    if not 0 <= index <= model.config.n_layer:
-        raise ModelError(f"hidden state {index} is out of range (0..{model.config.n_layer})")
-    hidden = trace.hidden_states[index]       # the last one already has the final norm
-    if rows is not None:
-        hidden = hidden[rows]
-    if model.config.final_norm and index < model.config.n_layer:
-        hidden = norm(model.params, model.config, "ln_f", hidden)[1]
-    return lm_head(model.params, model.config, hidden, _ignore)
-
-
-@dataclass(frozen=True)
-class Lens:
-    """The logit lens of a trace: at every hidden state (0 = embedding output, n_layer = the
-    last layer), what the model would predict if it stopped there."""
-    ids: np.ndarray                  # [n_layer + 1, n_seq, top] the most likely tokens, best first
-    probabilities: np.ndarray        # [n_layer + 1, n_seq, top] their probabilities
-    final_ids: np.ndarray            # [n_seq] what the whole model predicts (the last layer's best)
-    final_probabilities: np.ndarray  # [n_layer + 1, n_seq] that token's probability at each state
-
-
-# positions at a time: the logits, their softmax and argpartition's int64 indices of
-# BLOCK · n_vocab each (~40 MB for GPT-2's vocabulary) are all a lens or a prediction adds
-LENS_BLOCK = 64
-
-_lens_cache: "weakref.WeakKeyDictionary[Trace, Lens]" = weakref.WeakKeyDictionary()
-_lens_lock = threading.Lock()
-
-
 def lens(model: Model, trace: Trace, top: int = 5) -> Lens:
-    """The logit lens, a block of positions of one hidden state at a time (LENS_BLOCK · n_vocab
-    floats at once); kept with the trace (computed once, freed with it)."""
-    with _lens_lock:
-        known = _lens_cache.get(trace)
-    if known is not None and known.ids.shape[-1] >= top:
-        return known
-    n_states, n_seq = model.config.n_layer + 1, trace.n_seq
-    ids = np.empty((n_states, n_seq, top), dtype=np.int64)
-    probabilities = np.empty((n_states, n_seq, top), dtype=np.float32)
-    final_probabilities = np.empty((n_states, n_seq), dtype=np.float32)
-    for index in reversed(range(n_states)):              # the last first: it names the final ids
-        for first in range(0, n_seq, LENS_BLOCK):        # a block of positions at a time
-            rows = slice(first, min(first + LENS_BLOCK, n_seq))
-            logits = lens_logits(model, trace, index, rows)
-            p = ops.softmax(logits, out=logits)
-            ids[index, rows], probabilities[index, rows] = _best(p, top)
-            final_probabilities[index, rows] = p[np.arange(p.shape[0]), ids[-1, rows, 0]]
-    result = Lens(ids, probabilities, ids[-1, :, 0].copy(), final_probabilities)
-    for value in (result.ids, result.probabilities, result.final_ids, result.final_probabilities):
-        value.flags.writeable = False
-    with _lens_lock:
-        _lens_cache[trace] = result
-    return result
+    """The whole logit lens, a block of positions of one hidden state at a time (LENS_BLOCK ·
+    n_vocab floats at once), from the trace's lens cache (core/lens_blocks.py: the blocks
+    computed already, for the view or the prediction, or by an earlier trace with the same
+    rows, are not computed again); kept with the trace (freed with it)."""
+    cache = trace_lens(model, trace, top)
+    cache.compute(cache.everything())
+    return cache.assemble()
 
 
-def _best(p: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
-    # [k, n_vocab] probabilities -> (ids [k, top], probabilities [k, top]), best first
-    best = np.argpartition(p, -top, axis=-1)[:, -top:] if top < p.shape[1] \
-        else np.broadcast_to(np.arange(p.shape[1]), p.shape)
-    chosen = np.take_along_axis(p, best, axis=-1)
-    order = np.argsort(-chosen, axis=-1, kind="stable")
-    return np.take_along_axis(best, order, axis=-1), np.take_along_axis(chosen, order, axis=-1)
+def lens_ready(trace: Trace) -> bool:
+    return cached_lens(trace) is not None
+
+
+def cached_lens(trace: Trace) -> Optional[Lens]:
+    """The trace's whole lens if it has been computed (it needs the model's head to compute)."""
+    cache = cached_trace_lens(trace)
+    return cache.assemble() if cache is not None and cache.complete else None
+
+
+def lens_applies(model, trace: Trace) -> bool:
+    """The lens reads the model's own head and final norm: a one-stack model with an output
+    head, and a trace it made (not an encoder–decoder's decoder)."""
+    return isinstance(model, Model) and model.config.lm_head and trace.config is model.config
 
 
 @dataclass(frozen=True)
@@ -205,23 +162,32 @@ class Predictions:
 
 
 _predictions_cache: "weakref.WeakKeyDictionary[Trace, Predictions]" = weakref.WeakKeyDictionary()
+_lens_lock = threading.Lock()
 
 
-def predictions(trace: Trace, top: int = 5) -> Predictions:
+def predictions(trace: Trace, top: int = 5, model: Optional[Model] = None) -> Predictions:
     """Every position's `top` most likely tokens, a block of positions at a time (the whole
-    [n_seq, n_vocab] logits are never made); kept with the trace."""
+    [n_seq, n_vocab] logits are never made). With the `model` the lens applies to, they are
+    the lens's final hidden state, from the cache the lens shares (computed once for both);
+    otherwise (an encoder–decoder's decoder) from the trace's logits, kept with the trace."""
     if not trace.has_logits:
         raise ModelError("the model has no output head: it predicts no tokens")
+    if model is not None and lens_applies(model, trace):
+        cache = trace_lens(model, trace, top)
+        final = cache.n_states - 1
+        cache.compute(cache.missing([final], range(cache.n_blocks)))
+        return _final_predictions(cache, top)
     known = cached_predictions(trace)
     if known is not None and known.ids.shape[-1] >= top:
         return known
     top = min(top, trace.config.n_vocab)
     ids = np.empty((trace.n_seq, top), dtype=np.int64)
     probabilities = np.empty((trace.n_seq, top), dtype=np.float32)
-    for first in range(0, trace.n_seq, LENS_BLOCK):
-        rows = slice(first, min(first + LENS_BLOCK, trace.n_seq))
+    size = lens_blocks.LENS_BLOCK                    # (the lens's: a test sets it smaller)
+    for first in range(0, trace.n_seq, size):
+        rows = slice(first, min(first + size, trace.n_seq))
         block = trace.logits_at(rows)
-        ids[rows], probabilities[rows] = _best(ops.softmax(block, out=block if block.flags.writeable else None), top)
+        ids[rows], probabilities[rows] = best(ops.softmax(block, out=block if block.flags.writeable else None), top)
     result = Predictions(ids, probabilities)
     for value in (result.ids, result.probabilities):
         value.flags.writeable = False
@@ -230,19 +196,26 @@ def predictions(trace: Trace, top: int = 5) -> Predictions:
     return result
 
 
+def _final_predictions(cache: TraceLens, top: int) -> Predictions:
+    final = cache.n_states - 1
+    blocks = [cache.blocks[(final, b)] for b in range(cache.n_blocks)]
+    ids = np.concatenate([b.ids for b in blocks])[:, :top]
+    probabilities = np.concatenate([b.probabilities for b in blocks])[:, :top]
+    for value in (ids, probabilities):
+        value.flags.writeable = False
+    return Predictions(ids, probabilities)
+
+
+def predictions_ready(trace: Trace, model: Optional[Model] = None) -> bool:
+    if model is not None and lens_applies(model, trace):
+        cache = cached_trace_lens(trace)
+        return cache is not None and cache.ready([cache.n_states - 1], range(cache.n_blocks))
+    return cached_predictions(trace) is not None
+
+
 def cached_predictions(trace: Trace) -> Optional[Predictions]:
     with _lens_lock:
         return _predictions_cache.get(trace)
-
-
-def lens_ready(trace: Trace) -> bool:
-    return cached_lens(trace) is not None
-
-
-def cached_lens(trace: Trace) -> Optional[Lens]:
-    """The trace's lens if it has been computed (it needs the model's head to compute)."""
-    with _lens_lock:
-        return _lens_cache.get(trace)
 
 
 def logit_lens(model: Model, trace: Trace, top: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -250,7 +223,3 @@ def logit_lens(model: Model, trace: Trace, top: int = 1) -> tuple[np.ndarray, np
     state's most likely next tokens."""
     result = lens(model, trace, top)
     return result.ids[..., :top], result.probabilities[..., :top]
-
-
-def _ignore(name: str, value: np.ndarray, layer: Optional[int] = None) -> None:
-    pass

@@ -212,11 +212,21 @@ class Heatmap(Figure):
         width = self.extent[1]
         return self._first_column, min(self._window_columns(), width), width
 
-    def _window_columns(self) -> int:
-        width = self.extent[1]
+    def _window_columns(self, width: Optional[int] = None) -> int:
+        width = self.extent[1] if width is None else width
         if not self._min_column_pixels:
             return width
         return max(1, min(width, int(self.plot.vb.width() // self._min_column_pixels)))
+
+    def window_for(self, total: int, keep: Optional[int]) -> tuple[int, int]:
+        """(first, count): the column window that data `total` columns wide would show with
+        `keep` in it, at the figure's present width (a view asks for what it will show
+        before it has the data)."""
+        count = self._window_columns(total)
+        first = self._first_column
+        if keep is not None and not first <= keep < first + count:
+            first = keep - count // 2
+        return max(0, min(first, total - count)), count
 
     def scroll_to(self, first: int) -> None:
         """Show columns from `first` on (the user scrolled: the window stops following)."""

@@ -6,7 +6,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from ...core.errors import ModelError
-from ...core.generate import cached_predictions, distribution, predictions
+from ...core.generate import distribution, predictions, predictions_ready
 from ...core import measures
 from ..plots import Bars, Heatmap
 from ..plots.common import format_value
@@ -41,16 +41,17 @@ class PredictionView(StageView):
         self.grid.setColumnStretch(1, 3)
 
     def prepare_work(self):
-        # every position's top tokens: n_seq rows of the vocabulary product, in a worker
-        trace = self.trace
-        return self.work_once(cached_predictions(trace) is not None, predictions, trace,
-                              TOP_PER_POSITION, message=(
+        # every position's top tokens: n_seq rows of the vocabulary product, in a worker; the
+        # logit lens's final row, from the cache the lens view shares (computed once for both)
+        trace, model = self.trace, self.session.model
+        return self.work_once(predictions_ready(trace, model), predictions, trace,
+                              TOP_PER_POSITION, model, message=(
                                   f"Computing the predictions ({trace.n_seq} positions × "
                                   f"{trace.config.n_vocab:,} tokens)…"))
 
     def update_data(self) -> None:
         trace, model = self.trace, self.session.model
-        top = predictions(trace, TOP_PER_POSITION)       # ready: prepare_work made it
+        top = predictions(trace, TOP_PER_POSITION, model)     # ready: prepare_work made it
         self.top_ids, self.top_probs = top.ids[:, :TOP_PER_POSITION], top.probabilities[:, :TOP_PER_POSITION]
         self.top_names = [[readable(model.tokenizer.id_to_token(t)) for t in row] for row in self.top_ids]
         causal = trace.config.causal

@@ -1,0 +1,86 @@
+"""The logit lens view draws as soon as the blocks on screen are computed (the table's column
+window and the selected position's column), never a number for a cell not computed yet; the
+rest fills in from the worker; scrolling asks for the new window's blocks first."""
+import time
+
+import numpy as np
+
+from transformer_stepper.core import lens_blocks
+from transformer_stepper.core.generate import lens_logits
+from transformer_stepper.core.lens_blocks import cached_trace_lens
+from transformer_stepper.core.ops import softmax
+from transformer_stepper.ui.stages import logit_lens
+
+LAPTOP = (1366, 768)
+TIMEOUT = 20_000
+
+
+def test_the_view_draws_what_is_on_screen_first_and_fills_in_the_rest(qtbot, loaded_window, monkeypatch):
+    monkeypatch.setattr(lens_blocks, "LENS_BLOCK", 4)       # many blocks for a short text
+    monkeypatch.setattr(logit_lens, "PIECE", 2)
+    window = loaded_window("gpt2")
+    window.resize(*LAPTOP)
+    qtbot.waitExposed(window)
+    session = window.session
+    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+        session.set_text("the bank of the river was full of water and the money " * 4, immediate=True)
+    session.select_token(session.trace.n_seq - 1)
+    drawn = []
+    session.set_stage("logit_lens")
+    view = window.stepper.current_view()
+    view.updated.connect(lambda: drawn.append(view.lens))
+    qtbot.waitUntil(lambda: bool(drawn), timeout=TIMEOUT)
+    trace, model = session.trace, session.model
+    first = drawn[0]
+    assert not first.complete                      # drawn before the whole lens was computed
+    cache = cached_trace_lens(trace)
+    selected_block = (trace.n_seq - 1) // 4
+    assert first.known[:, cache.rows(selected_block)].all()       # the curve's column
+    # a cell not computed is NaN (hatched), '…', and says so on hover; never a number
+    assert np.array_equal(np.isnan(first.probabilities[..., 0]), ~first.known)
+    assert (first.ids[~first.known] == -1).all()
+    row, col = np.argwhere(~first.known)[0]
+    assert "computing the logit lens" in view._describe(int(row), int(col))
+    # the rest arrives from the worker, and the table then shows the whole lens
+    qtbot.waitUntil(lambda: view.lens.complete and view.is_current(), timeout=TIMEOUT)
+    assert not np.isnan(view.table.values).any()
+    for state in (0, model.config.n_layer):
+        p = softmax(lens_logits(model, trace, state).astype(np.float64))
+        np.testing.assert_allclose(view.table.values[state], p.max(-1), atol=1e-5)
+    assert all(name != logit_lens.NOT_YET for row in view.names for name in row)
+
+
+def test_scrolling_asks_for_the_new_window_first(qtbot, loaded_window, monkeypatch):
+    monkeypatch.setattr(lens_blocks, "LENS_BLOCK", 4)
+    monkeypatch.setattr(logit_lens, "PIECE", 1)
+    compute = lens_blocks.TraceLens.compute
+
+    def slowly(cache, pieces):                # a piece of a big model's time: the scroll
+        time.sleep(0.03)                      # comes long before the lens is complete
+        compute(cache, pieces)
+
+    monkeypatch.setattr(lens_blocks.TraceLens, "compute", slowly)
+    window = loaded_window("gpt2")
+    window.resize(*LAPTOP)
+    qtbot.waitExposed(window)
+    session = window.session
+    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+        session.set_text("the bank of the river was full of water and the money " * 4, immediate=True)
+    session.select_token(session.trace.n_seq - 1)
+    asked = []
+    original = lens_blocks.next_piece
+    monkeypatch.setattr(logit_lens, "next_piece",
+                        lambda cache, shown, size: asked.append(list(shown)) or original(cache, shown, size))
+    session.set_stage("logit_lens")
+    view = window.stepper.current_view()
+    qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
+    first, count, total = view.table.column_window()
+    assert count < total and first > 0
+    asked.clear()
+    view.scroll.setValue(0)                            # to the start: blocks 0.. come first
+    assert not cached_trace_lens(session.trace).complete
+    qtbot.waitUntil(lambda: bool(asked), timeout=TIMEOUT)
+    assert asked[0][0] == 0
+    qtbot.waitUntil(lambda: view.lens.complete and view.is_current(), timeout=TIMEOUT)
+    # redrawn as the rest arrived: the window stayed where the user scrolled it
+    assert view.table.column_window()[0] == 0 and view.scroll.value() == 0
