@@ -97,9 +97,9 @@ def test_stop_before_the_first_step_cancels_the_job():
     assert log["news"] == ["generating the corpus…"] and run.frames_sent == 0
 
 
-def test_a_run_stopped_before_it_started_never_runs():
+def test_a_run_stopped_before_it_started_ends_at_its_first_report():
     run, log = TrainingRun(TINY, frame_seconds=0.0), new_log()
     scheduler, job = start(run, lambda *a: log["news"].append(a), log)
     job.cancel()
-    assert scheduler.wait_for(job)           # the manual scheduler runs it now: at once cancelled
+    assert scheduler.wait_for(job)           # the manual scheduler runs it now: cancelled at once
     assert log["cancelled"] == [5] and log["news"] == [] and scheduler.idle

@@ -36,7 +36,7 @@ def test_a_long_job_in_its_lane_leaves_the_default_lane_free(qtbot):
     qtbot.waitUntil(lambda: pool.idle, timeout=10_000)
 
 
-def test_a_cancel_tells_the_job_and_a_job_cancelled_in_the_queue_never_runs(qtbot):
+def test_a_cancel_tells_the_job_and_a_job_cancelled_in_the_queue_stops_at_its_first_report(qtbot):
     pool = WorkerPool(max_threads=1)
     release, told, ran, ended = threading.Event(), [], [], []
 
@@ -45,7 +45,11 @@ def test_a_cancel_tells_the_job_and_a_job_cancelled_in_the_queue_never_runs(qtbo
         progress(1, 1)
 
     first = Job(1, blocking, reports=True, on_cancel=lambda: told.append(1))
-    second = Job(2, lambda progress: ran.append(2), reports=True)
+    def reporting(progress):
+        progress(0, 1)
+        ran.append(2)
+
+    second = Job(2, reporting, reports=True)
     for job in (first, second):
         pool.start(job, lambda *a: ended.append(("done", a[0])), lambda *a: ended.append(a),
                    None, lambda n: ended.append(("cancelled", n)))

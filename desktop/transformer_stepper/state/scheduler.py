@@ -3,9 +3,9 @@
 `start(job, ...)` runs `job.function(*job.args)` off the caller's thread and calls back on the
 caller's thread: `on_done(number, result)`, `on_failed(number, message, user_error)`,
 `on_progress(number, done, total)`, `on_cancelled(number)`. A job that `reports` gets a
-`progress` keyword; after `job.cancel()` its next report stops it (on_cancelled), and a job
-cancelled before it started never runs. `progress(done, total, news)` also hands `news` (what
-the job has to show so far: a training frame) to `on_progress` as a fourth argument. A job's
+`progress` keyword; after `job.cancel()` its next report stops it (on_cancelled).
+`progress(done, total, news)` also hands `news` (what the job has to show so far: a training
+frame) to `on_progress` as a fourth argument. A job's
 `lane` names the threads it runs on: a named lane has threads of its own, so a long job
 (training, an export's writes) never holds back the default lane's (tracing). `wait_for(job)`
 waits for one job to end.
@@ -76,9 +76,6 @@ def run_job(job: Job, report: Callable[[int, int], None]):
     (to cancel it) never keeps a trace or a model alive."""
     function, args = job.function, job.args
     job.args = ()
-    if job.reports and job.cancelled:            # cancelled while it waited for a thread
-        job.ended.set()
-        return ("cancelled",)
     try:
         result = function(*args, progress=report) if job.reports else function(*args)
     except Cancelled:
