@@ -5,12 +5,12 @@ caller's thread: `on_done(number, result)`, `on_failed(number, message, user_err
 `on_progress(number, done, total)`, `on_cancelled(number)`. A job that `reports` gets a
 `progress` keyword; after `job.cancel()` its next report stops it (on_cancelled).
 `progress(done, total, news)` also hands `news` (what the job has to show so far: a training
-frame) to `on_progress` as a fourth argument. A job's
-`lane` names the threads it runs on: a named lane has threads of its own, so a long job
-(training, an export's writes) never holds back the default lane's (tracing). `wait_for(job)`
-waits for one job to end.
+frame) to `on_progress` as a fourth argument. A job's `lane` names the threads it runs on: a
+named lane has threads of its own, so a long job (training, an export's writes) never holds
+back the default lane's (tracing). `wait_for(job)` waits for that one job to end.
 `timer(msecs, callback)` -> a single-shot Timer: start() (again) runs callback once, msecs after
-the last start; stop() cancels. ui/qt_scheduler.py is the app's (QThreadPool, QTimer)."""
+the last start; stop() cancels. ui/workers.py's WorkerPool is the app's (QThreadPools, QTimer):
+tracing, training and exports all run on it."""
 from __future__ import annotations
 
 import threading
