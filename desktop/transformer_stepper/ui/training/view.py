@@ -447,7 +447,7 @@ class TrainingView(QWidget):
 
     # -- closing ----------------------------------------------------------------------------------
     def shutdown(self, msecs: int = -1) -> bool:
-        """Stop a run and wait for its thread (window close, tab host shutdown, tests)."""
+        """Stop a run and wait for its job (window close, tab host shutdown, tests)."""
         worker = self.worker
         if worker is None:
             return True
