@@ -80,7 +80,8 @@ class ExportRun:
         self._timer.start()
 
     def report(self, done: int, total: int, name: str) -> None:
-        self.events.notify("progressed", done, total, name)
+        if self.state == "running":        # a step under way when the run ended says no more
+            self.events.notify("progressed", done, total, name)
 
     def cancel(self) -> None:
         if self.state != "running":
@@ -110,6 +111,9 @@ class ExportRun:
             return
         finally:
             self._stepping = False
+        if self.state != "running":        # it ended during the step (a failed write, cancel)
+            self._steps.close()
+            return
         if isinstance(item, Write):
             self._submit(item)
         elif isinstance(item, Detail):

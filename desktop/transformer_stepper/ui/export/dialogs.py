@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox,
                                QFileDialog, QFormLayout, QHBoxLayout, QLineEdit, QMessageBox,
                                QProgressDialog, QPushButton, QRadioButton, QVBoxLayout, QWidget)
+from shiboken6 import isValid
 
 from ...core import stages
 from ...core.errors import ModelError
@@ -217,8 +218,15 @@ def _export_figures(window, folder: Path, keys: list[str], options: ExportOption
     progress.setAutoClose(False)
     progress.setAutoReset(False)
     job.progress_dialog = progress
-    job.progressed.connect(lambda done, total, name: (progress.setValue(done),
-                                                      progress.setLabelText(f"Exporting {name}…")))
+    def progressed(done: int, total: int, name: str) -> None:
+        # a modal dialog's setValue runs the event loop: the job may end (and this dialog go)
+        # in there, so each call checks the dialog is still alive
+        if isValid(progress):
+            progress.setValue(done)
+        if isValid(progress) and job.state == "running":
+            progress.setLabelText(f"Exporting {name}…")
+
+    job.progressed.connect(progressed)
     progress.canceled.connect(job.cancel)
 
     def ended(message: Optional[str] = None) -> None:
