@@ -165,8 +165,8 @@ def test_a_bug_in_a_step_is_said_not_raised(tmp_path, monkeypatch):
 
 def test_a_run_that_ends_during_a_step_reports_and_writes_nothing_more(tmp_path, monkeypatch):
     """A modal progress dialog runs the event loop inside a progress report: a write can fail
-    there, in the middle of a step. What that step drew is not written, nothing more is
-    reported (the dialog is gone), and the steps are closed."""
+    there, in the middle of a step. The step stops at the report: nothing more is drawn,
+    written or reported (the dialog is gone), and the steps are closed."""
     monkeypatch.setattr(write, "fail", True, raising=False)
     scheduler, figures, run, log = make(tmp_path, max_pending=5)
 
@@ -180,8 +180,8 @@ def test_a_run_that_ends_during_a_step_reports_and_writes_nothing_more(tmp_path,
     assert figures.drawn == [0, 1, 2, 3] and len(scheduler.jobs) == 4
     turn(scheduler)                              # figure 4: the failure lands in its report
     assert run.state == "failed" and "figure-3.bin" in run.error
-    assert figures.drawn == [0, 1, 2, 3, 4] and figures.closed
-    assert scheduler.jobs == []                  # figure 4 drawn after the end: not written
+    assert figures.drawn == [0, 1, 2, 3] and figures.closed      # figure 4 not drawn
+    assert scheduler.jobs == []
     assert [p.name for p in run.written] == [f"figure-{i}.bin" for i in range(3)]
     reported = [entry[3] for entry in log if entry[0] == "progressed"]
     assert reported == [f"figure-{i}" for i in range(5)]          # and no final report

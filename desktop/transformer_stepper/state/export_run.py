@@ -6,8 +6,9 @@ each figure (a `Write` to hand to a worker), or a `Detail(layer)` when the next 
 layer's detail: that is computed in a job first, the steps held (the event loop free) until it
 is in. Writes are jobs on the scheduler's "export" lane; at most `max_pending` rendered
 figures wait for it, so memory stays bounded. `report(done, total, name)` is the export's
-progress. cancel() stops before the next figure: the writes of figures already drawn finish
-(milliseconds each; dropping them made what was saved depend on thread timing) and count.
+progress (it stops a step of a run that has ended). cancel() stops before the next figure:
+the writes of figures already drawn finish (milliseconds each; dropping them made what was
+saved depend on thread timing) and count.
 
 events: progressed(done, total, name), fileWritten(path, replaced), finished(),
 failed(message), cancelled()."""
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 from .events import Events
-from .scheduler import Job, Scheduler
+from .scheduler import Cancelled, Job, Scheduler
 
 LANE = "export"              # writes: a lane of their own, in the order drawn
 
@@ -80,8 +81,13 @@ class ExportRun:
         self._timer.start()
 
     def report(self, done: int, total: int, name: str) -> None:
-        if self.state == "running":        # a step under way when the run ended says no more
+        """The steps' progress. Like a job's report, it stops the step (Cancelled) once the
+        run has ended, also when it ends in here (a modal progress dialog runs the event loop
+        inside: a write can fail there): nothing more is drawn, reported or written."""
+        if self.state == "running":
             self.events.notify("progressed", done, total, name)
+        if self.state != "running":
+            raise Cancelled()
 
     def cancel(self) -> None:
         if self.state != "running":
@@ -100,6 +106,8 @@ class ExportRun:
         except StopIteration:
             self._steps_done = True
             self._finish_if_done()
+            return
+        except Cancelled:                  # the run ended during the step: nothing more
             return
         except KeyboardInterrupt:          # Ctrl-C lands in whatever Python runs: here, mostly
             self.interrupted = True
