@@ -4,10 +4,16 @@
 caller's thread: `on_done(number, result)`, `on_failed(number, message, user_error)`,
 `on_progress(number, done, total)`, `on_cancelled(number)`. A job that `reports` gets a
 `progress` keyword; after `job.cancel()` its next report stops it (on_cancelled).
+`progress(done, total, news)` also hands `news` (what the job has to show so far: a training
+frame) to `on_progress` as a fourth argument. A job's `lane` names the threads it runs on: a
+named lane has threads of its own, so a long job (training, an export's writes) never holds
+back the default lane's (tracing). `wait_for(job)` waits for that one job to end.
 `timer(msecs, callback)` -> a single-shot Timer: start() (again) runs callback once, msecs after
-the last start; stop() cancels. ui/qt_scheduler.py is the app's (QThreadPool, QTimer)."""
+the last start; stop() cancels. ui/workers.py's WorkerPool is the app's (QThreadPools, QTimer):
+tracing, training and exports all run on it."""
 from __future__ import annotations
 
+import threading
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
@@ -25,11 +31,20 @@ class Job:
     function: Callable[..., Any]
     args: tuple = ()
     reports: bool = False            # pass a `progress` keyword (and so be cancellable)
+    lane: str = ""                   # "" = the default lane; else a lane with threads of its own
+    on_cancel: Optional[Callable[[], None]] = None   # also told on cancel() (wakes a paused loop)
     cancelled: bool = field(default=False, init=False)
+    ended: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
 
     def cancel(self) -> None:
         """Stop at the function's next progress report (a function that reports none runs on)."""
         self.cancelled = True
+        if self.on_cancel is not None:
+            self.on_cancel()
+
+    def wait(self, msecs: int = -1) -> bool:
+        """Block until the job's function has returned (or raised). -> it has."""
+        return self.ended.wait(None if msecs < 0 else msecs / 1000)
 
 
 class Timer(Protocol):
@@ -50,6 +65,8 @@ class Scheduler(Protocol):
     def idle(self) -> bool: ...
 
     def wait(self, msecs: int = -1) -> bool: ...
+
+    def wait_for(self, job: Job, msecs: int = -1) -> bool: ...
 
 
 def run_job(job: Job, report: Callable[[int, int], None]):
@@ -72,6 +89,7 @@ def run_job(job: Job, report: Callable[[int, int], None]):
         return ("failed", f"{type(exc).__name__}: {exc}", False)
     finally:
         del function, args
+        job.ended.set()
     return ("done", result)
 
 
@@ -116,14 +134,22 @@ class ManualScheduler:
     def wait(self, msecs: int = -1) -> bool:
         return True
 
-    def run_next(self) -> Job:
-        job, on_done, on_failed, on_progress, on_cancelled = self.jobs.pop(0)
+    def wait_for(self, job: Job, msecs: int = -1) -> bool:
+        """Runs the job now if it is still queued (what a thread would have done meanwhile)."""
+        for index, queued in enumerate(self.jobs):
+            if queued[0] is job:
+                self.run_next(index)
+                break
+        return job.ended.is_set()
 
-        def report(done: int, total: int) -> None:
+    def run_next(self, index: int = 0) -> Job:
+        job, on_done, on_failed, on_progress, on_cancelled = self.jobs.pop(index)
+
+        def report(done: int, total: int, news: Any = None) -> None:
             if job.cancelled:
                 raise Cancelled()
             if on_progress is not None:
-                on_progress(job.number, done, total)
+                on_progress(job.number, done, total, *(() if news is None else (news,)))
 
         outcome = run_job(job, report)
         if outcome[0] == "done":

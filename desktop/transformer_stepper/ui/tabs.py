@@ -40,7 +40,7 @@ def _training(window) -> QWidget:
         window.open_model(path)
         window.tabs.show_tab("stepper")
 
-    return TrainingView(window.settings, open_in_stepper)
+    return TrainingView(window.settings, open_in_stepper, workers=window.session.workers)
 
 
 def _positions(window) -> QWidget:

@@ -8,7 +8,13 @@ stale result is simply dropped.
 
 A function that takes a `progress` keyword reports through it (`progress(done, total)`, e.g.
 layers of a forward pass), and through it a job is cancelled: once `cancel()` is called, the
-next report raises Cancelled inside the function, which ends with the `cancelled` signal."""
+next report raises Cancelled inside the function, which ends with the `cancelled` signal.
+`progress(done, total, news)` also carries what the job has to show (a training frame).
+
+A job's lane (Job.lane) picks its threads: the default lane's `max_threads`, or a named lane's
+own (one thread unless `lane_threads` says more), so training or an export's writes never
+take the threads tracing needs. The pool is one mechanism: idle, wait() and active() count
+every lane."""
 from __future__ import annotations
 
 from typing import Any, Callable, Optional, Union
@@ -22,6 +28,7 @@ class TaskSignals(QObject):
     finished = Signal(int, object)      # request id, result
     failed = Signal(int, str, bool)     # request id, one-line message, is_user_error
     progress = Signal(int, int, int)    # request id, done, total
+    news = Signal(int, int, int, object)   # request id, done, total, what the job has to show
     cancelled = Signal(int)             # request id: stopped at a progress report
 
 
@@ -39,10 +46,13 @@ class Task(QRunnable):
         """Stop at the function's next progress report (a function that reports none runs on)."""
         self.job.cancel()
 
-    def report(self, done: int, total: int) -> None:
+    def report(self, done: int, total: int, news: Any = None) -> None:
         if self.job.cancelled:
             raise Cancelled()
-        self.signals.progress.emit(self.request_id, done, total)
+        if news is None:
+            self.signals.progress.emit(self.request_id, done, total)
+        else:
+            self.signals.news.emit(self.request_id, done, total, news)
 
     def run(self) -> None:
         # run_job drops the job's arguments first: Qt may keep the finished runnable (and so
@@ -61,12 +71,22 @@ class WorkerPool:
     each running Task alive until its result has been delivered; the Scheduler of
     state/scheduler.py."""
 
-    def __init__(self, max_threads: int = 2, on_idle: Optional[Callable[[], None]] = None) -> None:
+    def __init__(self, max_threads: int = 2, on_idle: Optional[Callable[[], None]] = None,
+                 lane_threads: Optional[dict[str, int]] = None) -> None:
         """`on_idle()` is called (on the GUI thread) each time the last running task ends."""
         self.pool = QThreadPool()
         self.pool.setMaxThreadCount(max_threads)
+        self.lane_threads = dict(lane_threads or {})
+        self._lanes: dict[str, QThreadPool] = {"": self.pool}
         self._running: set[Task] = set()
         self.on_idle = on_idle
+
+    def lane(self, name: str) -> QThreadPool:
+        if name not in self._lanes:
+            pool = QThreadPool()
+            pool.setMaxThreadCount(self.lane_threads.get(name, 1))
+            self._lanes[name] = pool
+        return self._lanes[name]
 
     def start(self, task: Union[Task, Job], on_finished: Callable[[int, object], None],
               on_failed: Callable[[int, str, bool], None],
@@ -79,11 +99,12 @@ class WorkerPool:
         task.signals.failed.connect(on_failed)
         if on_progress is not None:
             task.signals.progress.connect(on_progress)
+            task.signals.news.connect(on_progress)
         if on_cancelled is not None:
             task.signals.cancelled.connect(on_cancelled)
         for ended in (task.signals.finished, task.signals.failed, task.signals.cancelled):
             ended.connect(lambda *_: self._ended(task))
-        self.pool.start(task)
+        self.lane(task.job.lane).start(task)
 
     def timer(self, msecs: int, callback: Callable[[], None]) -> QTimer:
         """A single-shot timer (start() again restarts it); its owner keeps it."""
@@ -104,7 +125,12 @@ class WorkerPool:
         return not self._running
 
     def wait(self, msecs: int = -1) -> bool:
-        return self.pool.waitForDone(msecs)
+        """Wait for every lane (msecs each)."""
+        return all([pool.waitForDone(msecs) for pool in list(self._lanes.values())])
+
+    def wait_for(self, job: Job, msecs: int = -1) -> bool:
+        """Wait for one job to end (it may still be queued: then until it has run)."""
+        return job.wait(msecs)
 
     def active(self) -> int:
-        return self.pool.activeThreadCount()
+        return sum(pool.activeThreadCount() for pool in self._lanes.values())

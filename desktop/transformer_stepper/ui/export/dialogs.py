@@ -11,15 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QObject, QThreadPool, Qt, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox,
                                QFileDialog, QFormLayout, QHBoxLayout, QLineEdit, QMessageBox,
                                QProgressDialog, QPushButton, QRadioButton, QVBoxLayout, QWidget)
+from shiboken6 import isValid
 
 from ...core import stages
 from ...core.errors import ModelError
 from ...io.array_export import data_files, prepare_folder, write_data_files
-from ..workers import Task
+from ...state.export_run import LANE
+from ...state.scheduler import Job
+from ..workers import WorkerPool
 from . import preferences
 from .job import ExportJob, existing_exports
 from .menu import warn
@@ -205,7 +208,8 @@ def _export_figures(window, folder: Path, keys: list[str], options: ExportOption
     if _no_trace(window):
         return None
     snapshot = SnapshotSession.of(window.session, parent=window)
-    job = ExportJob(snapshot, folder, keys, options, all_layers_heads, parent=window)
+    job = ExportJob(snapshot, folder, keys, options, all_layers_heads, parent=window,
+                    workers=window.session.workers)
     job.caption = preferences.caption(window)
     progress = QProgressDialog("Exporting…", "Cancel", 0, max(job.total, 1), window)
     progress.setWindowTitle("Export")
@@ -214,8 +218,15 @@ def _export_figures(window, folder: Path, keys: list[str], options: ExportOption
     progress.setAutoClose(False)
     progress.setAutoReset(False)
     job.progress_dialog = progress
-    job.progressed.connect(lambda done, total, name: (progress.setValue(done),
-                                                      progress.setLabelText(f"Exporting {name}…")))
+    def progressed(done: int, total: int, name: str) -> None:
+        # a modal dialog's setValue runs the event loop: the job may end (and this dialog go)
+        # in there, so each call checks the dialog is still alive
+        if isValid(progress):
+            progress.setValue(done)
+        if isValid(progress) and job.state == "running":
+            progress.setLabelText(f"Exporting {name}…")
+
+    job.progressed.connect(progressed)
     progress.canceled.connect(job.cancel)
 
     def ended(message: Optional[str] = None) -> None:
@@ -272,24 +283,28 @@ class ExportDataDialog(QDialog):
 
 
 class DataExport(QObject):
-    """Writes the files in a worker; `finished(list of (path, replaced))` or `failed(message)`."""
+    """Writes the files in a job on the export lane of `workers` (the window's pool);
+    `finished(list of (path, replaced))` or `failed(message)`."""
     finished = Signal(list)
     failed = Signal(str)
 
-    def __init__(self, folder: Path, files: list, parent: Optional[QObject] = None) -> None:
+    def __init__(self, folder: Path, files: list, parent: Optional[QObject] = None,
+                 workers: Optional[WorkerPool] = None) -> None:
         super().__init__(parent)
-        self.pool = QThreadPool(self)
-        self.pool.setMaxThreadCount(1)
-        self.task = Task(0, write_data_files, folder, files)
-        self.task.signals.finished.connect(lambda _, written: self.finished.emit(written))
-        self.task.signals.failed.connect(lambda _, message, user: self.failed.emit(
-            message if user else f"writing failed: {message}"))
+        self.workers = workers if workers is not None else WorkerPool(max_threads=1)
+        self.job = Job(0, write_data_files, (folder, files), lane=LANE)
 
     def start(self) -> None:
-        self.pool.start(self.task)
+        self.workers.start(self.job, self._done, self._failed)
+
+    def _done(self, _number: int, written: list) -> None:
+        self.finished.emit(written)
+
+    def _failed(self, _number: int, message: str, user_error: bool) -> None:
+        self.failed.emit(message if user_error else f"writing failed: {message}")
 
     def wait(self, msecs: int = -1) -> bool:
-        return self.pool.waitForDone(msecs)
+        return self.workers.wait_for(self.job, msecs)
 
 
 def open_data_dialog(window) -> Optional[ExportDataDialog]:
@@ -351,7 +366,7 @@ def _export_data(window, folder: Path, formats: list[str], files: list, made_fro
         except ModelError as exc:
             warn(window, "Could not export the trace data", str(exc))
             return None
-    export = DataExport(folder, files, parent=window)
+    export = DataExport(folder, files, parent=window, workers=session.workers)
     window.statusBar().showMessage(f"Exporting trace data to {folder}…")
 
     def done(written: list) -> None:

@@ -25,6 +25,7 @@ from .. import explanations
 from ..export.menu import install_plot_menu, warn
 from ..explanation_panel import ExplanationPanel
 from ..timers import one_shot
+from ..workers import WorkerPool
 from .figures import EmbeddingMap, GradientStrip, LossFigure, SeparationFigure
 from .worker import Frame, Outcome, TrainingWorker
 
@@ -42,8 +43,11 @@ class TrainingView(QWidget):
 
     def __init__(self, settings: Optional[QSettings] = None,
                  open_in_stepper: Optional[Callable[[str], None]] = None,
-                 recipes: Optional[dict] = None, parent: Optional[QWidget] = None) -> None:
+                 recipes: Optional[dict] = None, parent: Optional[QWidget] = None,
+                 workers: Optional[WorkerPool] = None) -> None:
+        """`workers`: the pool the run is a job on (the window's, beside tracing); else its own."""
         super().__init__(parent)
+        self.workers = workers if workers is not None else WorkerPool(max_threads=1)
         self.settings = settings
         self.open_in_stepper = open_in_stepper
         self.recipes = dict(recipes or RECIPES)
@@ -202,7 +206,7 @@ class TrainingView(QWidget):
         self._show_message("")
         self.progress.setRange(0, recipe.steps)
         self.progress.setValue(0)
-        self.worker = TrainingWorker(recipe, parent=self)
+        self.worker = TrainingWorker(recipe, self.workers, parent=self)
         self.worker.preparing.connect(self.status.setText)
         self.worker.frame.connect(self._on_frame)
         self.worker.finished_run.connect(self._on_outcome)
@@ -443,7 +447,7 @@ class TrainingView(QWidget):
 
     # -- closing ----------------------------------------------------------------------------------
     def shutdown(self, msecs: int = -1) -> bool:
-        """Stop a run and wait for its thread (window close, tab host shutdown, tests)."""
+        """Stop a run and wait for its job (window close, tab host shutdown, tests)."""
         worker = self.worker
         if worker is None:
             return True
