@@ -65,6 +65,22 @@ def set_weight_budget(model, value) -> None:
     print(f"weight cache budget {model.params.budget / 2**20:,.0f} MiB")
 
 
+def count_widened(model) -> list:
+    """A list that gathers the bytes the weight store reads (and widens) from the files from now."""
+    read: list = []
+    ckpt = getattr(model.params, "ckpt", None)
+    if ckpt is not None:
+        get = getattr(ckpt.get, "__wrapped__", ckpt.get)
+
+        def counted(name, *args, **kwargs):
+            value = get(name, *args, **kwargs)
+            read.append(value.nbytes)
+            return value
+        counted.__wrapped__ = get
+        ckpt.get = counted
+    return read
+
+
 def cache_note(model) -> str:
     params = model.params
     if not hasattr(params, "budget"):
@@ -112,13 +128,14 @@ def main() -> int:
         start = time.perf_counter()
         traced(model, ids[:16], (layer,))            # warm: weights paged in, caches
         print(f"warm-up pass (16 tokens) {time.perf_counter() - start:.2f} s{cache_note(model)}")
-        before = rss_anon()
+        before, widened = rss_anon(), count_widened(model)
         with peak_rss_anon() as peak:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             trace = traced(model, ids, (layer,))
-            first = time.perf_counter() - start
+            first, cpu = time.perf_counter() - start, time.process_time() - cpu
         first_peak = (peak() - before) / 2**20
         row = f"{n:>6} {first:>12.2f} {first_peak:>9.0f}"
+        note = f"; first view CPU {cpu:.2f} s (all threads), {sum(widened) / 2**30:.2f} GiB of weights read"
         if args.all_layers:
             with peak_rss_anon() as peak:
                 start = time.perf_counter()
@@ -137,7 +154,7 @@ def main() -> int:
                 row += f" {hf['forward_s']:>7.2f} {hf['peak_rss_anon_mib']:>11.0f}"
             else:
                 row += f" HF failed: {out.stderr.strip().splitlines()[-1][:60]}"
-        print(row + cache_note(model), flush=True)
+        print(row + note + cache_note(model), flush=True)
     return 0
 
 

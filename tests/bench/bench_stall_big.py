@@ -134,6 +134,7 @@ def main() -> int:
         print(f"longest stall {ms(worst)} at: {label}")
         for name, gap in sorted(meter.longest.items(), key=lambda kv: -kv[1])[:8]:
             print(f"    {name:<60} {ms(gap)}")
+        print(meter.sampler.cpu_report())
         print(meter.sampler.report())
         print("phases: " + "; ".join(f"{name} {ms(took)}" for name, took in phases.items()))
         window.close()

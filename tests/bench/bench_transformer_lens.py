@@ -49,11 +49,11 @@ def measure(run, n: int) -> dict:
     run(ids_of(16))                                     # warm: weights read, caches
     before = rss_anon()
     with peak_rss_anon() as peak:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         held = run(ids_of(n))
-        seconds = time.perf_counter() - start
-    return {"seconds": seconds, "peak_added_mib": (peak() - before) / MiB, "vm_hwm_mib": vm_hwm() / MiB,
-            "held": held}
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return {"seconds": seconds, "cpu_seconds": cpu, "peak_added_mib": (peak() - before) / MiB,
+            "vm_hwm_mib": vm_hwm() / MiB, "held": held}
 
 
 def tl_side(model: str, n: int) -> dict:
@@ -130,14 +130,16 @@ def main() -> int:
             for side in (("tl", "app") if r % 2 == 0 else ("app", "tl")):
                 got = one(args, side, n)
                 keep = best.setdefault(side, got)
-                for key in ("seconds", "peak_added_mib", "vm_hwm_mib"):
+                for key in ("seconds", "cpu_seconds", "peak_added_mib", "vm_hwm_mib"):
                     keep[key] = min(keep[key], got[key])
         tl, app = best["tl"], best["app"]
-        print(f"{n:>5} tokens  TL {tl['seconds']:.2f} s, +{tl['peak_added_mib']:,.0f} MiB "
-              f"(VmHWM {tl['vm_hwm_mib']:,.0f}; {tl['held']} cached)  |  app {app['seconds']:.2f} s, "
-              f"+{app['peak_added_mib']:,.0f} MiB (VmHWM {app['vm_hwm_mib']:,.0f}; {app['held']} layers)  |  "
-              f"ratio time {app['seconds'] / tl['seconds']:.2f}, added {app['peak_added_mib'] / tl['peak_added_mib']:.2f}, "
-              f"VmHWM {app['vm_hwm_mib'] / tl['vm_hwm_mib']:.2f}", flush=True)
+        print(f"{n:>5} tokens  TL {tl['seconds']:.2f} s (CPU {tl['cpu_seconds']:.2f} s), "
+              f"+{tl['peak_added_mib']:,.0f} MiB (VmHWM {tl['vm_hwm_mib']:,.0f}; {tl['held']} cached)  |  "
+              f"app {app['seconds']:.2f} s (CPU {app['cpu_seconds']:.2f} s), +{app['peak_added_mib']:,.0f} MiB "
+              f"(VmHWM {app['vm_hwm_mib']:,.0f}; {app['held']} layers)  |  app/TL: time "
+              f"{app['seconds'] / tl['seconds']:.2f}, CPU {app['cpu_seconds'] / tl['cpu_seconds']:.2f}, "
+              f"added {app['peak_added_mib'] / tl['peak_added_mib']:.2f}, VmHWM {app['vm_hwm_mib'] / tl['vm_hwm_mib']:.2f}; "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
     print(f"TL side: {best['tl']['tool']}; app side: {best['app']['tool']}; load {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -24,6 +24,8 @@ class StallSampler:
         self.label = ""
         self.stalls: list[dict] = []          # {"label", "start", "seconds", "stacks"}
         self._last = time.perf_counter()
+        self._last_cpu = time.thread_time()
+        self.gaps: list[tuple[float, float, str]] = []   # (wall s, GUI-thread CPU s, label) over 20 ms
         self._timer = QTimer()
         self._timer.setInterval(2)
         self._timer.timeout.connect(self._tick)
@@ -43,7 +45,10 @@ class StallSampler:
         self._thread.join()
 
     def _tick(self) -> None:
-        now = time.perf_counter()
+        now, cpu = time.perf_counter(), time.thread_time()      # (this is the GUI thread)
+        if now - self._last > 0.02:
+            self.gaps.append((now - self._last, cpu - self._last_cpu, self.label))
+        self._last_cpu = cpu
         if self._current is not None:
             self._current["seconds"] = now - self._current["start"]
             self._current = None
@@ -61,6 +66,18 @@ class StallSampler:
                 self._current = {"label": self.label, "start": last, "seconds": 0.0, "stacks": []}
                 self.stalls.append(self._current)
             self._current["stacks"].append(traceback.extract_stack(frame))
+
+    def cpu_report(self) -> str:
+        """The longest gaps by wall time and by the GUI thread's own CPU time in them (on a
+        loaded machine a gap is also time the thread waited for a core)."""
+        if not self.gaps:
+            return "no gap over 20 ms"
+        wall = max(self.gaps)
+        cpu = max(self.gaps, key=lambda g: g[1])
+        return (f"longest gap {1000 * wall[0]:,.0f} ms wall ({1000 * wall[1]:,.0f} ms of GUI-thread CPU) at "
+                f"{wall[2]}; most GUI-thread CPU in one gap {1000 * cpu[1]:,.0f} ms ({1000 * cpu[0]:,.0f} ms "
+                f"wall) at {cpu[2]}; gaps over 100 ms: {sum(g[0] > 0.1 for g in self.gaps)} wall, "
+                f"{sum(g[1] > 0.1 for g in self.gaps)} by CPU, of {len(self.gaps)} over 20 ms")
 
     def report(self, over: float = 0.1, top: int = 5) -> str:
         lines = []
