@@ -40,8 +40,8 @@ def ms(seconds: float) -> str:
 
 class Meters:
     """The stall meter (every gap, by label) and the sampler (the GUI thread's stacks in a stall)."""
-    def __init__(self) -> None:
-        self.meter, self.sampler = StallMeter(), StallSampler()
+    def __init__(self, stacks: bool) -> None:
+        self.meter, self.sampler = StallMeter(), StallSampler(stacks=stacks)
         self.longest = self.meter.longest
 
     def mark(self, label: str) -> None:
@@ -96,6 +96,9 @@ def main() -> int:
     parser.add_argument("model")
     parser.add_argument("--tokens", type=int, default=1000)
     parser.add_argument("--pause", type=float, default=0.0)
+    parser.add_argument("--stacks", action="store_true",
+                        help="sample the GUI thread's stack in each stall (stall_sampler.py; this "
+                             "crashed the process in 2 runs of 7, reading a running thread's frames)")
     args = parser.parse_args()
     app = application()
     print(f"CPU: {cpu_name()}; platform {os.environ['QT_QPA_PLATFORM']} DISPLAY={os.environ.get('DISPLAY')}; "
@@ -106,7 +109,7 @@ def main() -> int:
         window.show()
         session = window.session
         wait_for(app, lambda: session.trace is not None and not session.busy, TIMEOUT)
-        meter, phases = Meters(), {}
+        meter, phases = Meters(args.stacks), {}
         meter.start()
         begin = time.perf_counter()
         meter.mark(f"long text traced and drawn ({session.stage_key})")

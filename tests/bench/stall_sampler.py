@@ -19,8 +19,8 @@ OURS = ("transformer_stepper", "pyqtgraph")
 
 
 class StallSampler:
-    def __init__(self, threshold: float = 0.05, every: float = 0.01) -> None:
-        self.threshold, self.every = threshold, every
+    def __init__(self, threshold: float = 0.05, every: float = 0.01, stacks: bool = True) -> None:
+        self.threshold, self.every, self.stacks = threshold, every, stacks
         self.label = ""
         self.stalls: list[dict] = []          # {"label", "start", "seconds", "stacks"}
         self._last = time.perf_counter()
@@ -37,12 +37,14 @@ class StallSampler:
     def start(self) -> None:
         self._last = time.perf_counter()
         self._timer.start()
-        self._thread.start()
+        if self.stacks:          # (without: the gaps and their GUI-thread CPU only)
+            self._thread.start()
 
     def stop(self) -> None:
         self._timer.stop()
         self._done.set()
-        self._thread.join()
+        if self.stacks:
+            self._thread.join()
 
     def _tick(self) -> None:
         now, cpu = time.perf_counter(), time.thread_time()      # (this is the GUI thread)

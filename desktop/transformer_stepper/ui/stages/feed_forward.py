@@ -13,6 +13,9 @@ from ...core.labels import NORM_LABELS
 from .base import StageView
 
 
+COUNT_HERE = 1 << 20     # hidden values counted on the GUI thread (~10 ms); more: in a worker
+
+
 def _heatmap(title: str, x_label: str = "dimension") -> Heatmap:
     return Heatmap(title, x_label, "token", value_label="value", row_names="token",
                    col_names="unit" if x_label != "dimension" else "dim")
@@ -41,6 +44,8 @@ class FeedForwardView(StageView):
         """The distribution of the layer's hidden values, counted in a worker once the layer's
         detail is ready (on the GUI thread it stalled the window: core/hidden_values.py)."""
         trace, layer = self.trace, self.session.layer
+        if trace.n_seq * trace.config.d_ff <= COUNT_HERE:       # a few ms: drawn in one go
+            return super().prepare_work()
         return super().prepare_work() or self.work_once(
             cached_hidden_values(trace, layer) is not None, hidden_values, trace, layer,
             message=f"Counting layer {layer}'s hidden values…")
