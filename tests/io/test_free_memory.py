@@ -56,3 +56,33 @@ def test_garbled_meminfo_falls_back_to_sysconf(tmp_path, monkeypatch):
     monkeypatch.setattr(free_memory.os, "sysconf", lambda name: {"SC_AVPHYS_PAGES": 1000,
                                                                  "SC_PAGE_SIZE": 4096}[name])
     assert available_memory(str(path)) == FreeMemory(4096 * 1000, "SC_AVPHYS_PAGES")
+
+
+def test_status_bar_count_never_waits_for_a_worker_holding_the_store():
+    """The weight-budget label counts the widened weights on the GUI thread: while a worker
+    holds the store (widening a tensor, seconds on a 1B model) it gets the last count at once."""
+    import threading
+    import time
+    from pathlib import Path
+
+    from transformer_stepper import load_model
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "gguf" / "llama_k.Q4_K_M.gguf"
+    params = load_model(fixture).params
+    params[next(iter(params))]                               # one tensor dequantized
+    counted = params.nbytes_widened()
+    assert counted > 0
+    held, release = threading.Event(), threading.Event()
+
+    def worker():
+        with params._lock:
+            held.set()
+            release.wait(10)
+    thread = threading.Thread(target=worker)
+    thread.start()
+    held.wait(10)
+    start = time.perf_counter()
+    assert params.nbytes_widened(wait=False) == counted
+    assert time.perf_counter() - start < 0.5
+    release.set()
+    thread.join()

@@ -22,7 +22,7 @@ def cache_text(params, from_free_memory: bool = False) -> Optional[str]:
     '(default: free memory)' after it when the budget is the one worked out from free memory."""
     if not hasattr(params, "budget"):
         return None
-    text = f"weights {params.nbytes_widened() / 2**20:,.0f} / {params.budget / 2**20:,.0f} MiB"
+    text = f"weights {params.nbytes_widened(wait=False) / 2**20:,.0f} / {params.budget / 2**20:,.0f} MiB"
     return text + " (default: free memory)" if from_free_memory else text
 
 
