@@ -98,7 +98,7 @@ def main() -> int:
     parser.add_argument("--pause", type=float, default=0.0)
     parser.add_argument("--stacks", action="store_true",
                         help="sample the GUI thread's stack in each stall (stall_sampler.py; this "
-                             "crashed the process in 2 runs of 7, reading a running thread's frames)")
+                             "crashed the process in 2 runs of 6)")
     args = parser.parse_args()
     app = application()
     print(f"CPU: {cpu_name()}; platform {os.environ['QT_QPA_PLATFORM']} DISPLAY={os.environ.get('DISPLAY')}; "
