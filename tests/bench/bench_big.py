@@ -4,7 +4,10 @@ Hugging Face runs the same in its own process (tests/bench/hf_forward.py) when -
 names a Python with torch and transformers.
 
     python tests/bench/bench_big.py MODEL_DIR [--tokens 128 512 2048] [--layer 5]
-                                    [--hf-python PATH] [--all-layers]
+                                    [--hf-python PATH] [--all-layers] [--weight-budget MIB|free]
+
+--weight-budget sets the bf16/fp16/GGUF weight cache: a number of MiB, or `free` for the app's
+default from the memory free now (io/free_memory.py); the library's 768 MiB when absent.
 
 Make the models with tests/bench/make_big_models.py."""
 from __future__ import annotations
@@ -36,7 +39,7 @@ def token_ids(model, n: int):
     return np.asarray(ids, dtype=np.int64)
 
 
-def traced(model, ids, layers):
+def traced(model, ids, layers, **options):
     from transformer_stepper.core.tokenize import Encoded
     import numpy as np
 
@@ -44,7 +47,45 @@ def traced(model, ids, layers):
     encoded = Encoded(tokens=tuple(str(i) for i in ids), input_ids=ids,
                       token_type_ids=np.zeros(n, np.int64), offsets=np.zeros((n, 2), np.int64),
                       special_tokens_mask=np.zeros(n, bool), truncated=False)
-    return model.trace_encoded(encoded, detail_layers=layers)
+    return model.trace_encoded(encoded, detail_layers=layers, **options)
+
+
+def set_weight_budget(model, value) -> None:
+    if value is None or not hasattr(model.params, "set_budget"):
+        return
+    if value == "free":
+        from transformer_stepper.core.trace import DEFAULT_DETAIL_BUDGET
+        from transformer_stepper.io.free_memory import available_memory, default_weight_budget
+
+        free = available_memory()
+        model.params.set_budget(default_weight_budget(free, DEFAULT_DETAIL_BUDGET))
+        print(f"free memory {free.nbytes / 2**20:,.0f} MiB ({free.source})" if free else "free memory unknown")
+    else:
+        model.params.set_budget(int(value) << 20)
+    print(f"weight cache budget {model.params.budget / 2**20:,.0f} MiB")
+
+
+def count_widened(model) -> list:
+    """A list that gathers the bytes the weight store reads (and widens) from the files from now."""
+    read: list = []
+    ckpt = getattr(model.params, "ckpt", None)
+    if ckpt is not None:
+        get = getattr(ckpt.get, "__wrapped__", ckpt.get)
+
+        def counted(name, *args, **kwargs):
+            value = get(name, *args, **kwargs)
+            read.append(value.nbytes)
+            return value
+        counted.__wrapped__ = get
+        ckpt.get = counted
+    return read
+
+
+def cache_note(model) -> str:
+    params = model.params
+    if not hasattr(params, "budget"):
+        return ""
+    return f"; weight cache {params.nbytes_widened() / 2**20:,.0f} / {params.budget / 2**20:,.0f} MiB"
 
 
 def cpu_name() -> str:
@@ -64,6 +105,7 @@ def main() -> int:
     parser.add_argument("--layer", type=int, default=5)
     parser.add_argument("--all-layers", action="store_true", help="also time every layer's detail")
     parser.add_argument("--hf-python", help="a Python with torch + transformers for the HF column")
+    parser.add_argument("--weight-budget", help="MiB of widened weights kept, or 'free' (the app's default)")
     args = parser.parse_args()
     tune_process()
     print(f"CPU: {cpu_name()}, {os.cpu_count()} cores; OPENBLAS_NUM_THREADS="
@@ -74,6 +116,7 @@ def main() -> int:
     opened = time.perf_counter() - start
     print(f"open {args.model.name}: {opened:.2f} s, RssAnon after open {(rss_anon() - base) / 2**20:.0f} MiB "
           f"beyond the interpreter ({model.n_params() / 1e9:.2f} B parameters)")
+    set_weight_budget(model, args.weight_budget)
     layer = min(args.layer, model.config.n_layer - 1)
     print(f"{'tokens':>6} {'first view s':>12} {'peak MiB':>9} {'all layers s':>12} {'peak MiB':>9}"
           f" {'HF s':>7} {'HF peak MiB':>11}")
@@ -82,14 +125,17 @@ def main() -> int:
         if len(ids) < n:
             print(f"{n}: the tokenizer gave only {len(ids)} ids")
             continue
+        start = time.perf_counter()
         traced(model, ids[:16], (layer,))            # warm: weights paged in, caches
-        before = rss_anon()
+        print(f"warm-up pass (16 tokens) {time.perf_counter() - start:.2f} s{cache_note(model)}")
+        before, widened = rss_anon(), count_widened(model)
         with peak_rss_anon() as peak:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             trace = traced(model, ids, (layer,))
-            first = time.perf_counter() - start
+            first, cpu = time.perf_counter() - start, time.process_time() - cpu
         first_peak = (peak() - before) / 2**20
         row = f"{n:>6} {first:>12.2f} {first_peak:>9.0f}"
+        note = f"; first view CPU {cpu:.2f} s (all threads), {sum(widened) / 2**30:.2f} GiB of weights read"
         if args.all_layers:
             with peak_rss_anon() as peak:
                 start = time.perf_counter()
@@ -108,7 +154,7 @@ def main() -> int:
                 row += f" {hf['forward_s']:>7.2f} {hf['peak_rss_anon_mib']:>11.0f}"
             else:
                 row += f" HF failed: {out.stderr.strip().splitlines()[-1][:60]}"
-        print(row, flush=True)
+        print(row + note + cache_note(model), flush=True)
     return 0
 
 

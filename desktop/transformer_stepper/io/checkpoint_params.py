@@ -39,6 +39,7 @@ class CheckpointParams(ParamStore):
         self._raw: OrderedDict[str, np.ndarray] = OrderedDict()     # checkpoint name -> float32
         self._done: OrderedDict[str, np.ndarray] = OrderedDict()    # core name -> transformed
         self._lock = threading.RLock()
+        self._counted = 0                    # nbytes_widened's last figure
 
     def __iter__(self):
         return iter(self.entries)
@@ -103,15 +104,23 @@ class CheckpointParams(ParamStore):
         for ckpt_name in [n for n in self._raw if n not in used and _held_bytes(self._raw[n])]:
             del self._raw[ckpt_name]
 
-    def nbytes_widened(self) -> int:
-        with self._lock:
+    def nbytes_widened(self, wait: bool = True) -> int:
+        """Bytes of widened weights held. wait=False (the status bar, on the GUI thread): the
+        figure last counted if a worker holds the store, reading or widening a tensor (that
+        took 10 s on Llama-1B-shaped with the cores busy)."""
+        if not self._lock.acquire(blocking=wait):
+            return self._counted
+        try:
             seen: dict[int, int] = {}
             for value in [*self._done.values(), *self._raw.values()]:
                 base = value
                 while isinstance(base.base, np.ndarray):
                     base = base.base
                 seen[id(base)] = _held_bytes(value)
-            return sum(seen.values())
+            self._counted = sum(seen.values())
+            return self._counted
+        finally:
+            self._lock.release()
 
     def _identity_file_tensor(self, name: str):
         ckpt_name, transform = self.entries[name]

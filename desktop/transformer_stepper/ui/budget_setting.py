@@ -37,8 +37,20 @@ class BudgetSetting:
         self.action = window.view_menu.addAction(self.MENU_TEXT, self.ask)
         window._memory_timer.timeout.connect(self.show)
 
+    def default_bytes(self) -> int:
+        """The budget when the settings hold none (a subclass may work it out)."""
+        return self.DEFAULT_BYTES
+
+    def is_default(self) -> bool:
+        """True when no budget is stored in the settings (the default applies)."""
+        try:
+            int(self.window.settings.value(self.KEY))
+        except (TypeError, ValueError):
+            return True
+        return False
+
     def mib(self) -> int:
-        return stored_mib(self.window.settings, self.KEY, self.DEFAULT_BYTES)
+        return stored_mib(self.window.settings, self.KEY, self.default_bytes())
 
     def apply_budget(self, nbytes: int) -> None:
         """Hand the budget to what it bounds."""

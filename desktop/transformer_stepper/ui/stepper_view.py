@@ -302,6 +302,10 @@ class StepperView(QWidget):
             self.explanation.show_markdown(f"## {stage.number}. {stage.title}\n\n*No trace yet.*")
             return
         view.ensure_current()
+        waiting = view.waiting_for()
+        if waiting:      # a layer computed in a worker: its numbers are quoted once it is drawn
+            self.explanation.show_markdown(f"## {stage.number}. {stage.title}\n\n*{waiting}*")
+            return
         try:
             values, flags = view.explanation_values()
         except ModelError as exc:   # the numbers it quotes need weights that are gone

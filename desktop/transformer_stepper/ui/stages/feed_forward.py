@@ -6,11 +6,14 @@ from typing import Iterator
 import numpy as np
 
 from ...core.labels import ACTIVATION_SHORT
-from ...core import measures
+from ...core.hidden_values import cached_hidden_values, hidden_values
 from ..plots import Curve, Heatmap, Lines, Scatter
 from ..plots.common import PALETTE
 from ...core.labels import NORM_LABELS
 from .base import StageView
+
+
+COUNT_HERE = 1 << 20     # hidden values counted on the GUI thread (~10 ms); more: in a worker
 
 
 def _heatmap(title: str, x_label: str = "dimension") -> Heatmap:
@@ -37,6 +40,16 @@ class FeedForwardView(StageView):
         self.after = self.add_figure("after_residual", _heatmap("+ residual"), 1, 1,
                                      explain=self.cell("layer_out"))
 
+    def prepare_work(self):
+        """The distribution of the layer's hidden values, counted in a worker once the layer's
+        detail is ready (on the GUI thread it stalled the window: core/hidden_values.py)."""
+        trace, layer = self.trace, self.session.layer
+        if trace.n_seq * trace.config.d_ff <= COUNT_HERE:       # a few ms: drawn in one go
+            return super().prepare_work()
+        return super().prepare_work() or self.work_once(
+            cached_hidden_values(trace, layer) is not None, hidden_values, trace, layer,
+            message=f"Counting layer {layer}'s hidden values…")
+
     def update_data(self) -> None:
         trace, layer = self.trace, self.session.layer
         config = trace.config
@@ -48,7 +61,7 @@ class FeedForwardView(StageView):
         else:
             self.hidden.set_title(f"Hidden activations {act}(x·W1 + b1): {trace.n_seq} × {config.d_ff}, layer {layer}")
             self.hidden.set_data(self.layer_array("mlp_act"), self.labels)
-        # two histograms of every hidden value (786k at 512 tokens): in the figure's own turn
+        self.counts = hidden_values(trace, layer)       # (counted in a worker: prepare_work)
         self.draw_in_its_turn(self.distribution, self._draw_distribution)
         down = "· W_down" if config.gated_mlp else "· W2 + b2"
         self.output.set_title(f"Feed-forward output: {down} ({config.d_ff} → {config.d_model})")
@@ -73,18 +86,15 @@ class FeedForwardView(StageView):
         if getattr(self, "_before_label", None) != before:        # (a new label re-lays the plot out)
             self._before_label = before
             self.shape.set_axis_labels(before)
-        self.positive_fraction = float(np.mean(self.layer_array("mlp_act") > 0))
+        self.positive_fraction = self.counts.positive_fraction
 
     def _draw_distribution(self) -> None:
-        config = self.trace.config
+        config, counts = self.trace.config, self.counts
         act = ACTIVATION_SHORT[config.activation]
-        pre, post = self.layer_array("mlp_pre_act"), self.layer_array("mlp_act")
-        limit = max(measures.robust_limit(pre, 99.9), 1e-6)
         curves = []
         before = "gate x·W_gate" if config.gated_mlp else "before"
-        for name, values, color in ((before, pre, PALETTE[0]), (f"after {act}", post, PALETTE[1])):
-            edges, counts = measures.histogram(np.clip(values, -limit, limit), bins=80, limit=limit)
-            curves.append(Curve(name, np.log10(counts + 1.0).astype(np.float32), x=edges, color=color,
+        for name, values, color in ((before, counts.before, PALETTE[0]), (f"after {act}", counts.after, PALETTE[1])):
+            curves.append(Curve(name, np.log10(values + 1.0).astype(np.float32), x=counts.edges, color=color,
                                 step=True))
         self.distribution.set_curves(curves)
 
