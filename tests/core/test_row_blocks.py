@@ -85,8 +85,9 @@ def test_typing_a_word_at_a_time_keeps_few_blocks(model):
     assert_grown_equals_recomputed(model, trace)
 
 
-def test_generation_and_undo_grow_and_cut_the_layers(model):
-    trace = model.trace(BASE, detail_layers=_every_layer(model))
+@pytest.mark.parametrize("prompt", [BASE, "the"])     # (a short prompt merges with the steps)
+def test_generation_and_undo_grow_and_cut_the_layers(model, prompt):
+    trace = model.trace(prompt, detail_layers=_every_layer(model))
     steps = []
     for token in model.encode(" ".join(WORDS)).input_ids[1:10]:
         trace = model.extend(trace, [int(token)])

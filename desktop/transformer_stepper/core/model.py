@@ -297,6 +297,8 @@ class Model:
             return (previous.arrays, previous.residual, previous.kv_cache, context(self.config, n_seq),
                     previous.row_blocks, dict(previous.cache.held()))
         held = self._held(previous, wanted, budget, n_seq)
+        if not start:                                   # every row again: the pass records them
+            return self._fresh(ids, types, after_layer, tuple(held))
         base = previous if start == previous.n_seq else self.truncate(previous, start, carry=False)
         if start == n_seq:
             return (base.arrays, base.residual, base.kv_cache, context(self.config, n_seq), base.row_blocks,
@@ -331,7 +333,7 @@ class Model:
         cache = trace.kv_cache.copy()
         if rope_length_key(self.config, start) != rope_length_key(self.config, start + n_new):
             return self._fresh(np.concatenate([trace.input_ids, new_ids]),
-                               np.concatenate([trace.arrays["token_type_ids"], types]), after_layer) + (None,)
+                               np.concatenate([trace.arrays["token_type_ids"], types]), after_layer)[:5] + (None,)
         with _quiet_floats():
             step_ctx = context(self.config, start + n_new, recorder, start)
             forward(self.params, self.config, new_ids, types, recorder, ctx=step_ctx, cache=cache,
@@ -346,11 +348,13 @@ class Model:
         blocks = row_blocks.appended(trace.row_blocks or ((0, start),), start, start + n_new)
         return arrays, residual, cache, full_ctx, blocks, recorder.details
 
-    def _fresh(self, ids: np.ndarray, all_types: np.ndarray, after_layer=None):
-        """_grown's result computed afresh over every row: the rotary frequencies changed with
-        the length (dynamic, longrope), so the cached keys and earlier rows no longer hold
-        (transformers' Phi-3 drops its cache at that step too)."""
-        recorder = Recorder(per_layer=RESIDUAL_NAMES)
+    def _fresh(self, ids: np.ndarray, all_types: np.ndarray, after_layer=None,
+               detail_layers: tuple[int, ...] = ()):
+        """_grown's result computed afresh over every row, with the detail of `detail_layers`:
+        the rotary frequencies changed with the length (dynamic, longrope), so the cached keys
+        and earlier rows no longer hold (transformers' Phi-3 drops its cache at that step too),
+        or the blocks to merge began at the first row."""
+        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers)
         cache = KVCache(self.config.n_layer)
         with _quiet_floats():
             ctx = context(self.config, len(ids), recorder)
@@ -359,7 +363,7 @@ class Model:
         arrays, residual = recorder.finish()
         arrays["token_type_ids"] = all_types.copy()
         arrays["token_type_ids"].flags.writeable = False
-        return arrays, residual, cache, ctx, ((0, len(ids)),)
+        return arrays, residual, cache, ctx, ((0, len(ids)),), recorder.recorded()
 
     def shared_rows(self, previous: Optional[Trace], encoded: Encoded) -> int:
         """How many leading positions of `encoded` a trace of it can take from `previous`: in a
@@ -431,8 +435,8 @@ class Model:
             return trace
         details = {}
         if rope_length_key(self.config, n_seq) != rope_length_key(self.config, trace.n_seq):
-            arrays, residual, cache, ctx, blocks = self._fresh(trace.input_ids[:n_seq],
-                                                               trace.arrays["token_type_ids"][:n_seq])
+            arrays, residual, cache, ctx, blocks, _ = self._fresh(trace.input_ids[:n_seq],
+                                                                  trace.arrays["token_type_ids"][:n_seq])
         else:
             cut = lambda value: _frozen_copy(value[:n_seq])                  # noqa: E731
             cache = KVCache(self.config.n_layer, [k[:, :n_seq].copy() for k in trace.kv_cache.keys],
