@@ -3,8 +3,9 @@
 The forward pass keeps the residual stream (each layer's input and output) and the whole-model
 arrays (embeddings, final norm, logits). A layer's *detail* (q, k, v, scores, weights, head
 outputs, norms, feed-forward arrays) is computed the first time it is asked for, by the same
-block function from that layer's stored input, so it is bit-identical to recording it during
-the pass; detailed layers are kept in a cache bounded by a byte budget and recomputed when
+block function from that layer's stored input (in a causal trace made by several passes, block
+by block as they computed the rows: core/row_blocks.py), so it is bit-identical to recording it
+during the pass; detailed layers are kept in a cache bounded by a byte budget and recomputed when
 evicted. Memory therefore does not grow with n_layer · n_head · n_seq².
 
 Names follow Hugging Face where it has one (input_ids, hidden_states, attentions, logits).
