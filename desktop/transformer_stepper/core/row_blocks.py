@@ -87,12 +87,67 @@ def pass_start(blocks: Blocks, shared: int, n_seq: int) -> int:
 def layer_detail(params, config: ModelConfig, layer: int, layer_input: np.ndarray,
                  kv_cache: KVCache, blocks: Blocks, n_seq: int) -> dict[str, np.ndarray]:
     """Layer `layer`'s every array over n_seq rows, computed block by block from its stored
-    input [n_seq, d_model] and the trace's cached keys and values."""
-    detail: dict[str, np.ndarray] = {}
+    input [n_seq, d_model] and the trace's cached keys and values: what growing the first
+    block's arrays by each later block (`grown`) gives, written in place once."""
+    out: dict[str, np.ndarray] = {}
     for (start, extent), end in zip(blocks, ends(blocks, n_seq)):
         part = block_detail(params, config, layer, layer_input, kv_cache, start, end, extent)
-        detail = grown(config, detail, part, start, end, extent)
-    return detail
+        if start == 0 and end == extent == n_seq:         # one pass over every row: its arrays
+            return part
+        if not out:
+            out = _allocated(part, n_seq)
+        masked = _masked(config, out, part, start, extent)
+        placed: set[int] = set()
+        for name, new in part.items():
+            if id(out[name]) not in placed:
+                placed.add(id(out[name]))
+                _place(name, out[name], new, start, end, extent, masked.get(name))
+    for value in out.values():
+        value.flags.writeable = False
+    return out
+
+
+def _allocated(part: Detail, n_seq: int) -> dict[str, np.ndarray]:
+    # arrays of the layer's final sizes, shaped like the first block's (aliases: one array)
+    out: dict[str, np.ndarray] = {}
+    same: dict[int, np.ndarray] = {}
+    for name, value in part.items():
+        if id(value) not in same:
+            shape = list(value.shape)
+            shape[value.ndim - 2] = n_seq
+            if name in PAIR_NAMES:
+                shape[-1] = n_seq
+            same[id(value)] = np.empty(shape, dtype=value.dtype)
+        out[name] = same[id(value)]
+    return out
+
+
+def _place(name: str, out: np.ndarray, new: np.ndarray, start: int, end: int, extent: int,
+           masked: Optional[np.ndarray]) -> None:
+    # a block's rows start..end into the layer's arrays (as _grown_array joins them)
+    n_new = end - start
+    if name in PAIR_NAMES:
+        if start:
+            out[:, :start, start:end] = masked[:, :, :n_new]
+        out[:, start:end, :end] = new[:, :n_new, :end]
+        return
+    axis = new.ndim - 2
+    if start and new.shape[axis] == extent:        # every key so far (k, v)
+        out[(slice(None),) * axis + (slice(0, end),)] = _rows(new, axis, end)
+    else:
+        out[(slice(None),) * axis + (slice(start, end),)] = _rows(new, axis, n_new)
+
+
+def _masked(config: ModelConfig, detail: Detail, part: Detail, start: int,
+            extent: int) -> dict[str, np.ndarray]:
+    # the (query, key) arrays' values for the rows before `start` and the block's keys
+    pairs = [name for name in part if name in PAIR_NAMES]
+    if not start or not pairs:
+        return {}
+    q, k = detail.get("q"), part.get("k")
+    return later_keys(config, None if q is None else np.ascontiguousarray(q[:, :start]),
+                      None if k is None else np.ascontiguousarray(k[:, start:extent]),
+                      pairs, start, extent - start)
 
 
 def block_detail(params, config: ModelConfig, layer: int, layer_input: np.ndarray,
@@ -120,13 +175,7 @@ def grown(config: ModelConfig, detail: Detail, part: Detail, start: int, end: in
     position axes: [rows, ...] and [heads, rows, ...] by rows; k and v (every key so far) are
     the block's; the (query, key) arrays (forward.PAIR_NAMES) get the block's rows, and their
     earlier rows' new columns what the pass gives a masked key (forward.later_keys)."""
-    masked: dict[str, np.ndarray] = {}
-    pairs = [name for name in part if name in PAIR_NAMES]
-    if start and pairs:
-        q, k = detail.get("q"), part.get("k")
-        masked = later_keys(config, None if q is None else np.ascontiguousarray(q[:, :start]),
-                            None if k is None else np.ascontiguousarray(k[:, start:extent]),
-                            pairs, start, extent - start)
+    masked = _masked(config, detail, part, start, extent)
     out: dict[str, np.ndarray] = {}
     same: dict[tuple[int, int], np.ndarray] = {}      # aliases (attn_in is ln_1_out) stay one array
     for name, new in part.items():
