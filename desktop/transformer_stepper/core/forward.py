@@ -492,7 +492,7 @@ def later_keys(config: ModelConfig, q: Optional[np.ndarray], k_later: Optional[n
             out["scores_uncapped"] = np.multiply(raw, scale)
         out["scores"] = scale_and_mask(raw, scale, blocked, cap=config.attn_softcap)
     if "attn_weights" in names:
-        out["attn_weights"] = np.zeros((config.n_head, n_q, n_k), dtype=F32)
+        out["attn_weights"] = np.zeros((config.n_head if q is None else q.shape[0], n_q, n_k), dtype=F32)
     return {name: value for name, value in out.items() if name in names}
 
 
