@@ -1,11 +1,13 @@
-"""Editing a long text: time from the edited text to the shown layer's detail ready (the app's
-worker function, state.jobs.compute_trace, with the trace on screen as `previous`), for a word
-typed at the end, a word changed in the middle and the last word deleted; then another layer's
-detail on demand. Runs on any checkout (only public calls), so the code before and after a
-change can be compared, each in its own process:
+"""Editing a long text: time from the edited text to the shown layer's detail ready (what the
+app's worker does: Model.retrace with the trace on screen as `previous` and the shown layer as
+detail_layers), for a word typed at the end, a word changed in the middle and the last word
+deleted; then another layer's detail on demand. Wall and CPU seconds (the process's, every
+thread: on a machine shared with other work the CPU time moves less). Runs on any checkout
+(only public calls), so the code before and after a change can be compared, each in its own
+process:
 
     PYTHONPATH=/path/to/other/desktop python tests/bench/bench_edit.py MODEL_DIR [--tokens 1000]
-                                                                       [--layer 5] [--repeats 5]
+                                                  [--layer 5] [--repeats 5] [--threads 1]
 
 Make the model with tests/bench/make_big_models.py (gpt2_small_shaped)."""
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -23,8 +26,8 @@ from bench_big import cpu_name  # noqa: E402
 
 import transformer_stepper  # noqa: E402
 from transformer_stepper import load_model  # noqa: E402
+from transformer_stepper.core.blas import blas_threads  # noqa: E402
 from transformer_stepper.runtime import tune_process  # noqa: E402
-from transformer_stepper.state.jobs import compute_trace  # noqa: E402
 
 WORDS = ("the bank of the river was steep and green and she went to the bank to deposit "
          "money while he walked along the water until the sun set behind the hills").split()
@@ -43,10 +46,15 @@ def text_of(model, n_tokens: int) -> str:
     return " ".join(words[:low])
 
 
-def timed(model, text: str, layer: int, previous) -> tuple[float, object]:
-    start = time.perf_counter()
-    result = compute_trace(model, text, layer, previous)
-    return time.perf_counter() - start, result.trace
+def timed(call) -> tuple[float, float, object]:
+    """-> (wall s, CPU s, result)"""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = call()
+    return time.perf_counter() - wall, time.process_time() - cpu, result
+
+
+def ms(values) -> str:
+    return f"{1000 * statistics.median(values):6.0f} ({1000 * min(values):.0f}–{1000 * max(values):.0f})"
 
 
 def main() -> int:
@@ -55,9 +63,17 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=1000)
     parser.add_argument("--layer", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="BLAS threads (the app: 2 from 256 tokens)")
     args = parser.parse_args()
     tune_process()
-    print(f"CPU: {cpu_name()}, {os.cpu_count()} cores; code: {Path(transformer_stepper.__file__).parent}")
+    with blas_threads(args.threads):
+        run(args)
+    return 0
+
+
+def run(args) -> None:
+    print(f"CPU: {cpu_name()}, {os.cpu_count()} cores, {args.threads} BLAS thread(s), load "
+          f"{' '.join(open('/proc/loadavg').read().split()[:3])}; code: {Path(transformer_stepper.__file__).parent}")
     model = load_model(args.model)
     layer = min(args.layer, model.config.n_layer - 1)
     text = text_of(model, args.tokens)
@@ -66,22 +82,25 @@ def main() -> int:
     edits = {"type a word at the end": text + " river",
              "change a word in the middle": " ".join(words[:middle] + ["river"] + words[middle + 1:]),
              "delete the last word": " ".join(words[:-1])}
-    took, trace = timed(model, text, layer, None)
-    print(f"{trace.n_seq} tokens, layer {layer} shown; first trace {took:.2f} s")
+    wall, cpu, trace = timed(lambda: model.retrace(None, model.encode(text), text, detail_layers=(layer,)))
+    print(f"{trace.n_seq} tokens, layer {layer} shown; first trace {wall:.2f} s wall, {cpu:.2f} s CPU")
+    print("ms, median (min–max)              to layer's detail: wall       CPU        "
+          "another layer then: wall   CPU")
     for name, edited in edits.items():
-        seconds, rows, other = [], 0, []
+        walls, cpus, other_walls, other_cpus, rows = [], [], [], [], 0
         for _ in range(args.repeats):
-            took, edited_trace = timed(model, edited, layer, trace)
-            seconds.append(took)
+            wall, cpu, edited_trace = timed(lambda: model.retrace(trace, model.encode(edited), edited,
+                                                                  detail_layers=(layer,)))
+            walls.append(wall)
+            cpus.append(cpu)
             rows = edited_trace.computed_rows
-            start = time.perf_counter()
-            edited_trace.prepare((layer + 2) % model.config.n_layer)    # a layer not on screen
-            other.append(time.perf_counter() - start)
-            del edited_trace
-        print(f"{name:<28} -> layer {layer}'s detail: median {1000 * statistics.median(seconds):6.0f} ms "
-              f"(min {1000 * min(seconds):.0f}, max {1000 * max(seconds):.0f}; {rows} positions computed); "
-              f"then another layer on demand: median {1000 * statistics.median(other):.0f} ms", flush=True)
-    return 0
+            other = (layer + 2) % model.config.n_layer                 # a layer not on screen
+            wall, cpu, _ = timed(partial(edited_trace.prepare, other))
+            other_walls.append(wall)
+            other_cpus.append(cpu)
+            edited_trace = None                        # freed before the next edit
+        print(f"{name:<28} ({rows:>3} rows computed) {ms(walls):>18} {ms(cpus):>18} "
+              f"{ms(other_walls):>18} {ms(other_cpus):>18}", flush=True)
 
 
 if __name__ == "__main__":
