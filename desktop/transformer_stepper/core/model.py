@@ -13,8 +13,7 @@ from .params import ParamStore
 from .forward import (KVCache, block, context, expected_shapes, finish, forward, head_product,
                       rope_length_key, vocabulary_logits)
 from .tokenize import Encoded, Tokenizer
-from .trace import (DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder, Trace,
-                    detail_nbytes)
+from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder, Trace
 
 
 # Corrupt weights (inf, NaN) or extreme activations make numpy warn from deep inside an op,
@@ -241,8 +240,8 @@ class Model:
         every layer: their keys and values join the cached ones, their queries read all of
         them (the KV cache). Equal, to float rounding, to tracing the whole extended text; the
         given trace is left as it was (undo is keeping it). Every FAN-th step of a size class
-        computes its blocks' rows again as one (row_blocks.pass_start); the layers trace holds
-        are grown, not recomputed (row_blocks.grown)."""
+        computes its blocks' rows again as one (row_blocks.pass_start); the layer read last (on
+        screen) is grown, not recomputed, when trace holds it (row_blocks.grown)."""
         if trace.interventions:
             raise ModelError("generation from an intervened trace is not supported; clear the interventions")
         if not self.can_generate or trace.kv_cache is None:
@@ -263,7 +262,7 @@ class Model:
         types = np.concatenate([trace.arrays["token_type_ids"], np.zeros(n_new, dtype=np.int64)])
         first = self._pass_start(trace, start, len(ids))
         arrays, residual, cache, full_ctx, blocks, details = self._continued(
-            trace, first, ids, types, (), trace.cache.budget)
+            trace, first, ids, types, ())
         pieces = self.tokenizer.continuation(trace.input_ids, new_ids)
         offsets, text = [], trace.text
         for piece in pieces:
@@ -286,17 +285,16 @@ class Model:
         return row_blocks.pass_start(previous.row_blocks, shared, n_seq)
 
     def _continued(self, previous: Trace, start: int, ids: np.ndarray, types: np.ndarray,
-                   wanted: tuple[int, ...], budget: int, after_layer=None):
+                   wanted: tuple[int, ...], after_layer=None):
         """previous's first `start` rows, then ids[start:] computed after them with the keys
         and values cached -> (arrays, residual, cache, the whole sequence's context, row
-        blocks, layer details). The layers previous holds (`wanted`, the most recently used
-        one, and others while they fit what the budget leaves beside previous) are grown
-        by the rows the pass records for them, or cut when it computes none."""
+        blocks, layer details). The layers of `wanted` previous holds (none: the one read
+        last) are grown by the rows the pass records for them, or cut when it computes none."""
         n_seq = len(ids)
         if start == previous.n_seq == n_seq:            # the same tokens: the same layers
             return (previous.arrays, previous.residual, previous.kv_cache, context(self.config, n_seq),
                     previous.row_blocks, dict(previous.cache.held()))
-        held = self._held(previous, wanted, budget, n_seq)
+        held = self._held(previous, wanted)
         if not start:                                   # every row again: the pass records them
             return self._fresh(ids, types, after_layer, tuple(held))
         base = previous if start == previous.n_seq else self.truncate(previous, start, carry=False)
@@ -309,18 +307,14 @@ class Model:
             details = row_blocks.grow_or_carry(self.config, held, parts or {}, start, n_seq)
         return arrays, residual, cache, ctx, blocks, details
 
-    def _held(self, previous: Trace, wanted: tuple[int, ...], budget: int, n_seq: int) -> dict:
-        # the layers of previous to grow or cut into the next trace (row_blocks.chosen_layers)
+    def _held(self, previous: Trace, wanted: tuple[int, ...]) -> dict:
+        # the layers of previous to grow or cut into the next trace: those of `wanted` it holds
+        # (none: the one read last, i.e. on screen); the others are computed when visited
         if previous.row_blocks is None:
             return {}
         held = previous.cache.held()
-        if not held:
-            return {}
-        wanted = tuple(wanted) + (held[-1][0],)      # the most recently read: the one on screen
-        room = budget - previous.cache.nbytes()
-        scale = (n_seq / previous.n_seq) ** 2
-        layers = row_blocks.chosen_layers([(layer, detail_nbytes(d)) for layer, d in held], wanted, room, scale)
-        return {layer: detail for layer, detail in held if layer in layers}
+        wanted = tuple(wanted) or tuple(layer for layer, _ in held[-1:])
+        return {layer: detail for layer, detail in held if layer in wanted}
 
     def _grown(self, trace: Trace, new_ids: np.ndarray, types: np.ndarray,
                after_layer: Optional[Callable[[int], None]] = None, grow_layers: tuple[int, ...] = ()):
@@ -389,7 +383,7 @@ class Model:
         positions both begin with (shared_rows) are previous's, cut; the rest run through the
         layers with their keys and values cached, as a generation step does. Typing at the end
         of a long text so computes the new tokens only, and deleting there computes nothing.
-        The layers whose detail previous holds are grown by the new rows (or cut), not
+        The `detail_layers` whose detail previous holds are grown by the new rows (or cut), not
         recomputed (row_blocks.grown: bit-identical to computing them). Equal to
         `trace_encoded(encoded)` to float rounding (the shared rows were summed in a pass over
         another length); with no shared row (or no `previous`) it is that pass.
@@ -408,7 +402,7 @@ class Model:
                                       record_budget=max(budget - held, 0))
         wanted = tuple(layer for layer in detail_layers if 0 <= layer < self.config.n_layer)
         arrays, residual, cache, ctx, blocks, details = self._continued(previous, start, ids, types, wanted,
-                                                                        budget, after_layer)
+                                                                        after_layer)
         trace = self._trace(arrays, residual, ctx, text=text, tokens=encoded.tokens, input_ids=ids.copy(),
                             offsets=np.asarray(encoded.offsets, dtype=np.int64).copy(),
                             special_tokens_mask=np.asarray(encoded.special_tokens_mask, bool).copy(),
@@ -423,8 +417,8 @@ class Model:
         """The trace of trace's first n_seq tokens: undoing generation. In a causal model no row
         depends on a later token, so every array is trace's own rows, cut (copied, so the longer
         trace can be freed), and the cached keys and values are cut likewise; nothing is
-        recomputed. The text ends where the first removed token began. With `carry`, the layers
-        trace holds are cut too (the most recently read one, and others within the budget)."""
+        recomputed. The text ends where the first removed token began. With `carry`, the layer
+        read last (the one on screen), if trace holds it, is cut too."""
         if not self.can_generate or trace.kv_cache is None:
             raise ModelError(f"{self.name}: only a causal model's trace can be cut to its first tokens")
         if trace.config is not self.config:
@@ -446,7 +440,7 @@ class Model:
             ctx = context(self.config, n_seq, interventions=trace.interventions)
             blocks = row_blocks.cut(trace.row_blocks or ((0, trace.n_seq),), n_seq)
             if carry:
-                held = self._held(trace, (), trace.cache.budget, n_seq)
+                held = self._held(trace, ())
                 details = {layer: row_blocks.cut_detail(d, n_seq) for layer, d in held.items()}
         end = int(trace.offsets[n_seq][0]) if trace.offsets[n_seq][1] > 0 else len(trace.text)
         return self._trace(arrays, residual, ctx, text=trace.text[:end], tokens=trace.tokens[:n_seq],

@@ -19,7 +19,7 @@ finite: weight 0), and the matrices have the shapes the pass had."""
 from __future__ import annotations
 
 import math
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional
 
 import numpy as np
 
@@ -241,20 +241,3 @@ def grow_or_carry(config: ModelConfig, held: Mapping[int, Detail], parts: Mappin
         return {layer: cut_detail(detail, n_seq) for layer, detail in held.items()}
     return {layer: grown(config, detail, parts[layer], start, n_seq, n_seq)
             for layer, detail in held.items() if layer in parts}
-
-
-def chosen_layers(held: Sequence[tuple[int, int]], wanted: Sequence[int], room: int,
-                  scale: float) -> list[int]:
-    """Which held layers (layer, bytes; least recently used first) to carry into a trace:
-    every `wanted` one, then the others, most recently used first, while their size times
-    `scale` (the new trace's rows squared over the old's) fits `room` bytes."""
-    chosen = [layer for layer, _ in held if layer in wanted]
-    spent = 0.0
-    for layer, nbytes in reversed(held):
-        if layer in chosen:
-            continue
-        if spent + nbytes * scale > room:
-            break
-        spent += nbytes * scale
-        chosen.append(layer)
-    return chosen
