@@ -290,6 +290,36 @@ def attend(params, config: ModelConfig, q, k, v, ctx: Context, layer: int, recor
     return attn_out
 
 
+# The arrays `attend` records over (query, key) pairs: [n_head, n_q, n_k]
+PAIR_NAMES = ("scores_raw", "scores_uncapped", "scores", "attn_weights")
+
+
+def later_keys(config: ModelConfig, q: Optional[np.ndarray], k_later: Optional[np.ndarray],
+               names, n_q: int, n_k: int) -> dict[str, np.ndarray]:
+    """What `attend` records over (query, key) pairs for keys that come after every query of
+    `q` (a causal pass masks them all), for those of `names` it records: q [n_head, n_q, d_head]
+    and k_later [n_head, n_k, d_head] as attend sees them (rotated, repeated over GQA groups).
+    -> name -> [n_head, n_q, n_k]. A trace grown by later positions (core/row_blocks.py) fills
+    its earlier rows' new columns with these: the products q·k of keys not yet there when the
+    rows were computed, scaled and masked by the same functions, and weight 0 (what the
+    softmax gives a blocked key; NaN rows of corrupt weights would give NaN)."""
+    out: dict[str, np.ndarray] = {}
+    needs_product = {"scores_raw", "scores_uncapped", "scores"} & set(names)
+    if needs_product:
+        if q is None or k_later is None:
+            raise KeyError("scores over later keys need the layer's q and k")
+        raw = dot_products(q, k_later)
+        scale = attention_scale(config)
+        blocked = ops.additive_mask(np.ones((n_q, n_k), dtype=bool))
+        out["scores_raw"] = raw
+        if config.attn_softcap:
+            out["scores_uncapped"] = np.multiply(raw, scale)
+        out["scores"] = scale_and_mask(raw, scale, blocked, cap=config.attn_softcap)
+    if "attn_weights" in names:
+        out["attn_weights"] = np.zeros((config.n_head if q is None else q.shape[0], n_q, n_k), dtype=F32)
+    return {name: value for name, value in out.items() if name in names}
+
+
 def feed_forward(params, config: ModelConfig, x, layer: int, record) -> np.ndarray:
     # Stage 10. [n_seq, d_model] -> [n_seq, d_model]: proj(act(fc(x))), or gated: proj(act(gate(x)) * up(x))
     p = f"h.{layer}.mlp."

@@ -6,6 +6,7 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from . import interventions as interventions_lib
+from . import row_blocks
 from .config import ModelConfig
 from .errors import ModelError
 from .params import ParamStore, expected_shapes
@@ -149,7 +150,8 @@ class Model:
                            input_ids=ids.copy(), offsets=encoded.offsets.copy(),
                            special_tokens_mask=encoded.special_tokens_mask.copy(),
                            truncated=encoded.truncated, detail_budget=detail_budget,
-                           recorded_details=recorder.recorded(), kv_cache=cache, interventions=interventions)
+                           recorded_details=recorder.recorded(), kv_cache=cache, interventions=interventions,
+                           row_blocks=None if cache is None else ((0, n_seq),))
 
     def intervene(self, trace: Trace, interventions: Sequence,
                   detail_layers: tuple[int, ...] = ()) -> Trace:
@@ -192,6 +194,9 @@ class Model:
         """The one place a Trace is made: its layers' detail computed on demand by the same
         block function from their stored inputs, its mask and head from the same pass.
         `fields`: the tokens and what the caller knows (budget, cache, interventions ...)."""
+        if compute_layer is None and fields.get("row_blocks"):
+            compute_layer = self._block_computer(residual["layer_in"], fields["kv_cache"],
+                                                 fields["row_blocks"], len(fields["input_ids"]))
         return Trace(config=self.config, arrays=arrays, residual=residual,
                      compute_layer=compute_layer or self._layer_computer(residual["layer_in"], ctx),
                      attention_mask=ctx.mask, logits_of=self._logit_computer(arrays, residual), **fields)
@@ -206,6 +211,17 @@ class Model:
             with _quiet_floats():
                 block(params, config, layer_inputs[layer], ctx, layer, layer_recorder)
             return {name: values[0] for name, values in layer_recorder.per_layer.items()}
+
+        return compute_layer
+
+    def _block_computer(self, layer_inputs, kv_cache, blocks, n_seq) -> Callable[[int], LayerDetail]:
+        params, config = self.params, self.config
+
+        def compute_layer(layer: int) -> LayerDetail:
+            # block by block as the passes computed the rows: bit-identical to their recording
+            with _quiet_floats():
+                return row_blocks.layer_detail(params, config, layer, layer_inputs[layer], kv_cache,
+                                               blocks, n_seq)
 
         return compute_layer
 
@@ -226,7 +242,9 @@ class Model:
         """The trace of trace's text followed by `token_ids`, computing only the new rows in
         every layer: their keys and values join the cached ones, their queries read all of
         them (the KV cache). Equal, to float rounding, to tracing the whole extended text; the
-        given trace is left as it was (undo is keeping it)."""
+        given trace is left as it was (undo is keeping it). Every FAN-th step of a size class
+        computes its blocks' rows again as one (row_blocks.pass_start); the layer read last (on
+        screen) is grown, not recomputed, when trace holds it (row_blocks.grown)."""
         if trace.interventions:
             raise ModelError("generation from an intervened trace is not supported; clear the interventions")
         if not self.can_generate or trace.kv_cache is None:
@@ -243,7 +261,11 @@ class Model:
         if new_ids.min() < 0 or new_ids.max() >= self.config.n_vocab:
             bad = int(new_ids[(new_ids < 0) | (new_ids >= self.config.n_vocab)][0])
             raise ModelError(f"token id {bad} is outside the model's vocabulary of {self.config.n_vocab}")
-        arrays, residual, cache, full_ctx = self._grown(trace, new_ids, np.zeros(n_new, dtype=np.int64))
+        ids = np.concatenate([trace.input_ids, new_ids])
+        types = np.concatenate([trace.arrays["token_type_ids"], np.zeros(n_new, dtype=np.int64)])
+        first = self._pass_start(trace, start, len(ids))
+        arrays, residual, cache, full_ctx, blocks, details = self._continued(
+            trace, first, ids, types, ())
         pieces = self.tokenizer.continuation(trace.input_ids, new_ids)
         offsets, text = [], trace.text
         for piece in pieces:
@@ -251,24 +273,64 @@ class Model:
             text += piece
         return self._trace(arrays, residual, full_ctx, text=text,
                            tokens=trace.tokens + tuple(self.tokenizer.id_to_token(i) for i in new_ids),
-                           input_ids=np.concatenate([trace.input_ids, new_ids]),
+                           input_ids=ids,
                            offsets=np.concatenate([trace.offsets, np.asarray(offsets, dtype=np.int64)]),
                            special_tokens_mask=np.concatenate([trace.special_tokens_mask,
                                                                np.zeros(n_new, bool)]),
                            detail_budget=trace.cache.budget, kv_cache=cache,
                            generated=np.concatenate([trace.generated, np.ones(n_new, bool)]),
-                           computed_rows=n_new)
+                           computed_rows=len(ids) - first, recorded_details=details, row_blocks=blocks)
+
+    def _pass_start(self, previous: Trace, shared: int, n_seq: int) -> int:
+        # where a pass keeping previous's first `shared` rows starts (row_blocks.pass_start)
+        if previous.row_blocks is None:
+            return shared
+        return row_blocks.pass_start(previous.row_blocks, shared, n_seq)
+
+    def _continued(self, previous: Trace, start: int, ids: np.ndarray, types: np.ndarray,
+                   wanted: tuple[int, ...], after_layer=None):
+        """previous's first `start` rows, then ids[start:] computed after them with the keys
+        and values cached -> (arrays, residual, cache, the whole sequence's context, row
+        blocks, layer details). The layers of `wanted` previous holds (none: the one read
+        last) are grown by the rows the pass records for them, or cut when it computes none."""
+        n_seq = len(ids)
+        if start == previous.n_seq == n_seq:            # the same tokens: the same layers
+            return (previous.arrays, previous.residual, previous.kv_cache, context(self.config, n_seq),
+                    previous.row_blocks, dict(previous.cache.held()))
+        held = self._held(previous, wanted)
+        if not start:                                   # every row again: the pass records them
+            return self._fresh(ids, types, after_layer, tuple(held))
+        base = previous if start == previous.n_seq else self.truncate(previous, start, carry=False)
+        if start == n_seq:
+            return (base.arrays, base.residual, base.kv_cache, context(self.config, n_seq), base.row_blocks,
+                    row_blocks.grow_or_carry(self.config, held, {}, start, n_seq))
+        arrays, residual, cache, ctx, blocks, parts = self._grown(base, ids[start:], types[start:], after_layer,
+                                                                  tuple(held))
+        with _quiet_floats():
+            details = row_blocks.grow_or_carry(self.config, held, parts or {}, start, n_seq)
+        return arrays, residual, cache, ctx, blocks, details
+
+    def _held(self, previous: Trace, wanted: tuple[int, ...]) -> dict:
+        # the layers of previous to grow or cut into the next trace: those of `wanted` it holds
+        # (none: the one read last, i.e. on screen); the others are computed when visited
+        if previous.row_blocks is None:
+            return {}
+        held = previous.cache.held()
+        wanted = tuple(wanted) or tuple(layer for layer, _ in held[-1:])
+        return {layer: detail for layer, detail in held if layer in wanted}
 
     def _grown(self, trace: Trace, new_ids: np.ndarray, types: np.ndarray,
-               after_layer: Optional[Callable[[int], None]] = None):
+               after_layer: Optional[Callable[[int], None]] = None, grow_layers: tuple[int, ...] = ()):
         """trace's arrays, residual stream and KV cache with the rows of `new_ids` appended,
-        only those computed; -> (arrays, residual, cache, the whole sequence's context)."""
+        only those computed; -> (arrays, residual, cache, the whole sequence's context, row
+        blocks, the detail of `grow_layers` the pass recorded for the new rows; None when
+        every row was computed afresh)."""
         start, n_new = trace.n_seq, len(new_ids)
-        recorder = Recorder(per_layer=RESIDUAL_NAMES)
+        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=grow_layers)
         cache = trace.kv_cache.copy()
         if rope_length_key(self.config, start) != rope_length_key(self.config, start + n_new):
             return self._fresh(np.concatenate([trace.input_ids, new_ids]),
-                               np.concatenate([trace.arrays["token_type_ids"], types]), after_layer)
+                               np.concatenate([trace.arrays["token_type_ids"], types]), after_layer)[:5] + (None,)
         with _quiet_floats():
             step_ctx = context(self.config, start + n_new, recorder, start)
             forward(self.params, self.config, new_ids, types, recorder, ctx=step_ctx, cache=cache,
@@ -280,13 +342,16 @@ class Model:
                   if name in new_arrays}
         residual = {name: tuple(_joined(old, new) for old, new in zip(trace.residual[name], new_residual[name]))
                     for name in trace.residual}
-        return arrays, residual, cache, full_ctx
+        blocks = row_blocks.appended(trace.row_blocks or ((0, start),), start, start + n_new)
+        return arrays, residual, cache, full_ctx, blocks, recorder.details
 
-    def _fresh(self, ids: np.ndarray, all_types: np.ndarray, after_layer=None):
-        """_grown's result computed afresh over every row: the rotary frequencies changed with
-        the length (dynamic, longrope), so the cached keys and earlier rows no longer hold
-        (transformers' Phi-3 drops its cache at that step too)."""
-        recorder = Recorder(per_layer=RESIDUAL_NAMES)
+    def _fresh(self, ids: np.ndarray, all_types: np.ndarray, after_layer=None,
+               detail_layers: tuple[int, ...] = ()):
+        """_grown's result computed afresh over every row, with the detail of `detail_layers`:
+        the rotary frequencies changed with the length (dynamic, longrope), so the cached keys
+        and earlier rows no longer hold (transformers' Phi-3 drops its cache at that step too),
+        or the blocks to merge began at the first row."""
+        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers)
         cache = KVCache(self.config.n_layer)
         with _quiet_floats():
             ctx = context(self.config, len(ids), recorder)
@@ -295,7 +360,7 @@ class Model:
         arrays, residual = recorder.finish()
         arrays["token_type_ids"] = all_types.copy()
         arrays["token_type_ids"].flags.writeable = False
-        return arrays, residual, cache, ctx
+        return arrays, residual, cache, ctx, ((0, len(ids)),), recorder.recorded()
 
     def shared_rows(self, previous: Optional[Trace], encoded: Encoded) -> int:
         """How many leading positions of `encoded` a trace of it can take from `previous`: in a
@@ -321,8 +386,10 @@ class Model:
         positions both begin with (shared_rows) are previous's, cut; the rest run through the
         layers with their keys and values cached, as a generation step does. Typing at the end
         of a long text so computes the new tokens only, and deleting there computes nothing.
-        Equal to `trace_encoded(encoded)` to float rounding (the shared rows were summed in a
-        pass over another length); with no shared row (or no `previous`) it is that pass.
+        The `detail_layers` whose detail previous holds are grown by the new rows (or cut), not
+        recomputed (row_blocks.grown: bit-identical to computing them). Equal to
+        `trace_encoded(encoded)` to float rounding (the shared rows were summed in a pass over
+        another length); with no shared row (or no `previous`) it is that pass.
         `detail_layers` are ready when it returns. `detail_budget`: bytes of layer detail the
         new trace keeps (None: previous's, else DEFAULT_DETAIL_BUDGET)."""
         ids, types = self._checked_ids(encoded)
@@ -331,34 +398,30 @@ class Model:
             budget = detail_budget
         else:
             budget = DEFAULT_DETAIL_BUDGET if previous is None else previous.cache.budget
-        if not shared:      # (previous is alive meanwhile: both traces' detail within the budget)
+        start = self._pass_start(previous, shared, len(ids)) if shared else 0
+        if not start:       # (previous is alive meanwhile: both traces' detail within the budget)
             held = 0 if previous is None else previous.cache.nbytes()
             return self.trace_encoded(encoded, text, budget, detail_layers, after_layer=after_layer,
                                       record_budget=max(budget - held, 0))
-        base = previous if shared == previous.n_seq else self.truncate(previous, shared)
-        details = {}
-        if shared < len(ids):
-            arrays, residual, cache, ctx = self._grown(base, ids[shared:], types[shared:], after_layer)
-        else:
-            arrays, residual, cache = base.arrays, base.residual, base.kv_cache
-            ctx = context(self.config, shared)
-            if base is previous:             # the same tokens: the same layers, detail too
-                details = {layer: previous.detail(layer) for layer in previous.cache.layers()}
+        wanted = tuple(layer for layer in detail_layers if 0 <= layer < self.config.n_layer)
+        arrays, residual, cache, ctx, blocks, details = self._continued(previous, start, ids, types, wanted,
+                                                                        after_layer)
         trace = self._trace(arrays, residual, ctx, text=text, tokens=encoded.tokens, input_ids=ids.copy(),
                             offsets=np.asarray(encoded.offsets, dtype=np.int64).copy(),
                             special_tokens_mask=np.asarray(encoded.special_tokens_mask, bool).copy(),
                             truncated=encoded.truncated, detail_budget=budget,
-                            recorded_details=details, kv_cache=cache, computed_rows=len(ids) - shared)
-        for layer in detail_layers:
-            if 0 <= layer < self.config.n_layer:
-                trace.prepare(layer)
+                            recorded_details=details, kv_cache=cache, computed_rows=len(ids) - start,
+                            row_blocks=blocks)
+        for layer in wanted:
+            trace.prepare(layer)
         return trace
 
-    def truncate(self, trace: Trace, n_seq: int) -> Trace:
+    def truncate(self, trace: Trace, n_seq: int, carry: bool = True) -> Trace:
         """The trace of trace's first n_seq tokens: undoing generation. In a causal model no row
         depends on a later token, so every array is trace's own rows, cut (copied, so the longer
         trace can be freed), and the cached keys and values are cut likewise; nothing is
-        recomputed. The text ends where the first removed token began."""
+        recomputed. The text ends where the first removed token began. With `carry`, the layer
+        read last (the one on screen), if trace holds it, is cut too."""
         if not self.can_generate or trace.kv_cache is None:
             raise ModelError(f"{self.name}: only a causal model's trace can be cut to its first tokens")
         if trace.config is not self.config:
@@ -367,9 +430,10 @@ class Model:
             raise ModelError(f"cannot cut a trace of {trace.n_seq} tokens to {n_seq}")
         if n_seq == trace.n_seq:
             return trace
+        details = {}
         if rope_length_key(self.config, n_seq) != rope_length_key(self.config, trace.n_seq):
-            arrays, residual, cache, ctx = self._fresh(trace.input_ids[:n_seq],
-                                                       trace.arrays["token_type_ids"][:n_seq])
+            arrays, residual, cache, ctx, blocks, _ = self._fresh(trace.input_ids[:n_seq],
+                                                                  trace.arrays["token_type_ids"][:n_seq])
         else:
             cut = lambda value: _frozen_copy(value[:n_seq])                  # noqa: E731
             cache = KVCache(self.config.n_layer, [k[:, :n_seq].copy() for k in trace.kv_cache.keys],
@@ -377,13 +441,17 @@ class Model:
             residual = {name: tuple(cut(value) for value in values) for name, values in trace.residual.items()}
             arrays = {name: cut(value) for name, value in trace.arrays.items()}
             ctx = context(self.config, n_seq, interventions=trace.interventions)
+            blocks = row_blocks.cut(trace.row_blocks or ((0, trace.n_seq),), n_seq)
+            if carry:
+                held = self._held(trace, ())
+                details = {layer: row_blocks.cut_detail(d, n_seq) for layer, d in held.items()}
         end = int(trace.offsets[n_seq][0]) if trace.offsets[n_seq][1] > 0 else len(trace.text)
         return self._trace(arrays, residual, ctx, text=trace.text[:end], tokens=trace.tokens[:n_seq],
                            input_ids=trace.input_ids[:n_seq].copy(), offsets=trace.offsets[:n_seq].copy(),
                            special_tokens_mask=trace.special_tokens_mask[:n_seq].copy(),
                            detail_budget=trace.cache.budget, kv_cache=cache,
                            generated=trace.generated[:n_seq].copy(), computed_rows=0,
-                           interventions=trace.interventions)
+                           interventions=trace.interventions, recorded_details=details, row_blocks=blocks)
 
 
 class LogitHead:

@@ -3,8 +3,9 @@
 The forward pass keeps the residual stream (each layer's input and output) and the whole-model
 arrays (embeddings, final norm, logits). A layer's *detail* (q, k, v, scores, weights, head
 outputs, norms, feed-forward arrays) is computed the first time it is asked for, by the same
-block function from that layer's stored input, so it is bit-identical to recording it during
-the pass; detailed layers are kept in a cache bounded by a byte budget and recomputed when
+block function from that layer's stored input (in a causal trace made by several passes, block
+by block as they computed the rows: core/row_blocks.py), so it is bit-identical to recording it
+during the pass; detailed layers are kept in a cache bounded by a byte budget and recomputed when
 evicted. Memory therefore does not grow with n_layer · n_head · n_seq².
 
 Names follow Hugging Face where it has one (input_ids, hidden_states, attentions, logits).
@@ -184,6 +185,11 @@ class LayerCache:
         with self._lock:
             return layer in self._layers
 
+    def held(self) -> list[tuple[int, LayerDetail]]:
+        """(layer, detail) of every kept layer, least recently used first; computes nothing."""
+        with self._lock:
+            return list(self._layers.items())
+
     def _evict(self, keep: int) -> None:
         while self.nbytes() > self.budget and len(self._layers) > 1:
             oldest = next(iter(self._layers))
@@ -216,7 +222,7 @@ class Trace:
                  recorded_details: Optional[dict[int, LayerDetail]] = None,
                  kv_cache=None, generated: Optional[np.ndarray] = None,
                  computed_rows: Optional[int] = None, interventions: tuple = (),
-                 logits_of=None) -> None:
+                 logits_of=None, row_blocks: Optional[tuple[tuple[int, int], ...]] = None) -> None:
         self.config = config
         self.text = text
         self.tokens = tokens                 # the tokenizer's pieces, special tokens included
@@ -233,6 +239,9 @@ class Trace:
         self.generated = np.zeros(len(input_ids), bool) if generated is None else generated
         # how many positions the pass that made this trace computed (the rest came from the cache)
         self.computed_rows = len(input_ids) if computed_rows is None else computed_rows
+        # causal traces: the (start, extent) row blocks its passes computed together, which its
+        # layers' detail is computed by (core/row_blocks.py); None: one pass over every row
+        self.row_blocks = row_blocks
         self.cache = LayerCache(self._frozen(compute_layer), detail_budget)
         # the output head (core.model.LogitHead): rows -> their logits [k, n_vocab], and its
         # inputs and table for logits_change_at; None: the model has no output head
