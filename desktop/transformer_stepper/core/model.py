@@ -12,7 +12,8 @@ from .params import ParamStore
 from .forward import (KVCache, block, context, expected_shapes, finish, forward, head_product,
                       rope_length_key, vocabulary_logits)
 from .tokenize import Encoded, Tokenizer
-from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder, Trace
+from .layer_detail import AttentionRule, LayerDetail
+from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, Recorder, Trace
 
 
 # Corrupt weights (inf, NaN) or extreme activations make numpy warn from deep inside an op,
@@ -132,7 +133,8 @@ class Model:
         n_seq = len(ids)
         recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers,
                             budget=detail_budget if record_budget is None else min(record_budget, detail_budget),
-                            first_estimate=3 * self.config.n_head * n_seq * n_seq * 4)
+                            first_estimate=self.config.n_head * n_seq * n_seq * 4,   # the weights
+                            derive=self.derived_names)
         # a decoder keeps its keys and values, so the text can grow a token at a time
         cache = KVCache(self.config.n_layer) if self.can_generate and not interventions else None
         with _quiet_floats():
@@ -146,7 +148,8 @@ class Model:
                            input_ids=ids.copy(), offsets=encoded.offsets.copy(),
                            special_tokens_mask=encoded.special_tokens_mask.copy(),
                            truncated=encoded.truncated, detail_budget=detail_budget,
-                           recorded_details=recorder.recorded(), kv_cache=cache, interventions=interventions)
+                           recorded_details=self._details(recorder, ctx), kv_cache=cache,
+                           interventions=interventions)
 
     def intervene(self, trace: Trace, interventions: Sequence,
                   detail_layers: tuple[int, ...] = ()) -> Trace:
@@ -162,7 +165,8 @@ class Model:
                               token_type_ids=trace.arrays["token_type_ids"], offsets=trace.offsets,
                               special_tokens_mask=trace.special_tokens_mask, truncated=trace.truncated)
             return self.trace_encoded(encoded, trace.text, trace.cache.budget, detail_layers, interventions)
-        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=tuple(l for l in detail_layers if l >= first))
+        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=tuple(l for l in detail_layers if l >= first),
+                            derive=self.derived_names)
         with _quiet_floats():
             ctx = context(self.config, trace.n_seq, interventions=interventions)
             x = trace.residual["layer_in"][first]
@@ -173,7 +177,7 @@ class Model:
         arrays = {**trace.arrays, **arrays}
         residual = {name: trace.residual[name][:first] + residual[name] for name in RESIDUAL_NAMES}
         details = {l: trace.detail(l) for l in detail_layers if l < first}
-        details.update(recorder.details)
+        details.update(self._details(recorder, ctx))
         compute = self._layer_computer(residual["layer_in"], ctx)
 
         def compute_layer(layer: int) -> LayerDetail:        # the clean trace's, before `first`
@@ -193,16 +197,26 @@ class Model:
                      compute_layer=compute_layer or self._layer_computer(residual["layer_in"], ctx),
                      attention_mask=ctx.mask, logits_of=self._logit_computer(arrays, residual), **fields)
 
+    @property
+    def derived_names(self) -> tuple[str, ...]:
+        """The per-layer arrays a trace derives when read instead of keeping (layer_detail.py)."""
+        return ("scores_raw", "scores_uncapped", "scores") if self.config.attn_softcap else ("scores_raw", "scores")
+
+    def _details(self, recorder: Recorder, ctx) -> dict[int, LayerDetail]:
+        """The layers a deriving recorder recorded, as LayerDetails reading the layer's context."""
+        return {layer: LayerDetail(detail, AttentionRule(self.config, ctx, layer))
+                for layer, detail in recorder.recorded().items()}
+
     def _layer_computer(self, layer_inputs, ctx) -> Callable[[int], LayerDetail]:
         params, config = self.params, self.config
 
         def compute_layer(layer: int) -> LayerDetail:
             # the same block function, from the same stored input: bit-identical to recording
             # the layer during the pass
-            layer_recorder = Recorder()
+            layer_recorder = Recorder(per_layer=(), detail_layers=(layer,), derive=self.derived_names)
             with _quiet_floats():
                 block(params, config, layer_inputs[layer], ctx, layer, layer_recorder)
-            return {name: values[0] for name, values in layer_recorder.per_layer.items()}
+            return self._details(layer_recorder, ctx)[layer]
 
         return compute_layer
 
