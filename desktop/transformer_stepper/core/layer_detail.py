@@ -104,8 +104,6 @@ class LayerDetail(Mapping):
         head's is computed (and kept until another head is read, within memo_limit)."""
         if name not in self._names:
             raise KeyError(name)
-        if name not in PER_HEAD:
-            raise KeyError(f"{name!r} has no head axis")
         if name in self.kept and not self._repeats(name):
             return self.kept[name][head]
         with self._lock:
