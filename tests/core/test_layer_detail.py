@@ -126,6 +126,10 @@ def test_a_layer_over_the_budget_is_kept_per_head_within_it(name):
     assert trace.cache.nbytes() <= budget
     trace.detail(0)                            # another layer: the per-head one goes, within the budget
     assert trace.cache.nbytes() <= budget
+    recorded = model.trace(TEXT, detail_budget=budget, detail_layers=(LAYER,))   # by the pass
+    assert recorded.cache.per_head() == [LAYER] and recorded.cache.computed == 0
+    assert recorded.cache.nbytes() <= budget
+    assert_layer_matches(recorded, ref, LAYER)
 
 
 def test_a_head_of_a_derived_array_is_computed_for_that_head_only(monkeypatch):
@@ -142,3 +146,12 @@ def test_minilm_derived_arrays_are_the_pass_bits(minilm_dir):
     model = load_model(minilm_dir)
     trace = model.trace(TEXT, detail_budget=0)
     assert_layer_matches(trace, reference(model, trace, 2), 2)
+
+
+@pytest.mark.parametrize("budget", [0, 1 << 30])
+def test_every_heads_row_is_the_whole_layers_row(budget):
+    model = _load("qwen3_tiny")
+    trace = model.trace(TEXT, detail_budget=budget)
+    ref = reference(model, trace, LAYER)
+    for name in ("attn_weights", "scores", "k"):
+        assert_same_bits(trace.head_rows(name, LAYER, 4), ref[name][:, 4], name)

@@ -78,7 +78,7 @@ class LayerDetail(Mapping):
     def headwise(self) -> "LayerDetail":
         """This layer without its whole attention weights (derived per head when read), or
         itself when it has none to drop or cannot derive them."""
-        if self.rule is None or "attn_weights" not in self.kept or "attn_in" not in self.kept:
+        if self.rule is None or "attn_weights" not in self.kept:
             return self
         recorded = {name: self.kept.get(name) for name in self._names}
         recorded["attn_weights"] = None

@@ -134,7 +134,7 @@ class Model:
         recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers,
                             budget=detail_budget if record_budget is None else min(record_budget, detail_budget),
                             first_estimate=self.config.n_head * n_seq * n_seq * 4,   # the weights
-                            derive=self.derived_names)
+                            derive=self.derived_names, per_head_over=detail_budget)
         # a decoder keeps its keys and values, so the text can grow a token at a time
         cache = KVCache(self.config.n_layer) if self.can_generate and not interventions else None
         with _quiet_floats():

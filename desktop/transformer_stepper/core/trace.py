@@ -44,16 +44,18 @@ class Recorder:
     `derive`: the names of layer_detail.DERIVED this model's pass makes; a recorded layer keeps
     them as None (derived when read: core/layer_detail.py), takes k, v, k_unrotated per K/V
     head (`repeats_kv`), and keeps a rotary layer's q_unrotated, k_unrotated instead of q, k.
-    The pass then computes its scores in place (keeps_scores is False)."""
+    The pass then computes its scores in place (keeps_scores is False). A requested layer over
+    `per_head_over` bytes drops its weights when it ends (kept per head, as LayerCache would)."""
 
     def __init__(self, per_layer: Optional[tuple[str, ...]] = None,
                  detail_layers: tuple[int, ...] = (), budget: int = 0,
-                 first_estimate: int = 0, derive: tuple[str, ...] = ()) -> None:
+                 first_estimate: int = 0, derive: tuple[str, ...] = (), per_head_over: int = 0) -> None:
         if derive and per_layer is None:
             raise ValueError("a recorder keeping every layer's arrays derives none of them")
         self.keep = per_layer
         self.derive = derive
         self.repeats_kv = bool(derive)
+        self.per_head_over = int(per_head_over)
         self.detail_layers = detail_layers
         self.budget = int(budget)
         self.first_estimate = int(first_estimate)
@@ -81,7 +83,13 @@ class Recorder:
 
     def _settle(self) -> None:
         previous = self._current
-        if previous is None or previous in self.detail_layers or previous not in self.details:
+        if previous is None or previous not in self.details:
+            return
+        if previous in self.detail_layers:
+            detail = self.details[previous]
+            if (self.derive and self.per_head_over and detail.get("attn_weights") is not None
+                    and _detail_nbytes(detail) > self.per_head_over):
+                detail["attn_weights"] = None     # kept per head: each head's when read
             return
         if sum(_detail_nbytes(d) for d in self.details.values()) > self.budget:
             del self.details[previous]    # larger than estimated: computed on demand instead
@@ -317,6 +325,18 @@ class Trace:
         value = self.detail(layer).head(name, head)
         self.cache.trim(layer)
         return value
+
+    def head_rows(self, name: str, layer: int, row: int) -> np.ndarray:
+        """[n_head, ...]: row `row` (a query) of every head's array (attention weights of one
+        token in every head), layer(name, layer)[:, row] bit for bit; in a layer kept per
+        head, or for a derived array, a head at a time (one head's n² at once, not n_head's)."""
+        detail = self.detail(layer)
+        if name in detail.kept and not detail._repeats(name):
+            return detail.kept[name][:, row]
+        rows = np.stack([detail.head(name, head)[row] for head in range(self.config.n_head)])
+        self.cache.trim(layer)
+        rows.flags.writeable = False
+        return rows
 
     def layer_names(self) -> tuple[str, ...]:
         """Per-layer names in the order the forward pass produces them."""

@@ -266,7 +266,7 @@ def read_provenance(c: Context) -> dict:
 @_register
 def read_heads(c: Context) -> dict:
     """Which token each head of the layer reads most from the selected token."""
-    weights = c.trace.layer("attn_weights", c.state.layer)[:, c.position]     # [n_head, n_k]
+    weights = c.trace.head_rows("attn_weights", c.state.layer, c.position)     # [n_head, n_k]
     tops = [c.label(int(np.argmax(row))) for row in weights]
     return dict(heads_tops=", ".join(f"head {h} → {t}" for h, t in enumerate(tops)),
                 n_distinct_tops=len(set(np.argmax(weights, axis=1).tolist())))
