@@ -155,3 +155,15 @@ def test_every_heads_row_is_the_whole_layers_row(budget):
     ref = reference(model, trace, LAYER)
     for name in ("attn_weights", "scores", "k"):
         assert_same_bits(trace.head_rows(name, LAYER, 4), ref[name][:, 4], name)
+
+
+@pytest.mark.parametrize("block", [3 * 11, 1 << 18])   # blocks that straddle heads, one for all
+def test_one_heads_softmax_is_its_rows_of_the_whole_layers(monkeypatch, block):
+    from transformer_stepper.core import ops
+
+    monkeypatch.setattr(ops, "_SOFTMAX_BLOCK", block)
+    x = np.random.default_rng(0).normal(size=(5, 7, 11)).astype(np.float32) * 4
+    x[:, :, 9] = -np.inf
+    whole = ops.softmax(x)
+    for head in range(5):
+        assert_same_bits(ops.softmax_rows_of(x[head], head * 7, 5 * 7), whole[head], f"head {head}")

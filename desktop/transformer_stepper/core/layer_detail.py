@@ -43,6 +43,7 @@ class AttentionRule:
         self.scale = forward.attention_scale(config) if ctx.scale is None else forward.F32(ctx.scale)
         self.cap = config.attn_softcap
         self.group = config.group_size
+        self.n_head = config.n_head
         self.temperatures = interventions.head_edits(ctx.interventions, layer)[1]
 
     def head_mask(self, head: Optional[int]) -> Optional[np.ndarray]:
@@ -164,11 +165,14 @@ class LayerDetail(Mapping):
         if name == "scores":
             return scores
         if name == "attn_weights":
-            heads = range(len(scores)) if head is None else [head]
-            if not any(h in rule.temperatures for h in heads):
+            if head is None:                            # as the pass: forward.attend
+                if rule.temperatures:
+                    return forward._tempered_weights(scores, rule.temperatures)
                 return forward.attention_weights(scores)
-            temperatures = {i: rule.temperatures[h] for i, h in enumerate(heads) if h in rule.temperatures}
-            return forward._tempered_weights(scores, temperatures)
+            if head in rule.temperatures:               # (_tempered_weights, one head)
+                scores /= forward.F32(rule.temperatures[head])
+            n_q = scores.shape[1]                       # the rows of the whole layer's softmax
+            return ops.softmax_rows_of(scores[0], head * n_q, rule.n_head * n_q)[None]
         raise KeyError(f"{name!r} is not kept and cannot be derived")
 
     def _derive_or_kept(self, name: str, head: Optional[int]) -> np.ndarray:
