@@ -67,6 +67,8 @@ def test_derived_arrays_are_the_pass_bits_recorded_and_computed(model):
         ref = reference(model, trace, LAYER)
         assert_layer_matches(trace, ref, LAYER)
         assert_same_bits(trace["scores"][LAYER], ref["scores"], "stacked scores")
+    for layer in range(model.config.n_layer):          # local and global, rope and NoPE layers
+        assert_layer_matches(computed, reference(model, computed, layer), layer)
 
 
 def test_detail_keeps_one_n_squared_array_and_kv_per_kv_head(model):

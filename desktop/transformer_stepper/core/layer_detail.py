@@ -85,7 +85,17 @@ class LayerDetail(Mapping):
         recorded["attn_weights"] = None
         return LayerDetail(recorded, self.rule)
 
-    # -- Mapping ----------------------------------------------------------------------------
+    def rows(self, name: str, row: int) -> np.ndarray:
+        """[n_head, ...]: row `row` of every head's array, a head at a time where it is derived."""
+        if name in self.kept and not self._repeats(name):
+            return self.kept[name][:, row]
+        n_head = self.rule.n_head if self.rule is not None else len(self.kept["head_outputs"])
+        return _frozen(np.stack([self.head(name, head)[row] for head in range(n_head)]))
+
+    # -- Mapping (compared and hashed as an object: its arrays are not compared) -------------
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
 

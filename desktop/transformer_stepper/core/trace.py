@@ -5,7 +5,9 @@ arrays (embeddings, final norm, logits). A layer's *detail* (q, k, v, scores, we
 outputs, norms, feed-forward arrays) is computed the first time it is asked for, by the same
 block function from that layer's stored input, so it is bit-identical to recording it during
 the pass; detailed layers are kept in a cache bounded by a byte budget and recomputed when
-evicted. Memory therefore does not grow with n_layer · n_head · n_seq².
+evicted. Memory therefore does not grow with n_layer · n_head · n_seq². A layer keeps one
+n_head · n_seq² array (the weights; none when kept per head), q, k, v as projected, and derives
+the scores when read (core/layer_detail.py); `trace.head_array(name, i, h)` reads one head.
 
 Names follow Hugging Face where it has one (input_ids, hidden_states, attentions, logits).
 `trace.layer(name, i)` is one layer's array; `trace[name]` stacks every layer (a full pass's
@@ -330,12 +332,8 @@ class Trace:
         """[n_head, ...]: row `row` (a query) of every head's array (attention weights of one
         token in every head), layer(name, layer)[:, row] bit for bit; in a layer kept per
         head, or for a derived array, a head at a time (one head's n² at once, not n_head's)."""
-        detail = self.detail(layer)
-        if name in detail.kept and not detail._repeats(name):
-            return detail.kept[name][:, row]
-        rows = np.stack([detail.head(name, head)[row] for head in range(self.config.n_head)])
+        rows = self.detail(layer).rows(name, row)
         self.cache.trim(layer)
-        rows.flags.writeable = False
         return rows
 
     def layer_names(self) -> tuple[str, ...]:
