@@ -129,7 +129,7 @@ def test_the_fast_float32_way_agrees_with_the_exact_one():
                 np.testing.assert_allclose(d.relative_per_head, other.relative_per_head, rtol=1e-5, atol=1e-12)
     # a layer the intervention does not reach is the clean one's own arrays: zero, not computed
     partial = model.intervene(clean, [AblateHead(1, 0)])
-    assert partial.layer("q", 0) is clean.layer("q", 0)
+    assert partial.detail(0) is clean.detail(0)        # (q itself is derived when read)
     assert stage_differences(clean, partial)[("q", 0)].relative == 0
 
 

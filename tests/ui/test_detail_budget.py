@@ -1,6 +1,6 @@
 """The detail budget is a preference: kept in the settings, applied to the trace shown (what is
 over it given back at once) and to every trace after; the status bar says what is kept, and
-says so when one layer alone is over the budget (kept whole)."""
+says so when one layer alone is over the budget (kept per head)."""
 from transformer_stepper.core.trace import DEFAULT_DETAIL_BUDGET
 from transformer_stepper.ui.detail_budget import KEY, budget_mib
 
@@ -19,8 +19,8 @@ def test_budget_is_kept_applied_to_every_trace_and_shown(qtbot, loaded_window, s
     window.detail_budget.set_budget(0)
     assert int(settings.value(KEY)) == 0 and session.detail_budget == 0
     assert trace.cache.budget == 0 and trace.cache.layers() == [n_layer - 1]   # the last one stays
-    assert trace.cache.oversized() == n_layer - 1
-    assert window.detail_budget.label.text().startswith(f"detail: layer {n_layer - 1} kept whole")
+    assert trace.cache.oversized() == n_layer - 1 and trace.cache.per_head() == [n_layer - 1]
+    assert window.detail_budget.label.text().startswith(f"detail: layer {n_layer - 1} kept per head")
     with qtbot.waitSignal(session.traceChanged, timeout=10_000):
         session.set_text(session.text + " again", immediate=True)
     assert session.trace is not trace and session.trace.cache.budget == 0   # the next trace too

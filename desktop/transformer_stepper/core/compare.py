@@ -315,7 +315,7 @@ def attention_rows(comparison: Comparison, layer: int) -> list[np.ndarray]:
     rows = []
     for occ in comparison.occurrences:
         trace = comparison.sentences[occ.sentence].trace
-        rows.append(np.array(trace.layer("attn_weights", layer)[:, occ.position, :]))
+        rows.append(np.array(trace.head_rows("attn_weights", layer, occ.position)))
     return rows
 
 

@@ -20,6 +20,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from . import stages as stages_lib
+from .layer_detail import detail_nbytes
 from .config import ModelConfig
 
 
@@ -257,7 +258,7 @@ def intervene_and_compare(model, clean, interventions):
     layers as it runs when they fit the clean trace's budget (no second computation); the
     clean trace's are computed once and stay in its cache (the stepper reads them there too)."""
     n_layer = model.config.n_layer
-    layer_bytes = sum(array.nbytes for array in clean.detail(0).values())
+    layer_bytes = detail_nbytes(clean.detail(0))
     eager = tuple(range(n_layer)) if layer_bytes * n_layer <= clean.cache.budget else ()
     intervened = model.intervene(clean, interventions, detail_layers=eager)
     return intervened, stage_differences(clean, intervened)

@@ -37,14 +37,22 @@ def _noop(name: str, value: np.ndarray, layer: Optional[int] = None) -> None:
     pass
 
 
-_noop.keeps_detail = lambda layer: False  # type: ignore[attr-defined]
+_noop.keeps_scores = lambda layer: False  # type: ignore[attr-defined]
 
 
-def keeps_detail(record, layer: int) -> bool:
-    # does this recorder keep layer's intermediates? If not, the pass may overwrite them in
-    # place (same arithmetic, fewer n_head·n² buffers). Unknown recorders keep everything.
-    wants = getattr(record, "keeps_detail", None)
+def keeps_scores(record, layer: int) -> bool:
+    # does this recorder keep layer's scores (scores_raw, scores)? If not, the pass may
+    # overwrite them in place (same arithmetic, one n_head·n² buffer instead of three): a
+    # recorder keeping nothing, or one deriving them from q and k when read (core/layer_detail.py).
+    # Unknown recorders keep everything.
+    wants = getattr(record, "keeps_scores", None)
     return True if wants is None else wants(layer)
+
+
+def _record_kv(record, config: ModelConfig, name: str, kv: np.ndarray, layer: int) -> None:
+    # k, v, k_unrotated [n_kv_head, n, d_head]: recorded repeated to every query head, or as
+    # they are for a recorder that repeats them when read (`repeats_kv`: core/layer_detail.py)
+    record(name, kv if getattr(record, "repeats_kv", False) else _repeat_kv(config, kv), layer)
 
 
 def position_table(config: ModelConfig, params: Mapping[str, np.ndarray], n_seq: int,
@@ -124,7 +132,11 @@ def embed(params, config: ModelConfig, input_ids, token_type_ids, record, start:
 
 def _repeat_kv(config: ModelConfig, x: np.ndarray) -> np.ndarray:
     # [n_kv, n, d_head] -> [n_head, n, d_head]: each K/V head serves a group of query heads
-    return np.repeat(x, config.group_size, axis=0) if config.group_size > 1 else x
+    return _repeat_kv_heads(x, config.group_size)
+
+
+def _repeat_kv_heads(x: np.ndarray, group: int) -> np.ndarray:
+    return np.repeat(x, group, axis=0) if group > 1 else x
 
 
 def _bias(params, name: str, present: bool) -> Optional[np.ndarray]:
@@ -250,7 +262,7 @@ def attention(params, config: ModelConfig, x, ctx: Context, layer: int, record,
         q, k = norm_qk(params, config, q, k, layer)
     if rotary:
         record("q_unrotated", q, layer)
-        record("k_unrotated", _repeat_kv(config, k), layer)
+        _record_kv(record, config, "k_unrotated", k, layer)
     if ctx.cos is not None:                                 # rotary: turn q and k, not x
         q, k = rotate_qk(q, k, ctx)
     if cache is not None:
@@ -262,11 +274,11 @@ def attend(params, config: ModelConfig, q, k, v, ctx: Context, layer: int, recor
     # q [n_head, n_q, d_head], k, v [n_kv_head, n_k, d_head] -> [n_q, d_model]: stages 6-9
     # from projected heads. Self-attention reads k, v of x itself; cross-attention (core/
     # seq2seq.py) those of the encoder's output, through this same function.
-    k, v = _repeat_kv(config, k), _repeat_kv(config, v)    # [n_head, n_keys, d_head]
     record("q", q, layer)
-    record("k", k, layer)
-    record("v", v, layer)
-    in_place = not keeps_detail(record, layer)             # nothing kept: reuse the n² buffer
+    _record_kv(record, config, "k", k, layer)
+    _record_kv(record, config, "v", v, layer)
+    k, v = _repeat_kv(config, k), _repeat_kv(config, v)    # [n_head, n_keys, d_head]
+    in_place = not keeps_scores(record, layer)             # scores not kept: one n² buffer
     raw = dot_products(q, k)
     record("scores_raw", raw, layer)
     scale = attention_scale(config) if ctx.scale is None else F32(ctx.scale)

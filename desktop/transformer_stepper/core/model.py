@@ -16,7 +16,8 @@ from .kv_cache import KVCache
 from .layer_context import context
 from .rotary import rope_length_key
 from .tokenize import Encoded, Tokenizer
-from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder, Trace
+from .layer_detail import AttentionRule, LayerDetail
+from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, Recorder, Trace
 
 
 # Corrupt weights (inf, NaN) or extreme activations make numpy warn from deep inside an op,
@@ -136,7 +137,8 @@ class Model:
         n_seq = len(ids)
         recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers,
                             budget=detail_budget if record_budget is None else min(record_budget, detail_budget),
-                            first_estimate=3 * self.config.n_head * n_seq * n_seq * 4)
+                            first_estimate=self.config.n_head * n_seq * n_seq * 4,   # the weights
+                            derive=self.derived_names, per_head_over=detail_budget)
         # a decoder keeps its keys and values, so the text can grow a token at a time
         cache = KVCache(self.config.n_layer) if self.can_generate and not interventions else None
         with _quiet_floats():
@@ -150,7 +152,8 @@ class Model:
                            input_ids=ids.copy(), offsets=encoded.offsets.copy(),
                            special_tokens_mask=encoded.special_tokens_mask.copy(),
                            truncated=encoded.truncated, detail_budget=detail_budget,
-                           recorded_details=recorder.recorded(), kv_cache=cache, interventions=interventions,
+                           recorded_details=self._details(recorder, ctx), kv_cache=cache,
+                           interventions=interventions,
                            row_blocks=None if cache is None else ((0, n_seq),))
 
     def intervene(self, trace: Trace, interventions: Sequence,
@@ -167,7 +170,8 @@ class Model:
                               token_type_ids=trace.arrays["token_type_ids"], offsets=trace.offsets,
                               special_tokens_mask=trace.special_tokens_mask, truncated=trace.truncated)
             return self.trace_encoded(encoded, trace.text, trace.cache.budget, detail_layers, interventions)
-        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=tuple(l for l in detail_layers if l >= first))
+        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=tuple(l for l in detail_layers if l >= first),
+                            derive=self.derived_names)
         with _quiet_floats():
             ctx = context(self.config, trace.n_seq, interventions=interventions)
             x = trace.residual["layer_in"][first]
@@ -178,7 +182,7 @@ class Model:
         arrays = {**trace.arrays, **arrays}
         residual = {name: trace.residual[name][:first] + residual[name] for name in RESIDUAL_NAMES}
         details = {l: trace.detail(l) for l in detail_layers if l < first}
-        details.update(recorder.details)
+        details.update(self._details(recorder, ctx))
         compute = self._layer_computer(residual["layer_in"], ctx)
 
         def compute_layer(layer: int) -> LayerDetail:        # the clean trace's, before `first`
@@ -194,12 +198,24 @@ class Model:
         """The one place a Trace is made: its layers' detail computed on demand by the same
         block function from their stored inputs, its mask and head from the same pass.
         `fields`: the tokens and what the caller knows (budget, cache, interventions ...)."""
-        if compute_layer is None and fields.get("row_blocks"):
+        if compute_layer is None and fields.get("row_blocks") not in (None, ((0, len(fields["input_ids"])),)):
+            # several passes' rows: block by block (row_blocks.py); one pass over every row is
+            # the one block function over the stored input, its scores derived when read
             compute_layer = self._block_computer(residual["layer_in"], fields["kv_cache"],
                                                  fields["row_blocks"], len(fields["input_ids"]))
         return Trace(config=self.config, arrays=arrays, residual=residual,
                      compute_layer=compute_layer or self._layer_computer(residual["layer_in"], ctx),
                      attention_mask=ctx.mask, logits_of=self._logit_computer(arrays, residual), **fields)
+
+    @property
+    def derived_names(self) -> tuple[str, ...]:
+        """The per-layer arrays a trace derives when read instead of keeping (layer_detail.py)."""
+        return ("scores_raw", "scores_uncapped", "scores") if self.config.attn_softcap else ("scores_raw", "scores")
+
+    def _details(self, recorder: Recorder, ctx) -> dict[int, LayerDetail]:
+        """The layers a deriving recorder recorded, as LayerDetails reading the layer's context."""
+        return {layer: LayerDetail(detail, AttentionRule(self.config, ctx, layer))
+                for layer, detail in recorder.recorded().items()}
 
     def _layer_computer(self, layer_inputs, ctx) -> Callable[[int], LayerDetail]:
         params, config = self.params, self.config
@@ -207,10 +223,10 @@ class Model:
         def compute_layer(layer: int) -> LayerDetail:
             # the same block function, from the same stored input: bit-identical to recording
             # the layer during the pass
-            layer_recorder = Recorder()
+            layer_recorder = Recorder(per_layer=(), detail_layers=(layer,), derive=self.derived_names)
             with _quiet_floats():
                 block(params, config, layer_inputs[layer], ctx, layer, layer_recorder)
-            return {name: values[0] for name, values in layer_recorder.per_layer.items()}
+            return self._details(layer_recorder, ctx)[layer]
 
         return compute_layer
 

@@ -155,6 +155,27 @@ def softmax(x: np.ndarray, axis: int = -1, out: np.ndarray | None = None) -> np.
     return out
 
 
+def softmax_rows_of(x: np.ndarray, first: int, total: int) -> np.ndarray:
+    # [m, n] rows first..first+m-1 of a [total, n] stack (one head's scores in a layer's) -> their
+    # softmax as softmax(stack) computes them, bit for bit: in the same blocks, a block's rows
+    # outside x zeros (a row's sum is a BLAS product whose rounding may depend on its block's
+    # size and its place in it, never on the other rows' values)
+    m, n = x.shape
+    step = max(1, _SOFTMAX_BLOCK // n)
+    out = np.empty_like(x)
+    for start in range(first // step * step, first + m, step):
+        stop = min(start + step, total)
+        lo, hi = max(start, first), min(stop, first + m)
+        if (lo, hi) == (start, stop):
+            _softmax_rows(x[lo - first:hi - first], out[lo - first:hi - first])
+            continue
+        block = np.zeros((stop - start, n), dtype=x.dtype)
+        block[lo - start:hi - start] = x[lo - first:hi - first]
+        _softmax_rows(block, block)
+        out[lo - first:hi - first] = block[lo - start:hi - start]
+    return out
+
+
 def _softmax_rows(x: np.ndarray, out: np.ndarray) -> None:
     # [rows, n] -> out. The row sums as a product with ones (a BLAS dot, 3x faster than
     # numpy's sum along rows), then one multiply by their reciprocals (faster than a divide)

@@ -6,14 +6,14 @@ import numpy as np
 
 from .forward import attention_scale
 from .interventions import head_edits
-from .provenance_terms import Explanation, Names, Step, _layer, _num, _terms, linear
+from .provenance_terms import Explanation, Names, Step, _head, _layer, _num, _terms, linear
 
 
 # -- scores, weights, head outputs -------------------------------------------------------------
 def explain_score(model, trace, name: str, index: tuple) -> Explanation:
     layer, head, i, j = index
     config, n = trace.config, Names(trace)
-    q, k = _layer(trace, "q", layer)[head, i], _layer(trace, "k", layer)[head, j]
+    q, k = _head(trace, "q", layer, head)[i], _head(trace, "k", layer, head)[j]
     terms, rest, total = _terms(q.astype(np.float64) * k, lambda c: f"q[{c}] · k[{c}]",
                                 lambda c: (q[c], k[c]))
     scale = float(attention_scale(config))
@@ -47,7 +47,7 @@ def explain_score(model, trace, name: str, index: tuple) -> Explanation:
         steps.append(Step("+ mask (" + (f"−∞: {why}" if np.isneginf(blocked) else "0: allowed") + ")", value))
         python += (f"value += trace.layer_attention_mask({layer})[{i}, {j}]   # 0, or -inf where blocked\n")
         formula += " + mask_ij"
-    traced = float(_layer(trace, name, layer)[head, i, j])
+    traced = float(_head(trace, name, layer, head)[i, j])
     notes = []
     if config.has_rope(layer) and "rope_angles" in trace.arrays:
         notes.append("q and k are after the rotary rotation (q_unrotated, k_unrotated before it)")
@@ -67,7 +67,7 @@ def explain_score(model, trace, name: str, index: tuple) -> Explanation:
 def explain_weight(model, trace, name: str, index: tuple) -> Explanation:
     layer, head, i, j = index
     n = Names(trace)
-    scores = _layer(trace, "scores", layer)[head, i].astype(np.float64)
+    scores = _head(trace, "scores", layer, head)[i].astype(np.float64)
     temperature = head_edits(trace.interventions, layer)[1].get(head)
     shown = scores / temperature if temperature else scores
     top = float(np.max(shown))
@@ -79,7 +79,7 @@ def explain_weight(model, trace, name: str, index: tuple) -> Explanation:
              Step("exp(s_ij − max)", float(exps[j])),
              Step("Σ_k exp(s_ik − max) (Σ terms)", total),
              Step("exp(s_ij − max) / Σ", float(exps[j] / total))]
-    traced = float(_layer(trace, name, layer)[head, i, j])
+    traced = float(_head(trace, name, layer, head)[i, j])
     t = f" / {temperature:g}" if temperature else ""
     python = (f"import numpy as np\n"
               f"s = trace.layer('scores', {layer})[{head}, {i}]{t}   # the query's row\n"
@@ -96,8 +96,8 @@ def explain_weight(model, trace, name: str, index: tuple) -> Explanation:
 def explain_head_output(model, trace, name: str, index: tuple) -> Explanation:
     layer, head, i, c = index
     n = Names(trace)
-    weights = _layer(trace, "attn_weights", layer)[head]      # [n_q, n_k]
-    v = _layer(trace, "v", layer)[head]                        # [n_k, d_head]
+    weights = _head(trace, "attn_weights", layer, head)      # [n_q, n_k]
+    v = _head(trace, "v", layer, head)                        # [n_k, d_head]
     products = weights[i].astype(np.float64) * v[:, c]
     terms, rest, total = _terms(products, lambda k: f"w_i{k} · v_{k}[{c}] ('{trace.tokens[k]}')",
                                 lambda k: (weights[i, k], v[k, c]))
@@ -120,7 +120,7 @@ def explain_head_output(model, trace, name: str, index: tuple) -> Explanation:
                   f"w = trace.layer('attn_weights', {layer})[{head}]\n"
                   f"v = trace.layer('v', {layer})[{head}][:, {c}]\n"
                   f"value = (w @ v).mean()   # AblateHead(mode='mean')\n")
-    traced = float(_layer(trace, name, layer)[head, i, c])
+    traced = float(_head(trace, name, layer, head)[i, c])
     return Explanation(name, index, f"head output of query {n.token(i)}, dim {c}, layer {layer}, head {head}",
                        "o_i[c] = Σ_j w_ij · v_j[c]", {"w_i": weights[i], f"v[:, {c}]": v[:, c]},
                        terms, rest, len(products), total, f"Σ_j w_ij·v_j[{c}]", tuple(steps),
@@ -147,7 +147,7 @@ def explain_projection(model, trace, name: str, index: tuple) -> Explanation:
     w = model.params[p + ".w"][:, cols]                       # [d_model, d_head]
     b = model.params[p + ".b"][cols] if config.qkv_bias else None
     pre = x.astype(np.float64) @ w.astype(np.float64) + (0 if b is None else b)
-    traced = float(_layer(trace, name, layer)[head, i, c])
+    traced = float(_head(trace, name, layer, head)[i, c])
     where = f"{which} of token {n.token(i)}, dim {c}, layer {layer}, head {head}"
     if which != "q" and config.group_size > 1:
         where += f" (K/V head {proj_head}, shared by {config.group_size} query heads)"

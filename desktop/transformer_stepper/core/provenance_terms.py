@@ -94,6 +94,11 @@ def _layer(trace, name: str, layer: int) -> np.ndarray:
     return trace.layer(name, layer)
 
 
+def _head(trace, name: str, layer: int, head: int) -> np.ndarray:
+    # one head's array, without the other heads' where they are derived (core/layer_detail.py)
+    return trace.head_array(name, layer, head)
+
+
 class Names:
     """How an index reads: token i 'word', head dim c, ..."""
 

@@ -120,8 +120,8 @@ class _Prefixed:
     def __call__(self, name: str, value: np.ndarray, layer: Optional[int] = None) -> None:
         self.record(self.prefix + name, value, layer)
 
-    def keeps_detail(self, layer: int) -> bool:
-        wants = getattr(self.record, "keeps_detail", None)
+    def keeps_scores(self, layer: int) -> bool:
+        wants = getattr(self.record, "keeps_scores", None)
         return True if wants is None else wants(layer)
 
 

@@ -6,7 +6,9 @@ outputs, norms, feed-forward arrays) is computed the first time it is asked for,
 block function from that layer's stored input (in a causal trace made by several passes, block
 by block as they computed the rows: core/row_blocks.py), so it is bit-identical to recording it
 during the pass; detailed layers are kept in a cache bounded by a byte budget and recomputed when
-evicted. Memory therefore does not grow with n_layer · n_head · n_seq².
+evicted. Memory therefore does not grow with n_layer · n_head · n_seq². A layer keeps one
+n_head · n_seq² array (the weights; none when kept per head), q, k, v as projected, and derives
+the scores when read (core/layer_detail.py); `trace.head_array(name, i, h)` reads one head.
 
 Names follow Hugging Face where it has one (input_ids, hidden_states, attentions, logits).
 `trace.layer(name, i)` is one layer's array; `trace[name]` stacks every layer (a full pass's
@@ -15,18 +17,17 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Callable, Iterator, Mapping, Optional
+from typing import Callable, Iterator, Optional
 
 import numpy as np
 
 from . import ops
 from .config import ModelConfig
+from .layer_detail import DERIVED, LayerDetail, as_layer_detail, detail_nbytes
 
 # Per-layer names of the residual stream: kept by the pass itself, never recomputed.
 RESIDUAL_NAMES = ("layer_in", "layer_out")
 DEFAULT_DETAIL_BUDGET = 1 << 30      # bytes of layer detail a trace keeps (1 GiB)
-
-LayerDetail = Mapping[str, np.ndarray]
 
 
 class Recorder:
@@ -41,12 +42,23 @@ class Recorder:
     (the pass records them instead of each being computed again when visited). A layer's
     size is estimated from the largest layer recorded so far; before the first one, from
     `first_estimate` (a lower bound: the n_head·n² arrays); a layer that turns out not to
-    fit is dropped when the next one begins."""
+    fit is dropped when the next one begins.
+
+    `derive`: the names of layer_detail.DERIVED this model's pass makes; a recorded layer keeps
+    them as None (derived when read: core/layer_detail.py), takes k, v, k_unrotated per K/V
+    head (`repeats_kv`), and keeps a rotary layer's q_unrotated, k_unrotated instead of q, k.
+    The pass then computes its scores in place (keeps_scores is False). A requested layer over
+    `per_head_over` bytes drops its weights when it ends (kept per head, as LayerCache would)."""
 
     def __init__(self, per_layer: Optional[tuple[str, ...]] = None,
                  detail_layers: tuple[int, ...] = (), budget: int = 0,
-                 first_estimate: int = 0) -> None:
+                 first_estimate: int = 0, derive: tuple[str, ...] = (), per_head_over: int = 0) -> None:
+        if derive and per_layer is None:
+            raise ValueError("a recorder keeping every layer's arrays derives none of them")
         self.keep = per_layer
+        self.derive = derive
+        self.repeats_kv = bool(derive)
+        self.per_head_over = int(per_head_over)
         self.detail_layers = detail_layers
         self.budget = int(budget)
         self.first_estimate = int(first_estimate)
@@ -74,15 +86,21 @@ class Recorder:
 
     def _settle(self) -> None:
         previous = self._current
-        if previous is None or previous in self.detail_layers or previous not in self.details:
+        if previous is None or previous not in self.details:
+            return
+        if previous in self.detail_layers:
+            detail = self.details[previous]
+            if (self.derive and self.per_head_over and detail.get("attn_weights") is not None
+                    and _detail_nbytes(detail) > self.per_head_over):
+                detail["attn_weights"] = None     # kept per head: each head's when read
             return
         if sum(_detail_nbytes(d) for d in self.details.values()) > self.budget:
             del self.details[previous]    # larger than estimated: computed on demand instead
             self._full = True
 
-    def keeps_detail(self, layer: int) -> bool:
+    def keeps_scores(self, layer: int) -> bool:
         self._enter(layer)
-        return self.keep is None or layer in self.details
+        return self.keep is None or (layer in self.details and not self.derive)
 
     def __call__(self, name: str, value: np.ndarray, layer: Optional[int] = None) -> None:
         if layer is None:
@@ -90,7 +108,14 @@ class Recorder:
             return
         self._enter(layer)
         if layer in self.details:
-            self.details[layer][name] = value
+            detail = self.details[layer]
+            if self.derive and name in DERIVED:         # at scores_raw: each derived name's place
+                for derived in self.derive:
+                    detail.setdefault(derived, None)
+            elif self.derive and name in ("q", "k") and _same_shape(detail.get(name + "_unrotated"), value):
+                detail[name] = None                     # rotate(q_unrotated) when read
+            else:
+                detail[name] = value
         if self.keep is None or name in self.keep:
             self.per_layer.setdefault(name, []).append(value)
 
@@ -108,20 +133,18 @@ class Recorder:
         return dict(self.arrays), {name: tuple(values) for name, values in self.per_layer.items()}
 
 
-def detail_nbytes(detail: LayerDetail) -> int:
-    """One layer's detail in bytes; aliases (attn_in is ln_1_out in pre-LN blocks) count once."""
-    seen: dict[int, int] = {}
-    for value in detail.values():
-        seen[id(value)] = value.nbytes
-    return sum(seen.values())
+def _same_shape(a: Optional[np.ndarray], b: np.ndarray) -> bool:
+    return a is not None and a.shape == b.shape
 
 
 _detail_nbytes = detail_nbytes
 
 
 class LayerCache:
-    """Detailed layers by index, least recently used first, within a byte budget. The layer
-    just computed is always kept, even when it alone exceeds the budget. Thread-safe: the app
+    """Detailed layers by index, least recently used first, within a byte budget. A layer
+    larger than the budget alone is kept per head (LayerDetail.headwise: without its
+    n_head·n² weights, each head's derived when read, the last head read kept); only when even
+    that exceeds the budget is the layer just computed kept over it. Thread-safe: the app
     prepares layers in a worker while the GUI thread reads them. A layer is computed outside
     the lock (reading a ready layer, its size or what is cached never waits for another layer's
     computation, 0.1 s at 512 tokens), and by one thread at a time: a second asker of the
@@ -138,8 +161,23 @@ class LayerCache:
     def put(self, layer: int, detail: LayerDetail) -> None:
         """A layer's detail recorded by the pass itself (identical to computing it)."""
         with self._lock:
-            self._layers[layer] = detail
+            self._layers[layer] = self._fitted(detail)
             self._evict(keep=layer)
+
+    def _fitted(self, detail: LayerDetail) -> LayerDetail:
+        # per head when whole it alone exceeds the budget; one head's derived arrays kept
+        # within what the budget leaves
+        detail = as_layer_detail(detail)
+        if detail.nbytes() > self.budget:
+            detail = detail.headwise()
+        detail.memo_limit = max(self.budget - detail.nbytes(), 0)
+        return detail
+
+    def trim(self, layer: int) -> None:
+        """After reading a head of `layer` (its derived arrays kept): the others within the budget."""
+        with self._lock:
+            if layer in self._layers:
+                self._evict(keep=layer)
 
     def get(self, layer: int) -> LayerDetail:
         while True:
@@ -157,7 +195,7 @@ class LayerCache:
             detail = self._compute(layer)
             with self._lock:
                 self.computed += 1
-                self._layers[layer] = detail
+                detail = self._layers[layer] = self._fitted(detail)
                 self._evict(keep=layer)
             return detail
         finally:
@@ -171,11 +209,13 @@ class LayerCache:
         with self._lock:
             self.budget = int(budget)
             if self._layers:
-                self._evict(keep=next(reversed(self._layers)))
+                newest = next(reversed(self._layers))
+                self._evict(keep=newest)
+                for layer, detail in self._layers.items():
+                    self._layers[layer] = self._fitted(detail)
 
     def oversized(self) -> Optional[int]:
-        """The layer kept whole although it alone exceeds the budget, else None (the views show
-        one head at a time, but a layer's detail is computed and kept whole)."""
+        """The layer kept although it alone exceeds the budget (even per head), else None."""
         with self._lock:
             if len(self._layers) == 1 and self.nbytes() > self.budget:
                 return next(iter(self._layers))
@@ -189,6 +229,11 @@ class LayerCache:
         """(layer, detail) of every kept layer, least recently used first; computes nothing."""
         with self._lock:
             return list(self._layers.items())
+
+    def per_head(self) -> list[int]:
+        """The layers kept per head (their weights computed a head at a time)."""
+        with self._lock:
+            return [layer for layer, detail in self._layers.items() if detail.per_head]
 
     def _evict(self, keep: int) -> None:
         while self.nbytes() > self.budget and len(self._layers) > 1:
@@ -242,7 +287,7 @@ class Trace:
         # causal traces: the (start, extent) row blocks its passes computed together, which its
         # layers' detail is computed by (core/row_blocks.py); None: one pass over every row
         self.row_blocks = row_blocks
-        self.cache = LayerCache(self._frozen(compute_layer), detail_budget)
+        self.cache = LayerCache(compute_layer, detail_budget)
         # the output head (core.model.LogitHead): rows -> their logits [k, n_vocab], and its
         # inputs and table for logits_change_at; None: the model has no output head
         self._logits_of = logits_of
@@ -252,18 +297,7 @@ class Trace:
         for value in (self.input_ids, self.offsets, self.special_tokens_mask, self.generated):
             value.flags.writeable = False
         for layer, detail in (recorded_details or {}).items():
-            for value in detail.values():
-                value.flags.writeable = False
-            self.cache.put(layer, dict(detail))
-
-    @staticmethod
-    def _frozen(compute_layer):
-        def compute(layer: int) -> LayerDetail:
-            detail = dict(compute_layer(layer))
-            for value in detail.values():
-                value.flags.writeable = False
-            return detail
-        return compute
+            self.cache.put(layer, detail)
 
     def __repr__(self) -> str:
         return (f"Trace({self.config.family}, {self.n_seq} tokens, "
@@ -292,6 +326,24 @@ class Trace:
         if name not in detail:
             raise KeyError(f"no per-layer array named {name!r} (known: {', '.join(detail)})")
         return detail[name]
+
+    def head_array(self, name: str, layer: int, head: int) -> np.ndarray:
+        """One head's array of one layer (head_array("scores", 2, 5) -> [n_seq, n_seq]): equal
+        to layer(name, layer)[head] bit for bit, without computing the other heads' where the
+        array is derived (scores) or the layer is kept per head (core/layer_detail.py)."""
+        if not 0 <= head < self.config.n_head:
+            raise IndexError(f"head {head} is out of range (the model has {self.config.n_head})")
+        value = self.detail(layer).head(name, head)
+        self.cache.trim(layer)
+        return value
+
+    def head_rows(self, name: str, layer: int, row: int) -> np.ndarray:
+        """[n_head, ...]: row `row` (a query) of every head's array (attention weights of one
+        token in every head), layer(name, layer)[:, row] bit for bit; in a layer kept per
+        head, or for a derived array, a head at a time (one head's n² at once, not n_head's)."""
+        rows = self.detail(layer).rows(name, row)
+        self.cache.trim(layer)
+        return rows
 
     def layer_names(self) -> tuple[str, ...]:
         """Per-layer names in the order the forward pass produces them."""

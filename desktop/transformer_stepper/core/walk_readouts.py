@@ -225,7 +225,7 @@ def read_rotary(c: Context) -> dict:
 
 # -- attention ------------------------------------------------------------------------------------
 def _weights(c: Context, trace: Optional[Trace] = None) -> np.ndarray:
-    return (trace or c.trace).layer("attn_weights", c.state.layer)[c.state.head, c.position]
+    return (trace or c.trace).head_array("attn_weights", c.state.layer, c.state.head)[c.position]
 
 
 @_register
@@ -242,9 +242,9 @@ def read_attention(c: Context) -> dict:
 def read_weighted_sum(c: Context) -> dict:
     """The head's output at the selected token against Σ_j w_j·v_j, term by term."""
     w = _weights(c).astype(np.float64)
-    v = c.trace.layer("v", c.state.layer)[c.state.head].astype(np.float64)
+    v = c.trace.head_array("v", c.state.layer, c.state.head).astype(np.float64)
     terms = w[:, None] * v                                       # [n_k, d_head]
-    out = c.trace.layer("head_outputs", c.state.layer)[c.state.head, c.position]
+    out = c.trace.head_array("head_outputs", c.state.layer, c.state.head)[c.position]
     sizes = np.linalg.norm(terms, axis=1)
     top = int(np.argmax(sizes))
     return dict(sum_difference=_f(np.max(np.abs(terms.sum(axis=0) - out))), n_terms=len(w),
@@ -255,7 +255,7 @@ def read_weighted_sum(c: Context) -> dict:
 def read_provenance(c: Context) -> dict:
     from .provenance import explain
 
-    out = c.trace.layer("head_outputs", c.state.layer)[c.state.head, c.position]
+    out = c.trace.head_array("head_outputs", c.state.layer, c.state.head)[c.position]
     dim = int(np.argmax(np.abs(out)))
     e = explain(c.model, c.trace, "head_outputs", (c.state.layer, c.state.head, c.position, dim))
     return dict(prov_dim=dim, prov_value=e.value, prov_traced=e.traced,
@@ -266,7 +266,7 @@ def read_provenance(c: Context) -> dict:
 @_register
 def read_heads(c: Context) -> dict:
     """Which token each head of the layer reads most from the selected token."""
-    weights = c.trace.layer("attn_weights", c.state.layer)[:, c.position]     # [n_head, n_k]
+    weights = c.trace.head_rows("attn_weights", c.state.layer, c.position)     # [n_head, n_k]
     tops = [c.label(int(np.argmax(row))) for row in weights]
     return dict(heads_tops=", ".join(f"head {h} → {t}" for h, t in enumerate(tops)),
                 n_distinct_tops=len(set(np.argmax(weights, axis=1).tolist())))
@@ -293,10 +293,10 @@ def read_scores(c: Context) -> dict:
     """A score recomputed from this text's q and k (the fixed W_Q, W_K applied to this input):
     q_i·k_j/√d_head against the trace's, for the key the selected token weights most."""
     layer, head, i = c.state.layer, c.state.head, c.position
-    q = c.trace.layer("q", layer)[head, i].astype(np.float64)
+    q = c.trace.head_array("q", layer, head)[i].astype(np.float64)
     j = int(np.argmax(_weights(c)))
-    k = c.trace.layer("k", layer)[head, j].astype(np.float64)
-    traced = _f(c.trace.layer("scores", layer)[head, i, j])             # scaled, before the mask
+    k = c.trace.head_array("k", layer, head)[j].astype(np.float64)
+    traced = _f(c.trace.head_array("scores", layer, head)[i, j])             # scaled, before the mask
     mine = _f(q @ k / np.sqrt(c.config.d_head))
     w_q = c.model.params.shape(f"h.{layer}.attn.q.w")
     return dict(score_key=c.label(j), score=traced, score_recomputed=mine,

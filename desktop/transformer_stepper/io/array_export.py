@@ -150,14 +150,14 @@ def stage_arrays(trace: Trace, stage_key: str, layer: int, head: int,
                 continue
         elif name in ("input_ids", "offsets", "special_tokens_mask"):
             values = getattr(trace, name)
-        elif name in trace:
-            values = trace[name]
-        else:
+        elif name not in trace:
             continue          # not in this family (token types in GPT-2, ln_f in BERT, ...)
-        if index == "layer":
-            values = values[layer]
+        elif index == "layer":
+            values = trace.layer(name, layer)          # this layer's only (not every layer's)
         elif index == "head":
-            values = values[layer, head]
+            values = trace.head_array(name, layer, head)
+        else:
+            values = trace[name]
         columns = _COLUMN_NAMES.get(name)
         if name in _KEY_COLUMNS:
             columns = key_columns

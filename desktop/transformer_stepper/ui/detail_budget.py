@@ -3,7 +3,8 @@ weights, head outputs, feed-forward arrays) a trace keeps before the least recen
 layer is dropped (and recomputed when shown again; core/trace.py LayerCache). View → Detail
 Budget… sets it (kept in the window's settings, applied to the trace shown and every trace
 after); the status bar says what is kept, and says so when one layer alone is over the budget
-(it is computed and kept whole: the views need the whole layer's arrays)."""
+(it is kept per head: without its n_head·n² weights, a head's computed when shown; and when
+even that is over, kept so all the same: a view needs the layer it shows)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -19,15 +20,16 @@ def budget_mib(settings) -> int:
 
 
 def cache_text(trace) -> Optional[str]:
-    """'detail 3/12 layers, 854 / 1,024 MiB', or, when one layer alone is over the budget,
-    'detail: layer 7 kept whole, 2,304 MiB > budget 1,024 MiB'; None without a trace."""
+    """'detail 3/12 layers, 854 / 1,024 MiB', or, when one layer alone is over the budget even
+    per head, 'detail: layer 7 kept per head, 1,304 MiB > budget 1,024 MiB'; None without a trace."""
     if trace is None:
         return None
     cache = trace.cache
     held, budget = cache.nbytes() / 2**20, cache.budget / 2**20
     over = cache.oversized()
     if over is not None:
-        return f"detail: layer {over} kept whole, {held:,.0f} MiB > budget {budget:,.0f} MiB"
+        how = "per head" if over in cache.per_head() else "whole"
+        return f"detail: layer {over} kept {how}, {held:,.0f} MiB > budget {budget:,.0f} MiB"
     return (f"detail {len(cache.layers())}/{trace.config.n_layer} layers, "
             f"{held:,.0f} / {budget:,.0f} MiB")
 

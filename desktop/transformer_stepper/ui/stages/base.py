@@ -295,7 +295,7 @@ class StageView(QWidget):
         return self.trace.layer(name, self.session.layer)
 
     def head_array(self, name: str) -> np.ndarray:
-        return self.trace.layer(name, self.session.layer)[self.session.head]
+        return self.trace.head_array(name, self.session.layer, self.session.head)
 
     # -- the export contract ----------------------------------------------------------------
     def finish_building(self) -> None:

@@ -205,7 +205,7 @@ class PositionAdditionView(StageView):
         pairs = measures.shown_pairs(half)
         angles = trace["rope_angles"][i]
         for figure, name in ((self.q_turn, "q"), (self.k_turn, "k")):
-            before, after = trace.layer(f"{name}_unrotated", 0)[head, i], trace.layer(name, 0)[head, i]
+            before, after = trace.head_array(f"{name}_unrotated", 0, head)[i], trace.head_array(name, 0, head)[i]
             curves = []
             for n, (pair, (b, a)) in enumerate(zip(pairs, measures.pair_arrows(before, after, pairs, half))):
                 color = PALETTE[n % len(PALETTE)]
@@ -234,7 +234,7 @@ class PositionAdditionView(StageView):
     def stage_values(self) -> dict:
         trace, i = self.trace, self.selected
         if trace.config.position == "rotary":
-            q0, q1 = trace.layer("q_unrotated", 0)[self.session.head, i], trace.layer("q", 0)[self.session.head, i]
+            q0, q1 = trace.head_array("q_unrotated", 0, self.session.head)[i], trace.head_array("q", 0, self.session.head)[i]
             return {"q_norm_before": f"{float(np.linalg.norm(q0)):.3f}",
                     "q_norm_after": f"{float(np.linalg.norm(q1)):.3f}", "pos": i,
                     "embed_scale": f"{trace.config.embed_scale:.3g}"}

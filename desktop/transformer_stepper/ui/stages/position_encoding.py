@@ -144,7 +144,7 @@ class PositionEncodingView(StageView):
         i = self.selected
         j = max(i - 1, 0)
         head = self.session.head
-        return (trace.layer("q_unrotated", 0)[head, i], trace.layer("k_unrotated", 0)[head, j], i, j)
+        return (trace.head_array("q_unrotated", 0, head)[i], trace.head_array("k_unrotated", 0, head)[j], i, j)
 
     def update_selection(self) -> None:
         i = self.selected

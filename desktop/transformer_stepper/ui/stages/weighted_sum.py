@@ -59,7 +59,7 @@ class WeightedSumView(StageView):
                  for w, n in zip(weights, v_norms)]
         self.sizes.set_title(f"How much each source adds to {token}: |weight_j · v_j|")
         self.sizes.set_data(self.sizes_values, self.labels, i, notes=notes)
-        every_head = trace.layer("attn_weights", layer)[:, i, :]     # [n_head, n_k]
+        every_head = trace.head_rows("attn_weights", layer, i)     # [n_head, n_k]
         head_names = [f"head {h}" for h in range(trace.config.n_head)]
         self.all_heads.set_title(f"Weights of {token} in every head of layer {layer} (click: pick head)")
         self.all_heads.set_data(every_head, head_names, self.labels,
@@ -74,7 +74,7 @@ class WeightedSumView(StageView):
         i = self.selected
         order = np.argsort(-self.sizes_values)
         top = order[0]
-        every_head = self.trace.layer("attn_weights", self.session.layer)[:, i, :]
+        every_head = self.trace.head_rows("attn_weights", self.session.layer, i)
         favourites = [self.labels[int(j)] for j in every_head.argmax(axis=1)]
         return {"top_source": self.labels[int(top)], "top_weight": format_value(float(self._weights[top])),
                 "top_size": f"{float(self.sizes_values[top]):.3f}",
