@@ -178,8 +178,10 @@ def grown(config: ModelConfig, detail: Detail, part: Detail, start: int, end: in
     masked = _masked(config, detail, part, start, extent)
     out: dict[str, np.ndarray] = {}
     same: dict[tuple[int, int], np.ndarray] = {}      # aliases (attn_in is ln_1_out) stay one array
+    alive = []      # a derived array (layer_detail.py) is made when read: held, its id stays its own
     for name, new in part.items():
         old = detail.get(name)
+        alive.append(old)
         if start and old is None:
             raise KeyError(f"the layer's detail has no {name!r} to grow")
         key = (id(old), id(new))
@@ -220,7 +222,9 @@ def cut_detail(detail: Detail, n_seq: int) -> dict[str, np.ndarray]:
     whole extent."""
     out: dict[str, np.ndarray] = {}
     same: dict[int, np.ndarray] = {}
+    alive = []      # a derived array (layer_detail.py) is made when read: held, its id stays its own
     for name, value in detail.items():
+        alive.append(value)
         if id(value) not in same:
             axis = value.ndim - 2
             part = _rows(value, axis, n_seq)
