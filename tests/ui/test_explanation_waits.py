@@ -3,6 +3,7 @@ for and reads none of the layer's numbers (reading them made the GUI thread wait
 the longest stall of a walk on a GPT-2-small-shaped model at 1,000 tokens); once the layer is
 drawn it quotes them."""
 from transformer_stepper.core.trace import Trace
+from transformer_stepper.ui.stepper_view import EXPLAIN
 
 
 def test_explanation_waits_for_the_layer_then_quotes_it(qtbot, loaded_window, monkeypatch):
@@ -19,7 +20,7 @@ def test_explanation_waits_for_the_layer_then_quotes_it(qtbot, loaded_window, mo
     real_layer = Trace.layer
     monkeypatch.setattr(Trace, "layer", lambda self, name, layer: asked.append(layer) or real_layer(self, name, layer))
     session.set_layer(1)
-    qtbot.waitUntil(lambda: not stepper._explain_soon.isActive(), timeout=5_000)
+    qtbot.waitUntil(lambda: not session.frames.pending(EXPLAIN), timeout=5_000)
     stepper.update_explanation()
     assert held and "Computing layer 1" in stepper.explanation.toPlainText()
     assert 1 not in asked
