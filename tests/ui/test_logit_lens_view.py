@@ -15,9 +15,8 @@ LAPTOP = (1366, 768)
 TIMEOUT = 20_000
 
 
-def test_the_view_draws_what_is_on_screen_first_and_fills_in_the_rest(qtbot, loaded_window, monkeypatch):
-    monkeypatch.setattr(lens_blocks, "LENS_BLOCK", 4)       # many blocks for a short text
-    monkeypatch.setattr(logit_lens, "PIECE", 2)
+def _long_text_window(qtbot, loaded_window):
+    # the GPT-2 fixture at laptop size on a text of many lens blocks, its last token selected
     window = loaded_window("gpt2")
     window.resize(*LAPTOP)
     qtbot.waitExposed(window)
@@ -25,6 +24,14 @@ def test_the_view_draws_what_is_on_screen_first_and_fills_in_the_rest(qtbot, loa
     with qtbot.waitSignal(session.traceChanged, timeout=10_000):
         session.set_text("the bank of the river was full of water and the money " * 4, immediate=True)
     session.select_token(session.trace.n_seq - 1)
+    return window
+
+
+def test_the_view_draws_what_is_on_screen_first_and_fills_in_the_rest(qtbot, loaded_window, monkeypatch):
+    monkeypatch.setattr(lens_blocks, "LENS_BLOCK", 4)       # many blocks for a short text
+    monkeypatch.setattr(logit_lens, "PIECE", 2)
+    window = _long_text_window(qtbot, loaded_window)
+    session = window.session
     drawn = []
     session.set_stage("logit_lens")
     view = window.stepper.current_view()
@@ -60,13 +67,8 @@ def test_scrolling_asks_for_the_new_window_first(qtbot, loaded_window, monkeypat
         compute(cache, pieces)
 
     monkeypatch.setattr(lens_blocks.TraceLens, "compute", slowly)
-    window = loaded_window("gpt2")
-    window.resize(*LAPTOP)
-    qtbot.waitExposed(window)
+    window = _long_text_window(qtbot, loaded_window)
     session = window.session
-    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
-        session.set_text("the bank of the river was full of water and the money " * 4, immediate=True)
-    session.select_token(session.trace.n_seq - 1)
     asked = []
     original = lens_blocks.next_piece
     monkeypatch.setattr(logit_lens, "next_piece",
