@@ -11,7 +11,7 @@ import pytest
 from transformer_stepper import HeadTemperature, load_model
 from transformer_stepper.core import forward
 from transformer_stepper.core.layer_detail import PER_HEAD
-from transformer_stepper.core.trace import Recorder
+from transformer_stepper.core.recorder import Recorder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TEXT = "the bank of the river was steep and the water ran fast"

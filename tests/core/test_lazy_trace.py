@@ -9,7 +9,8 @@ from tests.core.test_forward import TEXT as BASE_TEXT
 from tests.core.test_forward import make_model
 from transformer_stepper.core.forward import forward
 from transformer_stepper.core.layer_context import context
-from transformer_stepper.core.trace import LayerCache, Recorder
+from transformer_stepper.core.layer_cache import LayerCache
+from transformer_stepper.core.recorder import Recorder
 
 
 KINDS = [*BASE_KINDS, "llama"]                 # llama: rotary, RMSNorm, SwiGLU, GQA
@@ -230,7 +231,7 @@ def test_the_change_of_the_logits_is_one_product_of_the_change_of_the_head_input
 def test_a_layer_under_way_blocks_neither_readiness_nor_other_layers_and_is_computed_once():
     import threading
 
-    from transformer_stepper.core.trace import LayerCache
+    from transformer_stepper.core.layer_cache import LayerCache
 
     started, release = threading.Event(), threading.Event()
     calls = []

@@ -2,7 +2,7 @@
 cheap step away from the kept ones, which are derived, by the pass's own stage functions, when
 read (so they are the pass's bits; tests/core/test_layer_detail.py).
 
-Kept (a layer recorded by core/trace.py's Recorder(derive=True), i.e. every Model trace):
+Kept (a layer recorded by core/recorder.py's Recorder(derive=True), i.e. every Model trace):
   attn_weights [n_head, n_q, n_k]   the only n_head·n² array (not kept in a per-head layer)
   q [n_head, n, d_head]             non-rotary layers; rotary ones keep q_unrotated instead
   k, v [n_kv_head, n, d_head]       per K/V head, not repeated to every query head; rotary

@@ -5,7 +5,7 @@ final hidden state's row is the prediction).
 Blocks sit at fixed positions (0–63, 64–127, ...), so a block's numbers depend on its rows of
 the head's input and nothing else: BLAS may sum a 3-row product in another order than a 64-row
 one, but the same rows through the same product give the same bits. A trace made from another
-(a generation step, an edit after an unchanged beginning: core/model.py extend/retrace) shares
+(a generation step, an edit after an unchanged beginning: core/growth.py extend/retrace) shares
 its first rows bit for bit, so a block whose input rows are byte-identical to a block computed
 before is taken from a per-model store keyed by a digest of those bytes instead of recomputed;
 a partial block (the old text's last, now longer) has other rows and is computed afresh."""

@@ -1,4 +1,6 @@
-"""A loaded model: config + parameters + tokenizer. `trace(text)` is the public entry point."""
+"""A loaded model: config + parameters + tokenizer. `trace(text)` is the public entry point.
+A causal trace grown or cut by rows (extend, retrace, truncate, shared_rows) is core/growth.py's,
+which Model inherits."""
 from __future__ import annotations
 
 from typing import Callable, Mapping, Optional, Sequence
@@ -14,18 +16,12 @@ from .forward import block, finish, forward
 from .head import head_product, vocabulary_logits
 from .kv_cache import KVCache
 from .layer_context import context
-from .rotary import rope_length_key
 from .tokenize import Encoded, Tokenizer
 from .layer_detail import AttentionRule, LayerDetail
-from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, Recorder, Trace
-
-
-# Corrupt weights (inf, NaN) or extreme activations make numpy warn from deep inside an op,
-# as several lines on stderr; the values themselves (inf, NaN) are what the trace should
-# show, and callers check np.isfinite where they care. errstate is context-local, but one
-# instance cannot be entered twice at once: make a new one per pass.
-def _quiet_floats() -> np.errstate:
-    return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
+from .growth import Growth
+from .ops import quiet_floats
+from .recorder import Recorder
+from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, Trace
 
 
 def check_params(params: Mapping[str, np.ndarray], config: ModelConfig,
@@ -58,7 +54,7 @@ def check_params(params: Mapping[str, np.ndarray], config: ModelConfig,
     return checked
 
 
-class Model:
+class Model(Growth):
     def __init__(self, config: ModelConfig, params: Mapping[str, np.ndarray],
                  tokenizer: Tokenizer, source: str = "") -> None:
         where = source or config.name or "model"
@@ -106,7 +102,7 @@ class Model:
     def __call__(self, text: str) -> dict:
         """The untraced forward pass: {"last_hidden_state", "logits"}."""
         ids, types = self._checked_ids(self.encode(text))
-        with _quiet_floats():
+        with quiet_floats():
             return forward(self.params, self.config, ids, types)
 
     def trace(self, text: str, detail_budget: int = DEFAULT_DETAIL_BUDGET,
@@ -141,7 +137,7 @@ class Model:
                             derive=self.derived_names, per_head_over=detail_budget)
         # a decoder keeps its keys and values, so the text can grow a token at a time
         cache = KVCache(self.config.n_layer) if self.can_generate and not interventions else None
-        with _quiet_floats():
+        with quiet_floats():
             ctx = context(self.config, len(ids), recorder, interventions=interventions)
             forward(self.params, self.config, ids, types, recorder, ctx=ctx, cache=cache, logits=False,
                     after_layer=after_layer)
@@ -172,7 +168,7 @@ class Model:
             return self.trace_encoded(encoded, trace.text, trace.cache.budget, detail_layers, interventions)
         recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=tuple(l for l in detail_layers if l >= first),
                             derive=self.derived_names)
-        with _quiet_floats():
+        with quiet_floats():
             ctx = context(self.config, trace.n_seq, interventions=interventions)
             x = trace.residual["layer_in"][first]
             for layer in range(first, self.config.n_layer):
@@ -224,7 +220,7 @@ class Model:
             # the same block function, from the same stored input: bit-identical to recording
             # the layer during the pass
             layer_recorder = Recorder(per_layer=(), detail_layers=(layer,), derive=self.derived_names)
-            with _quiet_floats():
+            with quiet_floats():
                 block(params, config, layer_inputs[layer], ctx, layer, layer_recorder)
             return self._details(layer_recorder, ctx)[layer]
 
@@ -235,7 +231,7 @@ class Model:
 
         def compute_layer(layer: int) -> LayerDetail:
             # block by block as the passes computed the rows: bit-identical to their recording
-            with _quiet_floats():
+            with quiet_floats():
                 return row_blocks.layer_detail(params, config, layer, layer_inputs[layer], kv_cache,
                                                blocks, n_seq)
 
@@ -248,226 +244,11 @@ class Model:
         source = arrays.get("head_transform", arrays.get("final_ln_out"))
         return LogitHead(self.params, self.config, residual["layer_out"][-1] if source is None else source)
 
-    # -- generation ----------------------------------------------------------------------
+    # -- generation (extend, retrace, truncate: core/growth.py) ---------------------------
     @property
     def can_generate(self) -> bool:
         """A causal model with an output head predicts the next token."""
         return self.config.causal and self.config.lm_head
-
-    def extend(self, trace: Trace, token_ids) -> Trace:
-        """The trace of trace's text followed by `token_ids`, computing only the new rows in
-        every layer: their keys and values join the cached ones, their queries read all of
-        them (the KV cache). Equal, to float rounding, to tracing the whole extended text; the
-        given trace is left as it was (undo is keeping it). Every FAN-th step of a size class
-        computes its blocks' rows again as one (row_blocks.pass_start); the layer read last (on
-        screen) is grown, not recomputed, when trace holds it (row_blocks.grown)."""
-        if trace.interventions:
-            raise ModelError("generation from an intervened trace is not supported; clear the interventions")
-        if not self.can_generate or trace.kv_cache is None:
-            raise ModelError(f"{self.name}: only a causal model with an output head can extend a text")
-        if trace.config is not self.config:
-            raise ModelError("the trace was made by another model")
-        new_ids = np.asarray(token_ids, dtype=np.int64).reshape(-1)
-        start, n_new = trace.n_seq, len(new_ids)
-        if n_new == 0:
-            return trace
-        if start + n_new > self.config.n_ctx:
-            raise ModelError(f"the context is full: {start} + {n_new} tokens is more than the "
-                             f"model's {self.config.n_ctx}")
-        if new_ids.min() < 0 or new_ids.max() >= self.config.n_vocab:
-            bad = int(new_ids[(new_ids < 0) | (new_ids >= self.config.n_vocab)][0])
-            raise ModelError(f"token id {bad} is outside the model's vocabulary of {self.config.n_vocab}")
-        ids = np.concatenate([trace.input_ids, new_ids])
-        types = np.concatenate([trace.arrays["token_type_ids"], np.zeros(n_new, dtype=np.int64)])
-        first = self._pass_start(trace, start, len(ids))
-        arrays, residual, cache, full_ctx, blocks, details = self._continued(
-            trace, first, ids, types, ())
-        pieces = self.tokenizer.continuation(trace.input_ids, new_ids)
-        offsets, text = [], trace.text
-        for piece in pieces:
-            offsets.append((len(text), len(text) + len(piece)))
-            text += piece
-        return self._trace(arrays, residual, full_ctx, text=text,
-                           tokens=trace.tokens + tuple(self.tokenizer.id_to_token(i) for i in new_ids),
-                           input_ids=ids,
-                           offsets=np.concatenate([trace.offsets, np.asarray(offsets, dtype=np.int64)]),
-                           special_tokens_mask=np.concatenate([trace.special_tokens_mask,
-                                                               np.zeros(n_new, bool)]),
-                           detail_budget=trace.cache.budget, kv_cache=cache,
-                           generated=np.concatenate([trace.generated, np.ones(n_new, bool)]),
-                           computed_rows=len(ids) - first, recorded_details=details, row_blocks=blocks)
-
-    def _pass_start(self, previous: Trace, shared: int, n_seq: int) -> int:
-        # where a pass keeping previous's first `shared` rows starts (row_blocks.pass_start)
-        if previous.row_blocks is None:
-            return shared
-        return row_blocks.pass_start(previous.row_blocks, shared, n_seq)
-
-    def _continued(self, previous: Trace, start: int, ids: np.ndarray, types: np.ndarray,
-                   wanted: tuple[int, ...], after_layer=None):
-        """previous's first `start` rows, then ids[start:] computed after them with the keys
-        and values cached -> (arrays, residual, cache, the whole sequence's context, row
-        blocks, layer details). The layers of `wanted` previous holds (none: the one read
-        last) are grown by the rows the pass records for them, or cut when it computes none."""
-        n_seq = len(ids)
-        if start == previous.n_seq == n_seq:            # the same tokens: the same layers
-            return (previous.arrays, previous.residual, previous.kv_cache, context(self.config, n_seq),
-                    previous.row_blocks, dict(previous.cache.held()))
-        held = self._held(previous, wanted)
-        if not start:                                   # every row again: the pass records them
-            return self._fresh(ids, types, after_layer, tuple(held))
-        base = previous if start == previous.n_seq else self.truncate(previous, start, carry=False)
-        if start == n_seq:
-            return (base.arrays, base.residual, base.kv_cache, context(self.config, n_seq), base.row_blocks,
-                    row_blocks.grow_or_carry(self.config, held, {}, start, n_seq))
-        arrays, residual, cache, ctx, blocks, parts = self._grown(base, ids[start:], types[start:], after_layer,
-                                                                  tuple(held))
-        with _quiet_floats():
-            details = row_blocks.grow_or_carry(self.config, held, parts or {}, start, n_seq)
-        return arrays, residual, cache, ctx, blocks, details
-
-    def _held(self, previous: Trace, wanted: tuple[int, ...]) -> dict:
-        # the layers of previous to grow or cut into the next trace: those of `wanted` it holds
-        # (none: the one read last, i.e. on screen); the others are computed when visited
-        if previous.row_blocks is None:
-            return {}
-        held = previous.cache.held()
-        wanted = tuple(wanted) or tuple(layer for layer, _ in held[-1:])
-        return {layer: detail for layer, detail in held if layer in wanted}
-
-    def _grown(self, trace: Trace, new_ids: np.ndarray, types: np.ndarray,
-               after_layer: Optional[Callable[[int], None]] = None, grow_layers: tuple[int, ...] = ()):
-        """trace's arrays, residual stream and KV cache with the rows of `new_ids` appended,
-        only those computed; -> (arrays, residual, cache, the whole sequence's context, row
-        blocks, the detail of `grow_layers` the pass recorded for the new rows; None when
-        every row was computed afresh)."""
-        start, n_new = trace.n_seq, len(new_ids)
-        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=grow_layers)
-        cache = trace.kv_cache.copy()
-        if rope_length_key(self.config, start) != rope_length_key(self.config, start + n_new):
-            return self._fresh(np.concatenate([trace.input_ids, new_ids]),
-                               np.concatenate([trace.arrays["token_type_ids"], types]), after_layer)[:5] + (None,)
-        with _quiet_floats():
-            step_ctx = context(self.config, start + n_new, recorder, start)
-            forward(self.params, self.config, new_ids, types, recorder, ctx=step_ctx, cache=cache,
-                    logits=False, after_layer=after_layer)
-            full_ctx = context(self.config, start + n_new)
-        new_arrays, new_residual = recorder.finish()
-        new_arrays["token_type_ids"] = types.copy()
-        arrays = {name: _joined(value, new_arrays[name]) for name, value in trace.arrays.items()
-                  if name in new_arrays}
-        residual = {name: tuple(_joined(old, new) for old, new in zip(trace.residual[name], new_residual[name]))
-                    for name in trace.residual}
-        blocks = row_blocks.appended(trace.row_blocks or ((0, start),), start, start + n_new)
-        return arrays, residual, cache, full_ctx, blocks, recorder.details
-
-    def _fresh(self, ids: np.ndarray, all_types: np.ndarray, after_layer=None,
-               detail_layers: tuple[int, ...] = ()):
-        """_grown's result computed afresh over every row, with the detail of `detail_layers`:
-        the rotary frequencies changed with the length (dynamic, longrope), so the cached keys
-        and earlier rows no longer hold (transformers' Phi-3 drops its cache at that step too),
-        or the blocks to merge began at the first row."""
-        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers)
-        cache = KVCache(self.config.n_layer)
-        with _quiet_floats():
-            ctx = context(self.config, len(ids), recorder)
-            forward(self.params, self.config, ids, all_types, recorder, ctx=ctx, cache=cache,
-                    logits=False, after_layer=after_layer)
-        arrays, residual = recorder.finish()
-        arrays["token_type_ids"] = all_types.copy()
-        arrays["token_type_ids"].flags.writeable = False
-        return arrays, residual, cache, ctx, ((0, len(ids)),), recorder.recorded()
-
-    def shared_rows(self, previous: Optional[Trace], encoded: Encoded) -> int:
-        """How many leading positions of `encoded` a trace of it can take from `previous`: in a
-        causal model a position's every array depends on it and the positions before it alone,
-        so where two token sequences begin alike, so do their traces. 0 for an encoder, another
-        model's or an intervened trace, or no shared first token."""
-        if (previous is None or previous.config is not self.config or previous.kv_cache is None
-                or previous.interventions or not self.can_generate):
-            return 0
-        ids = np.asarray(encoded.input_ids, dtype=np.int64)
-        types = np.asarray(encoded.token_type_ids, dtype=np.int64)
-        n = min(len(ids), previous.n_seq)
-        if rope_length_key(self.config, previous.n_seq) != rope_length_key(self.config, len(ids)):
-            return 0                              # other rotary frequencies: no row is the same
-        same = (previous.input_ids[:n] == ids[:n]) & (previous.arrays["token_type_ids"][:n] == types[:n])
-        return n if same.all() else int(np.argmin(same))
-
-    def retrace(self, previous: Optional[Trace], encoded: Encoded, text: str = "",
-                detail_layers: tuple[int, ...] = (),
-                after_layer: Optional[Callable[[int], None]] = None,
-                detail_budget: Optional[int] = None) -> Trace:
-        """The trace of `encoded` (an edited text) from `previous`, a trace of this model: the
-        positions both begin with (shared_rows) are previous's, cut; the rest run through the
-        layers with their keys and values cached, as a generation step does. Typing at the end
-        of a long text so computes the new tokens only, and deleting there computes nothing.
-        The `detail_layers` whose detail previous holds are grown by the new rows (or cut), not
-        recomputed (row_blocks.grown: bit-identical to computing them). Equal to
-        `trace_encoded(encoded)` to float rounding (the shared rows were summed in a pass over
-        another length); with no shared row (or no `previous`) it is that pass.
-        `detail_layers` are ready when it returns. `detail_budget`: bytes of layer detail the
-        new trace keeps (None: previous's, else DEFAULT_DETAIL_BUDGET)."""
-        ids, types = self._checked_ids(encoded)
-        shared = self.shared_rows(previous, encoded)
-        if detail_budget is not None:
-            budget = detail_budget
-        else:
-            budget = DEFAULT_DETAIL_BUDGET if previous is None else previous.cache.budget
-        start = self._pass_start(previous, shared, len(ids)) if shared else 0
-        if not start:       # (previous is alive meanwhile: both traces' detail within the budget)
-            held = 0 if previous is None else previous.cache.nbytes()
-            return self.trace_encoded(encoded, text, budget, detail_layers, after_layer=after_layer,
-                                      record_budget=max(budget - held, 0))
-        wanted = tuple(layer for layer in detail_layers if 0 <= layer < self.config.n_layer)
-        arrays, residual, cache, ctx, blocks, details = self._continued(previous, start, ids, types, wanted,
-                                                                        after_layer)
-        trace = self._trace(arrays, residual, ctx, text=text, tokens=encoded.tokens, input_ids=ids.copy(),
-                            offsets=np.asarray(encoded.offsets, dtype=np.int64).copy(),
-                            special_tokens_mask=np.asarray(encoded.special_tokens_mask, bool).copy(),
-                            truncated=encoded.truncated, detail_budget=budget,
-                            recorded_details=details, kv_cache=cache, computed_rows=len(ids) - start,
-                            row_blocks=blocks)
-        for layer in wanted:
-            trace.prepare(layer)
-        return trace
-
-    def truncate(self, trace: Trace, n_seq: int, carry: bool = True) -> Trace:
-        """The trace of trace's first n_seq tokens: undoing generation. In a causal model no row
-        depends on a later token, so every array is trace's own rows, cut (copied, so the longer
-        trace can be freed), and the cached keys and values are cut likewise; nothing is
-        recomputed. The text ends where the first removed token began. With `carry`, the layer
-        read last (the one on screen), if trace holds it, is cut too."""
-        if not self.can_generate or trace.kv_cache is None:
-            raise ModelError(f"{self.name}: only a causal model's trace can be cut to its first tokens")
-        if trace.config is not self.config:
-            raise ModelError("the trace was made by another model")
-        if not 1 <= n_seq <= trace.n_seq:
-            raise ModelError(f"cannot cut a trace of {trace.n_seq} tokens to {n_seq}")
-        if n_seq == trace.n_seq:
-            return trace
-        details = {}
-        if rope_length_key(self.config, n_seq) != rope_length_key(self.config, trace.n_seq):
-            arrays, residual, cache, ctx, blocks, _ = self._fresh(trace.input_ids[:n_seq],
-                                                                  trace.arrays["token_type_ids"][:n_seq])
-        else:
-            cut = lambda value: _frozen_copy(value[:n_seq])                  # noqa: E731
-            cache = KVCache(self.config.n_layer, [k[:, :n_seq].copy() for k in trace.kv_cache.keys],
-                            [v[:, :n_seq].copy() for v in trace.kv_cache.values])
-            residual = {name: tuple(cut(value) for value in values) for name, values in trace.residual.items()}
-            arrays = {name: cut(value) for name, value in trace.arrays.items()}
-            ctx = context(self.config, n_seq, interventions=trace.interventions)
-            blocks = row_blocks.cut(trace.row_blocks or ((0, trace.n_seq),), n_seq)
-            if carry:
-                held = self._held(trace, ())
-                details = {layer: row_blocks.cut_detail(d, n_seq) for layer, d in held.items()}
-        end = int(trace.offsets[n_seq][0]) if trace.offsets[n_seq][1] > 0 else len(trace.text)
-        return self._trace(arrays, residual, ctx, text=trace.text[:end], tokens=trace.tokens[:n_seq],
-                           input_ids=trace.input_ids[:n_seq].copy(), offsets=trace.offsets[:n_seq].copy(),
-                           special_tokens_mask=trace.special_tokens_mask[:n_seq].copy(),
-                           detail_budget=trace.cache.budget, kv_cache=cache,
-                           generated=trace.generated[:n_seq].copy(), computed_rows=0,
-                           interventions=trace.interventions, recorded_details=details, row_blocks=blocks)
 
 
 class LogitHead:
@@ -479,21 +260,9 @@ class LogitHead:
         self.params, self.config, self.inputs = params, config, inputs
 
     def __call__(self, rows) -> np.ndarray:
-        with _quiet_floats():
+        with quiet_floats():
             return vocabulary_logits(self.params, self.config, self.inputs[rows])
 
     def product(self, x: np.ndarray) -> np.ndarray:
-        with _quiet_floats():
+        with quiet_floats():
             return head_product(self.params, self.config, x)
-
-
-def _frozen_copy(value: np.ndarray) -> np.ndarray:
-    value = value.copy()
-    value.flags.writeable = False
-    return value
-
-
-def _joined(old: np.ndarray, new: np.ndarray) -> np.ndarray:
-    joined = np.concatenate([old, new], axis=0)
-    joined.flags.writeable = False
-    return joined

@@ -8,6 +8,15 @@ import numpy as np
 
 F32 = np.float32
 
+
+# Corrupt weights (inf, NaN) or extreme activations make numpy warn from deep inside an op,
+# as several lines on stderr; the values themselves (inf, NaN) are what the trace should
+# show, and callers check np.isfinite where they care. errstate is context-local, but one
+# instance cannot be entered twice at once: make a new one per pass.
+def quiet_floats() -> np.errstate:
+    return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
+
+
 # Abramowitz & Stegun 7.1.26: |error| < 1.5e-7 on all reals, below float32's own
 # rounding for GELU's purposes, and it needs one exp instead of a series. numpy has no erf.
 _ERF_P = F32(0.3275911)

@@ -25,7 +25,7 @@ import numpy as np
 
 from .config import ModelConfig
 from .forward import KVCache, PAIR_NAMES, block, context, later_keys
-from .trace import Recorder
+from .recorder import Recorder
 
 Block = tuple[int, int]              # (start, extent)
 Blocks = tuple[Block, ...]

@@ -14,14 +14,16 @@ import numpy as np
 
 from . import ops
 from .errors import ModelError
-from .model import LogitHead, _joined, _quiet_floats
+from .growth import _joined
+from .model import LogitHead
 from .params import ParamStore
 from .forward import block
 from .kv_cache import KVCache
 from .seq2seq import (Scoped, Seq2SeqConfig, cross_context, cross_kv, decode, decoder_block,
                       decoder_context, encode, encoder_context, expected_seq2seq_shapes, head_logits)
 from .tokenize import Encoded, Tokenizer
-from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Recorder, Trace
+from .recorder import Recorder
+from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Trace
 
 
 def check_seq2seq_params(params: Mapping[str, np.ndarray], config: Seq2SeqConfig,
@@ -58,11 +60,11 @@ class Seq2SeqLogitHead(LogitHead):
         self.seq2seq = config
 
     def __call__(self, rows) -> np.ndarray:
-        with _quiet_floats():
+        with ops.quiet_floats():
             return head_logits(self.params, self.seq2seq, self.inputs[rows])
 
     def product(self, x: np.ndarray) -> np.ndarray:
-        with _quiet_floats():
+        with ops.quiet_floats():
             scaled = x * np.float32(self.seq2seq.head_scale)
             return super().product(scaled)
 
@@ -213,7 +215,7 @@ class Seq2SeqModel:
                                  np.asarray(target_ids, dtype=np.int64)]).astype(np.int64)
         self._check_ids(target, self.config.decoder.n_ctx, "target")
         encoder = self._encoder_trace(encoded, source_text, detail_budget)
-        with _quiet_floats():
+        with ops.quiet_floats():
             memory_kv = cross_kv(self.params, self.config, encoder.hidden_states[-1])
         for k, v in memory_kv:
             k.flags.writeable = v.flags.writeable = False
@@ -231,7 +233,7 @@ class Seq2SeqModel:
     def _encoder_trace(self, encoded: Encoded, text: str, budget: int) -> Trace:
         ids = np.asarray(encoded.input_ids, dtype=np.int64)
         recorder = Recorder(per_layer=RESIDUAL_NAMES)
-        with _quiet_floats():
+        with ops.quiet_floats():
             ctx = encoder_context(self.params, self.config, len(ids), record=recorder)
             encode(self.params, self.config, ids, ctx, recorder)
         arrays, residual = recorder.finish()
@@ -240,7 +242,7 @@ class Seq2SeqModel:
 
         def compute_layer(layer: int) -> LayerDetail:
             layer_recorder = Recorder()
-            with _quiet_floats():
+            with ops.quiet_floats():
                 block(enc_params, enc_config, residual["layer_in"][layer], ctx, layer, layer_recorder)
             return {name: values[0] for name, values in layer_recorder.per_layer.items()}
 
@@ -257,7 +259,7 @@ class Seq2SeqModel:
         def compute_layer(layer: int) -> LayerDetail:
             # the same decoder block from the same stored input, over the whole target
             layer_recorder = Recorder()
-            with _quiet_floats():
+            with ops.quiet_floats():
                 decoder_block(dec_params, dec_config, layer_inputs[layer], ctx, cross_ctx,
                               memory_kv[layer], layer, layer_recorder)
             return {name: values[0] for name, values in layer_recorder.per_layer.items()}
@@ -270,7 +272,7 @@ class Seq2SeqModel:
         recorder = Recorder(per_layer=RESIDUAL_NAMES)
         cache = previous.kv_cache.copy() if previous is not None else KVCache(self.config.decoder.n_layer)
         start = cache.n_seq
-        with _quiet_floats():
+        with ops.quiet_floats():
             decode(self.params, self.config, target[start:], memory_kv, cross_context(self.config),
                    recorder, cache=cache, logits=False, after_layer=after_layer)
         arrays, residual = recorder.finish()

@@ -1,6 +1,6 @@
 """The detail budget as a user preference: how many MiB of layer detail (q, k, v, scores,
 weights, head outputs, feed-forward arrays) a trace keeps before the least recently shown
-layer is dropped (and recomputed when shown again; core/trace.py LayerCache). View → Detail
+layer is dropped (and recomputed when shown again; core/layer_cache.py). View → Detail
 Budget… sets it (kept in the window's settings, applied to the trace shown and every trace
 after); the status bar says what is kept, and says so when one layer alone is over the budget
 (it is kept per head: without its n_head·n² weights, a head's computed when shown; and when

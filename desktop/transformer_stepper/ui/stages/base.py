@@ -16,7 +16,6 @@ from shiboken6 import isValid
 
 from ...core import stages
 from ...core.errors import ModelError
-from ...core.labels import ACTIVATION_LABELS, NORM_LABELS
 from ...core.trace import Trace
 from ...io.gguf_weights import is_gguf
 from ..connections import Connections
@@ -24,34 +23,8 @@ from ..frames import FigureTurns
 from ..plots.common import Figure
 from ..view_state import ViewState
 from ..workers import Task
-
-
-def intervention_note(interventions, stage: stages.Stage, layer: int, head: int) -> str:
-    """What the interventions of the trace shown change here, in a line ('' for nothing)."""
-    from ...core.interventions import AblateHead, HeadTemperature, NoPositions, ShufflePositions, SwapEmbedding
-
-    notes = []
-    for item in interventions:
-        if isinstance(item, (AblateHead, HeadTemperature)) and stage.per_layer and item.layer == layer:
-            if stage.key in ("qkv", "scores") or (stage.key == "softmax" and isinstance(item, AblateHead)):
-                continue                                 # acts after these stages
-            if stage.per_head and item.head != head:
-                notes.append(f"head {item.head} of this layer is {'ablated' if isinstance(item, AblateHead) else 'tempered'}"
-                             " (select it to see)")
-            elif isinstance(item, AblateHead):
-                by = "zeros" if item.mode == "zero" else "its mean over positions"
-                notes.append(f"head {item.head} is ablated: its output (weights · V) is replaced by {by} "
-                             "before W_O; its weights and values are still computed")
-            else:
-                notes.append(f"head {item.head}'s softmax is softmax(scores / {item.temperature:g})")
-        elif isinstance(item, SwapEmbedding) and stage.key in ("embedding", "position_addition"):
-            notes.append(f"position {item.position} is looked up as token id {item.token_id} "
-                         "(the labels still show the typed token)")
-        elif isinstance(item, (NoPositions, ShufflePositions)) and stage.key in (
-                "position_encoding", "position_addition", "qkv"):
-            notes.append("no position encoding is added or rotated in" if isinstance(item, NoPositions)
-                         else f"the position encodings are shuffled (seed {item.seed})")
-    return "Intervened here: " + "; ".join(dict.fromkeys(notes)) + "." if notes else ""
+from .explanation_values import common_values
+from .notes import cache_note, intervention_note, note_label
 
 
 READOUT_HINT = ("Hover a plot for exact values; click a token to select it; "
@@ -91,10 +64,10 @@ class StageView(QWidget):
         outer.addLayout(self.controls)
         # attention stages after a pass that reused cached positions: which keys and values
         # came from the cache
-        self.cache_note = _note("cache_note", "#2d6f2d", "#e3f4e1")
+        self.cache_note = note_label("cache_note", "#2d6f2d", "#e3f4e1")
         outer.addWidget(self.cache_note)
         # the intervened pass shown: what the interventions change at this stage, layer and head
-        self.intervention_note = _note("intervention_note", "#5c3d00", "#ffe9b3")
+        self.intervention_note = note_label("intervention_note", "#5c3d00", "#ffe9b3")
         outer.addWidget(self.intervention_note)
         self.placeholder = QLabel("Open a model and type a sentence to see this stage.")
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -431,45 +404,16 @@ class StageView(QWidget):
         return self.is_current() and not self._turns.pending()
 
     def _note_cache(self, trace: Trace) -> None:
-        reused = trace.n_seq - trace.computed_rows
-        shown = self.stage.per_head and trace.kv_cache is not None and 0 < reused < trace.n_seq
-        self.cache_note.setVisible(shown)
-        if shown:
-            new = (f"position {reused}" if trace.computed_rows == 1
-                   else f"positions {reused}–{trace.n_seq - 1}")
-            self.cache_note.setText(
-                f"KV cache: the last pass (a generation step, or text typed after an unchanged "
-                f"beginning) computed only {new}. The keys and values of positions 0–{reused - 1} "
-                f"({reused} of {trace.n_seq}) came from earlier passes, unchanged; each new "
-                f"query's row reads all {trace.n_seq}.")
+        note = cache_note(trace, self.stage.per_head)
+        self.cache_note.setVisible(bool(note))
+        if note:
+            self.cache_note.setText(note)
 
     def explanation_values(self) -> tuple[dict, dict]:
         """(values, flags) for the stage's explanation template."""
-        session, trace = self.session, self.trace
-        values: dict = {"layer": session.layer, "head": session.head,
-                        "next_layer": session.layer + 1,
-                        "prev_layer": "embedding" if session.layer == 0 else session.layer - 1,
-                        "temperature": f"{session.temperature:.2f}"}
-        flags: dict = {"trace": trace is not None}
+        trace = self.trace
+        values, flags = common_values(self.session, trace)
         if trace is not None:
-            c = trace.config
-            i = min(self.selected, trace.n_seq - 1)
-            values.update(n_seq=trace.n_seq, d_model=c.d_model, n_head=c.n_head, d_head=c.d_head,
-                          n_layer=c.n_layer, d_ff=c.d_ff, n_vocab=c.n_vocab, n_ctx=c.n_ctx,
-                          last_layer=c.n_layer - 1, family=c.family, model=c.name,
-                          token=self.labels[i], token_index=i, token_id=int(trace.input_ids[i]),
-                          eps=f"{c.ln_eps:g}", n_types=c.n_token_types,
-                          activation=ACTIVATION_LABELS[c.activation],
-                          norm_kind_name=NORM_LABELS[c.norm_kind], n_kv_heads=c.n_kv_heads,
-                          group_size=c.group_size, last_id=c.n_vocab - 1, last_position=trace.n_seq - 1)
-            flags.update(last_layer=self.session.layer == c.n_layer - 1, causal=c.causal, sinusoidal=c.position == "sinusoidal",
-                         learned=c.position == "learned", token_types=c.n_token_types > 0,
-                         embed_norm=c.embed_norm, pre_ln=c.norm == "pre", post_ln=c.norm == "post",
-                         lm_head=c.lm_head, final_norm=c.final_norm,
-                         mlm=c.lm_head and not c.causal, rotary=c.position == "rotary",
-                         rms=c.norm_kind == "rms", gated=c.gated_mlp, gqa=c.group_size > 1,
-                         added_positions=c.position in ("learned", "sinusoidal"), tied=c.tied_head,
-                         concat=c.position == "concat")
             if self._problem or self._drawn is None:   # not drawn: no numbers to quote
                 raise ModelError(self._problem or self.placeholder.text().lstrip("⚠ "))
             values.update(self.stage_values())
@@ -484,13 +428,3 @@ class StageView(QWidget):
                 figure.cellClicked.disconnect(self._explain_cell)
         self._turns.stop()
         return super().close()
-
-
-def _note(name: str, color: str, background: str) -> QLabel:
-    """A hidden, wrapping one-line note above a view's figures, in its own colours."""
-    note = QLabel()
-    note.setObjectName(name)
-    note.setWordWrap(True)
-    note.setStyleSheet(f"color: {color}; background: {background}; padding: 3px 6px;")
-    note.setVisible(False)
-    return note

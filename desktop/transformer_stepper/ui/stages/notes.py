@@ -1,0 +1,59 @@
+"""The notes a stage view shows above its figures, in words: what the interventions of the
+trace shown change at this stage, and which positions a pass took from the KV cache."""
+from __future__ import annotations
+
+from PySide6.QtWidgets import QLabel
+
+from ...core import stages
+from ...core.trace import Trace
+
+
+def intervention_note(interventions, stage: stages.Stage, layer: int, head: int) -> str:
+    """What the interventions of the trace shown change here, in a line ('' for nothing)."""
+    from ...core.interventions import AblateHead, HeadTemperature, NoPositions, ShufflePositions, SwapEmbedding
+
+    notes = []
+    for item in interventions:
+        if isinstance(item, (AblateHead, HeadTemperature)) and stage.per_layer and item.layer == layer:
+            if stage.key in ("qkv", "scores") or (stage.key == "softmax" and isinstance(item, AblateHead)):
+                continue                                 # acts after these stages
+            if stage.per_head and item.head != head:
+                notes.append(f"head {item.head} of this layer is {'ablated' if isinstance(item, AblateHead) else 'tempered'}"
+                             " (select it to see)")
+            elif isinstance(item, AblateHead):
+                by = "zeros" if item.mode == "zero" else "its mean over positions"
+                notes.append(f"head {item.head} is ablated: its output (weights · V) is replaced by {by} "
+                             "before W_O; its weights and values are still computed")
+            else:
+                notes.append(f"head {item.head}'s softmax is softmax(scores / {item.temperature:g})")
+        elif isinstance(item, SwapEmbedding) and stage.key in ("embedding", "position_addition"):
+            notes.append(f"position {item.position} is looked up as token id {item.token_id} "
+                         "(the labels still show the typed token)")
+        elif isinstance(item, (NoPositions, ShufflePositions)) and stage.key in (
+                "position_encoding", "position_addition", "qkv"):
+            notes.append("no position encoding is added or rotated in" if isinstance(item, NoPositions)
+                         else f"the position encodings are shuffled (seed {item.seed})")
+    return "Intervened here: " + "; ".join(dict.fromkeys(notes)) + "." if notes else ""
+
+
+def cache_note(trace: Trace, per_head: bool) -> str:
+    """An attention stage's note after a pass that reused cached positions ('' for none)."""
+    reused = trace.n_seq - trace.computed_rows
+    if not (per_head and trace.kv_cache is not None and 0 < reused < trace.n_seq):
+        return ""
+    new = (f"position {reused}" if trace.computed_rows == 1
+           else f"positions {reused}–{trace.n_seq - 1}")
+    return (f"KV cache: the last pass (a generation step, or text typed after an unchanged "
+            f"beginning) computed only {new}. The keys and values of positions 0–{reused - 1} "
+            f"({reused} of {trace.n_seq}) came from earlier passes, unchanged; each new "
+            f"query's row reads all {trace.n_seq}.")
+
+
+def note_label(name: str, color: str, background: str) -> QLabel:
+    """A hidden, wrapping one-line note above a view's figures, in its own colours."""
+    note = QLabel()
+    note.setObjectName(name)
+    note.setWordWrap(True)
+    note.setStyleSheet(f"color: {color}; background: {background}; padding: 3px 6px;")
+    note.setVisible(False)
+    return note
