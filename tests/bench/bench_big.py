@@ -39,15 +39,19 @@ def token_ids(model, n: int):
     return np.asarray(ids, dtype=np.int64)
 
 
-def traced(model, ids, layers, **options):
+def encoded(ids):
+    """Token ids as the tokenizer's output (pieces named by their ids): no text to encode."""
     from transformer_stepper.core.tokenize import Encoded
     import numpy as np
 
     n = len(ids)
-    encoded = Encoded(tokens=tuple(str(i) for i in ids), input_ids=ids,
-                      token_type_ids=np.zeros(n, np.int64), offsets=np.zeros((n, 2), np.int64),
-                      special_tokens_mask=np.zeros(n, bool), truncated=False)
-    return model.trace_encoded(encoded, detail_layers=layers, **options)
+    return Encoded(tokens=tuple(str(i) for i in ids), input_ids=ids,
+                   token_type_ids=np.zeros(n, np.int64), offsets=np.zeros((n, 2), np.int64),
+                   special_tokens_mask=np.zeros(n, bool), truncated=False)
+
+
+def traced(model, ids, layers, **options):
+    return model.trace_encoded(encoded(ids), detail_layers=layers, **options)
 
 
 def set_weight_budget(model, value) -> None:

@@ -19,7 +19,6 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtCore import QElapsedTimer, QSettings, QTimer  # noqa: E402
-from PySide6.QtGui import QTextCursor  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 
 from transformer_stepper.ui.app import application, create_main_window  # noqa: E402

@@ -20,7 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_big import cpu_name, token_ids, traced  # noqa: E402
+from bench_big import cpu_name, encoded, token_ids, traced  # noqa: E402
 from memory import peak_rss_anon, rss_anon  # noqa: E402
 
 from transformer_stepper import load_model  # noqa: E402
@@ -43,7 +43,7 @@ def main() -> int:
     with peak_rss_anon() as peak:
         start = time.perf_counter()
         encoded_layers = (min(5, config.n_layer - 1),)
-        trace = model.trace_encoded(_encoded(ids), detail_layers=encoded_layers,
+        trace = model.trace_encoded(encoded(ids), detail_layers=encoded_layers,
                                     detail_budget=args.budget_mib << 20)
         for i in range(config.n_layer):
             trace.prepare(i)
@@ -58,16 +58,6 @@ def main() -> int:
           f"{trace.cache.nbytes() / 2**20:.0f} MiB in {len(trace.cache.layers())} layers", flush=True)
     return 0
 
-
-def _encoded(ids):
-    import numpy as np
-
-    from transformer_stepper.core.tokenize import Encoded
-
-    n = len(ids)
-    return Encoded(tokens=tuple(str(i) for i in ids), input_ids=ids,
-                   token_type_ids=np.zeros(n, np.int64), offsets=np.zeros((n, 2), np.int64),
-                   special_tokens_mask=np.zeros(n, bool), truncated=False)
 
 
 if __name__ == "__main__":

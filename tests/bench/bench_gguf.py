@@ -25,7 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_big import cpu_name, token_ids, traced  # noqa: E402
+from bench_big import cpu_name, encoded, token_ids, traced  # noqa: E402
 from memory import peak_rss_anon, rss_anon  # noqa: E402
 
 SIDES = {"gguf": "llama_1b_q4_k_m.gguf", "bf16": "llama_1b_shaped"}
@@ -34,9 +34,7 @@ MIB = 2**20
 
 def one_side(path: Path, n_tokens: int, layer: int, big_budget: int) -> dict:
     from transformer_stepper import load_model
-    from transformer_stepper.core.tokenize import Encoded
     from transformer_stepper.runtime import tune_process
-    import numpy as np
 
     tune_process()
     base = rss_anon()
@@ -52,12 +50,8 @@ def one_side(path: Path, n_tokens: int, layer: int, big_budget: int) -> dict:
     out["peak_rss_mib"] = (peak() - base) / MIB
 
     def keystroke(previous):
-        n = n_tokens + 1
-        encoded = Encoded(tokens=tuple(str(i) for i in ids), input_ids=ids, token_type_ids=np.zeros(n, np.int64),
-                          offsets=np.zeros((n, 2), np.int64), special_tokens_mask=np.zeros(n, bool),
-                          truncated=False)
         start = time.perf_counter()
-        model.retrace(previous, encoded, detail_layers=(layer,))
+        model.retrace(previous, encoded(ids), detail_layers=(layer,))
         return time.perf_counter() - start
 
     out["keystroke_default_budget_s"] = keystroke(trace)

@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_big import cpu_name, token_ids  # noqa: E402
-from bench_detail_memory import _encoded  # noqa: E402
+from bench_big import cpu_name, encoded, token_ids  # noqa: E402
 from memory import peak_rss_anon  # noqa: E402
 
 from transformer_stepper import load_model  # noqa: E402
@@ -21,7 +20,7 @@ m = load_model(sys.argv[1]); n = int(sys.argv[2])
 ids = token_ids(m, n)
 with peak_rss_anon() as peak:
     s = time.perf_counter()
-    t = m.trace_encoded(_encoded(ids), detail_layers=(5,))
+    t = m.trace_encoded(encoded(ids), detail_layers=(5,))
     first = time.perf_counter() - s
     c = t.cache
     print(f"{cpu_name()}; {m.name} {n} tokens: pass {first:.1f} s; cache {c.nbytes()/2**20:.0f} MiB of {c.budget/2**20:.0f}, layers {c.layers()}, per head {c.per_head()}, oversized {c.oversized()}", flush=True)

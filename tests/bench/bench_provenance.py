@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_big import cpu_name, token_ids, traced  # noqa: E402
+from bench_big import cpu_name, encoded, token_ids, traced  # noqa: E402
 
 from transformer_stepper import AblateHead, NoPositions, load_model  # noqa: E402
 from transformer_stepper.core.differences import intervene_and_compare, stage_differences  # noqa: E402
@@ -64,9 +64,9 @@ def main() -> int:
     # interleaved, so both sides see the same machine load
     clean, ablated = [], []
     for _ in range(15):
-        clean.append(median_ms(lambda: model.trace_encoded(trace_input(model, ids)), 1))
+        clean.append(median_ms(lambda: model.trace_encoded(encoded(ids)), 1))
         ablated.append(median_ms(lambda: model.trace_encoded(
-            trace_input(model, ids), interventions=[AblateHead(0, 0), NoPositions()]), 1))
+            encoded(ids), interventions=[AblateHead(0, 0), NoPositions()]), 1))
     clean_ms, ablated_ms = statistics.median(clean), statistics.median(ablated)
     print(f"traced pass (median of 15, interleaved): clean {clean_ms:.1f} ms, with "
           f"AblateHead(0, 0) and NoPositions() {ablated_ms:.1f} ms ({ablated_ms / clean_ms:.2f}x)")
@@ -78,14 +78,14 @@ def intervention_figures(model, ids) -> None:
     """warm: the clean trace's layers are computed already (the user ticks another head); an
     ablation in layer 0 re-runs every layer, one in the middle only the layers from there on;
     cold: a new text, so the clean trace's detail is computed too (once per text)."""
-    clean_trace = model.trace_encoded(trace_input(model, ids))
+    clean_trace = model.trace_encoded(encoded(ids))
     for layer in range(model.config.n_layer):
         clean_trace.detail(layer)
     for chosen in ([AblateHead(0, 0)], [AblateHead(model.config.n_layer // 2, 0)]):
         intervened, _ = intervene_and_compare(model, clean_trace, chosen)
         clean, warm, differences = [], [], []
         for _ in range(15):
-            clean.append(median_ms(lambda: model.trace_encoded(trace_input(model, ids)), 1))
+            clean.append(median_ms(lambda: model.trace_encoded(encoded(ids)), 1))
             warm.append(median_ms(lambda: intervene_and_compare(model, clean_trace, chosen), 1))
             differences.append(median_ms(lambda: stage_differences(clean_trace, intervened), 1))
         clean_ms, warm_ms = statistics.median(clean), statistics.median(warm)
@@ -94,21 +94,13 @@ def intervention_figures(model, ids) -> None:
               f"({warm_ms / clean_ms:.2f}x), of which the differences {statistics.median(differences):.1f} ms")
     clean, cold = [], []
     for _ in range(7):
-        clean.append(median_ms(lambda: model.trace_encoded(trace_input(model, ids)), 1))
+        clean.append(median_ms(lambda: model.trace_encoded(encoded(ids)), 1))
         cold.append(median_ms(lambda: intervene_and_compare(
-            model, model.trace_encoded(trace_input(model, ids)), [AblateHead(0, 0)]), 1))
+            model, model.trace_encoded(encoded(ids)), [AblateHead(0, 0)]), 1))
     clean_ms, cold_ms = statistics.median(clean), statistics.median(cold)
     print(f"a new text (the clean pass, its every layer's detail, the intervened pass, the differences; "
           f"median of 7): {cold_ms:.1f} ms ({cold_ms / clean_ms:.2f}x the clean traced pass {clean_ms:.1f} ms)")
 
-
-def trace_input(model, ids):
-    from transformer_stepper.core.tokenize import Encoded
-
-    n = len(ids)
-    return Encoded(tokens=tuple(str(i) for i in ids), input_ids=ids,
-                   token_type_ids=np.zeros(n, np.int64), offsets=np.zeros((n, 2), np.int64),
-                   special_tokens_mask=np.zeros(n, bool), truncated=False)
 
 
 if __name__ == "__main__":

@@ -113,6 +113,19 @@ def no_dangling_threads(qtbot):
                           # (ui/collector.py), so no half-freed pyqtgraph item is called later
 
 
+LAPTOP = (1366, 768)
+
+
+def gpt2_laptop_window(qtbot, loaded_window, text: str):
+    """The GPT-2 fixture in a laptop-sized window, traced on `text`."""
+    window = loaded_window("gpt2")
+    window.resize(*LAPTOP)
+    qtbot.waitExposed(window)
+    with qtbot.waitSignal(window.session.traceChanged, timeout=10_000):
+        window.session.set_text(text, immediate=True)
+    return window
+
+
 def builtin_model_or_skip() -> Path:
     path = builtin_model_dir()
     if not (path / "config.json").is_file():

@@ -11,19 +11,15 @@ from transformer_stepper.core.lens_blocks import cached_trace_lens
 from transformer_stepper.core.ops import softmax
 from transformer_stepper.ui.stages import logit_lens
 
-LAPTOP = (1366, 768)
+from .conftest import gpt2_laptop_window
+
 TIMEOUT = 20_000
 
 
 def _long_text_window(qtbot, loaded_window):
     # the GPT-2 fixture at laptop size on a text of many lens blocks, its last token selected
-    window = loaded_window("gpt2")
-    window.resize(*LAPTOP)
-    qtbot.waitExposed(window)
-    session = window.session
-    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
-        session.set_text("the bank of the river was full of water and the money " * 4, immediate=True)
-    session.select_token(session.trace.n_seq - 1)
+    window = gpt2_laptop_window(qtbot, loaded_window, "the bank of the river was full of water and the money " * 4)
+    window.session.select_token(window.session.trace.n_seq - 1)
     return window
 
 

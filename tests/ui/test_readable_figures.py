@@ -13,7 +13,7 @@ from transformer_stepper.ui.plots.cell_text import BLACK, WHITE, contrast, elide
 from transformer_stepper.ui.plots.common import TITLE_POINTS, Figure
 from transformer_stepper.ui.plots.heatmap import DIVERGING, SEQUENTIAL
 
-LAPTOP = (1366, 768)
+from .conftest import LAPTOP, gpt2_laptop_window
 
 
 def shown_views(qtbot, window):
@@ -185,12 +185,8 @@ def test_elide_keeps_a_word_inside_its_cell(qtbot):
 
 
 def test_logit_lens_words_fit_their_cells_and_the_window_scrolls(qtbot, loaded_window):
-    window = loaded_window("gpt2")
-    window.resize(*LAPTOP)
-    qtbot.waitExposed(window)
+    window = gpt2_laptop_window(qtbot, loaded_window, "the bank of the river was full of water and the money " * 3)
     session = window.session
-    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
-        session.set_text("the bank of the river was full of water and the money " * 3, immediate=True)
     session.set_stage("logit_lens")
     view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=10_000)
