@@ -113,7 +113,7 @@ STAGES: tuple[Stage, ...] = (
           computes=("final_ln_out", "logits")),
     # the lens is not in the trace (it needs the model's head): io/array_export.py's _lens_arrays
     Stage("logit_lens", 13, "Logit lens", per_layer=False, needs_lm_head=True,
-          function="core.generate.lens_logits"),
+          function="core.lens_blocks.lens_logits"),
 )
 
 _BY_KEY = {stage.key: stage for stage in STAGES}
