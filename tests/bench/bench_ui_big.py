@@ -3,7 +3,7 @@ long text: keystroke -> plots updated on a few stages, then every stage visited,
 process's anonymous resident memory (RssAnon: weights that stay memory-mapped do not count)
 after opening, after one trace and at its peak over the visits.
 
-    python tests/bench/bench_ui_big.py MODEL_DIR [--tokens 1000]
+    python tests/bench/bench_ui_big.py MODEL_DIR [--tokens 1000] [--detail-budget-mib MIB]
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from memory import peak_rss_anon, rss_anon  # noqa: E402
 
 from transformer_stepper.ui.app import application, create_main_window  # noqa: E402
 from transformer_stepper.state.jobs import compute_trace  # noqa: E402
+from transformer_stepper.ui.detail_budget import KEY as DETAIL_BUDGET_KEY  # noqa: E402
 
 STAGES = ("softmax", "layer_output", "qkv")
 MiB = 2**20
@@ -37,13 +38,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model")
     parser.add_argument("--tokens", type=int, default=1000)
+    parser.add_argument("--detail-budget-mib", type=int, help="View → Detail Budget (default: the app's)")
     args = parser.parse_args()
     app = application()
-    print(f"CPU: {cpu_name()}; platform {os.environ['QT_QPA_PLATFORM']}; {args.model}")
+    print(f"CPU: {cpu_name()}; platform {os.environ['QT_QPA_PLATFORM']}; {args.model}; "
+          f"load {os.getloadavg()[0]:.1f}; detail budget {args.detail_budget_mib or 'default'} MiB")
     with tempfile.TemporaryDirectory() as tmp:
         start = rss_anon()
-        window = create_main_window(args.model, "the",
-                                    QSettings(f"{tmp}/s.ini", QSettings.Format.IniFormat))
+        settings = QSettings(f"{tmp}/s.ini", QSettings.Format.IniFormat)
+        if args.detail_budget_mib is not None:
+            settings.setValue(DETAIL_BUDGET_KEY, args.detail_budget_mib)
+        window = create_main_window(args.model, "the", settings)
         window.resize(1500, 900)
         window.show()
         session = window.session

@@ -82,3 +82,40 @@ def test_scrolling_asks_for_the_new_window_first(qtbot, loaded_window, monkeypat
     qtbot.waitUntil(lambda: view.lens.complete and view.is_current(), timeout=TIMEOUT)
     # redrawn as the rest arrived: the window stayed where the user scrolled it
     assert view.table.column_window()[0] == 0 and view.scroll.value() == 0
+
+
+def test_selecting_a_position_the_worker_computed_in_the_background(qtbot, loaded_window, monkeypatch):
+    # a block computed after the table was drawn and not shown (no redraw): selecting a
+    # position in it reads that block, not the lens as drawn (where its ids are -1)
+    monkeypatch.setattr(lens_blocks, "LENS_BLOCK", 4)
+    monkeypatch.setattr(logit_lens, "PIECE", 1)
+    compute = lens_blocks.TraceLens.compute
+
+    def slowly(cache, pieces):
+        time.sleep(0.05)
+        compute(cache, pieces)
+
+    monkeypatch.setattr(lens_blocks.TraceLens, "compute", slowly)
+    window = _long_text_window(qtbot, loaded_window)
+    session = window.session
+    session.set_stage("logit_lens")
+    view = window.stepper.current_view()
+    qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
+    cache = cached_trace_lens(session.trace)
+    shown = set(view._shown_blocks(cache))
+    drawn_known = view.lens.known.copy()
+
+    def background_block():
+        for b in range(cache.n_blocks):
+            if b not in shown and cache.ready(range(cache.n_states), [b]):
+                return b
+        return None
+
+    qtbot.waitUntil(lambda: background_block() is not None, timeout=TIMEOUT)
+    b = background_block()
+    position = b * 4
+    assert not drawn_known[:, position].any()     # not in the table as drawn
+    session.select_token(position)
+    assert view.lens.final_ids[position] >= 0       # read from the block the worker made
+    assert view.lens.known[:, position].all()
+    assert view.curve.title.startswith("p('") and f"after {position} " in view.curve.title

@@ -168,7 +168,10 @@ class LogitLensView(StageView):
         return f"{self.state_names()[row]}, position {col} '{self.labels[col]}': {ranked}"
 
     def update_selection(self) -> None:
-        i, result, model = self.selected, self.lens, self.session.model
+        i, model = self.selected, self.session.model
+        if self.lens.known is not None and not self.lens.known[:, i].all():
+            self.update_data()     # the worker computed its block since the table was drawn
+        result = self.lens
         self.table.set_highlight(col=i)
         # a new selection or text brings its column into view; more of the lens computed
         # (a redraw of the same) leaves the window where the user scrolled it
