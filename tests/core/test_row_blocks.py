@@ -110,9 +110,10 @@ def test_a_block_cut_short_is_computed_at_its_whole_length():
     assert short.row_blocks == ((0, long.n_seq),)
     for layer in _every_layer(model):
         detail = short.detail(layer)
-        cut = row_blocks.cut_detail(long.detail(layer), 5)
+        cut = row_blocks.cut_detail(long.detail(layer), 5)     # (scores: derived, not cut)
+        passes = _passes_arrays(model, short, layer)
         for name, value in detail.items():
-            assert np.array_equal(value, cut[name]), name
+            assert np.array_equal(value, passes[name] if cut[name] is None else cut[name]), name
 
 
 def test_where_a_pass_starts():
@@ -125,3 +126,55 @@ def test_where_a_pass_starts():
     assert start(seven[:-1], 1006, 1007) == 1006
     assert start(((0, 1000),), 100, 101) == 0, "a block cut to a tenth is computed again"
     assert start(((0, 100),), 40, 41) == 40, "unless its padding is small"
+
+
+def _passes_arrays(model, trace, layer):
+    # every array of the layer as its passes computed it, block by block (nothing derived)
+    return row_blocks.layer_detail(model.params, model.config, layer, trace.residual["layer_in"][layer],
+                                   trace.kv_cache, trace.row_blocks, trace.n_seq)
+
+
+def test_a_layer_made_by_several_passes_derives_their_scores_bit_for_bit(model):
+    # kept lean (one n_head·n² array: the weights) and derived block by block: whole, per head,
+    # per row and kept per head, the derived arrays are what the passes computed
+    trace = model.trace(BASE, detail_layers=(0,))
+    for text in EDITS[:5] + [EDITS[5] + " river"]:
+        trace = model.retrace(trace, model.encode(text), text, detail_layers=(0,))
+        assert len(trace.row_blocks) > 1
+        for layer in _every_layer(model):
+            detail = trace.detail(layer)
+            passes = _passes_arrays(model, trace, layer)
+            derived = [name for name in passes if name in detail and name not in detail.kept]
+            assert {"scores_raw", "scores"} <= set(derived), "only the weights kept of n² arrays"
+            per_head = detail.headwise()
+            assert per_head.per_head and "attn_weights" not in per_head.kept
+            assert list(detail) == list(passes)
+            for name in passes:         # kept, derived (scores, rotated q/k, repeated k/v) alike
+                assert np.array_equal(detail[name], passes[name]), f"{text!r} layer {layer} {name}"
+                assert np.array_equal(per_head[name], passes[name]), f"{text!r} layer {layer} {name} per head"
+                if passes[name].shape[:1] != (model.config.n_head,) or passes[name].ndim != 3:
+                    continue                                  # not a per-head array
+                for head in range(model.config.n_head):
+                    for source in (detail, per_head):
+                        assert np.array_equal(source.head(name, head), passes[name][head]), (name, head)
+                row = trace.n_seq // 2
+                assert np.array_equal(detail.rows(name, row), passes[name][:, row]), name
+            assert detail.nbytes() < sum({id(v): v.nbytes for v in passes.values()}.values())
+
+
+def test_a_grown_layer_over_the_budget_is_kept_per_head(model):
+    # an edit grows or cuts the layer on screen; over the budget alone it is kept per head, as
+    # a layer of one pass is: the cache stays within the budget
+    longer = BASE + " and green"
+    whole = lambda text: model.trace(text, detail_layers=(0,)).detail(0).nbytes()   # noqa: E731
+    budget = whole(longer) - 1
+    trace = model.trace(BASE, detail_budget=budget, detail_layers=(0,))
+    assert not trace.detail(0).per_head
+    for text in (longer, BASE + " and", longer):         # typed at the end, deleted, typed
+        trace = model.retrace(trace, model.encode(text), text, detail_layers=(0,))
+        assert trace.cache.computed == 0 and len(trace.row_blocks) > 1, "grown or cut, not computed"
+        assert trace.detail(0).per_head == (whole(text) > budget), text
+        assert trace.cache.nbytes() <= budget
+        passes = _passes_arrays(model, trace, 0)
+        for head in range(model.config.n_head):
+            assert np.array_equal(trace.head_array("attn_weights", 0, head), passes["attn_weights"][head])

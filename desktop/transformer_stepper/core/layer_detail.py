@@ -12,6 +12,10 @@ Derived when read (whole layer, or one head):
   q, k = rotate(q_unrotated), rotate(k_unrotated) (rotary); k, v, k_unrotated repeated to the
   query heads; scores_raw = q·kᵀ, scores_uncapped = scores_raw·scale (soft-capped models),
   scores = scale_and_mask(scores_raw); attn_weights = softmax(scores) in a per-head layer.
+A layer of a causal trace made by several passes (core/row_blocks.py: an edit, a generated
+token) keeps the same arrays (lean_blocks) and derives the scores block by block: each block's
+rows over its keys as its pass computed them, the earlier rows' later keys as the pass masks
+them (AttentionRule.of_blocks); so it can be kept per head too.
 A whole-layer read computes the array and does not keep it; a head's read keeps the derived
 arrays of the last head read (`memo_limit` bytes at most). A layer made from a plain dict
 (seq2seq, a Recorder without derive) keeps everything and derives nothing."""
@@ -45,11 +49,46 @@ class AttentionRule:
         self.group = config.group_size
         self.n_head = config.n_head
         self.temperatures = interventions.head_edits(ctx.interventions, layer)[1]
+        self.config, self.layer = config, layer
+        self.blocks: Optional[tuple[tuple[int, int, int], ...]] = None   # one pass over every row
+
+    @classmethod
+    def of_blocks(cls, config: ModelConfig, ctx, layer: int, spans) -> "AttentionRule":
+        """A layer computed by several passes: `spans` (start, end, extent), each pass's rows
+        start..end over `extent` positions (row_blocks.spans); ctx: the whole text's (its
+        angles turn a row as the row's own pass did)."""
+        rule = cls(config, ctx, layer)
+        rule.blocks = tuple(spans)
+        return rule
 
     def head_mask(self, head: Optional[int]) -> Optional[np.ndarray]:
         if self.mask is None or head is None or self.mask.ndim < 3:
             return self.mask
         return self.mask[head:head + 1]
+
+    def pair(self, name: str, raw: np.ndarray, head: Optional[int]) -> np.ndarray:
+        """raw = q·kᵀ [n_head or 1, n_q, n_k] -> the (query, key) array `name` as attend
+        records it, by the pass's own stage functions (head: that head's, in its place among
+        the whole layer's softmax rows)."""
+        from . import forward
+
+        if name == "scores_raw":
+            return raw
+        if name == "scores_uncapped":
+            return np.multiply(raw, self.scale)
+        scores = forward.scale_and_mask(raw, self.scale, self.head_mask(head), cap=self.cap)
+        if name == "scores":
+            return scores
+        if name != "attn_weights":
+            raise KeyError(f"{name!r} is not kept and cannot be derived")
+        if head is None:                                # as the pass: forward.attend
+            if self.temperatures:
+                return forward._tempered_weights(scores, self.temperatures)
+            return forward.attention_weights(scores)
+        if head in self.temperatures:                   # (_tempered_weights, one head)
+            scores /= forward.F32(self.temperatures[head])
+        n_q = scores.shape[1]                           # the rows of the whole layer's softmax
+        return ops.softmax_rows_of(scores[0], head * n_q, self.n_head * n_q)[None]
 
 
 def _frozen(value: np.ndarray) -> np.ndarray:
@@ -166,24 +205,31 @@ class LayerDetail(Mapping):
                 source = source[head:head + 1]
             turned = source if rule.cos is None else ops.rotate(source, rule.cos, rule.sin)
             return forward._repeat_kv_heads(turned, rule.group) if name == "k" and head is None else turned
-        raw = forward.dot_products(self._derive_or_kept("q", head), self._derive_or_kept("k", head))
-        if name == "scores_raw":
-            return raw
-        if name == "scores_uncapped":
-            return np.multiply(raw, rule.scale)
-        scores = forward.scale_and_mask(raw, rule.scale, rule.head_mask(head), cap=rule.cap)
-        if name == "scores":
-            return scores
-        if name == "attn_weights":
-            if head is None:                            # as the pass: forward.attend
-                if rule.temperatures:
-                    return forward._tempered_weights(scores, rule.temperatures)
-                return forward.attention_weights(scores)
-            if head in rule.temperatures:               # (_tempered_weights, one head)
-                scores /= forward.F32(rule.temperatures[head])
-            n_q = scores.shape[1]                       # the rows of the whole layer's softmax
-            return ops.softmax_rows_of(scores[0], head * n_q, rule.n_head * n_q)[None]
-        raise KeyError(f"{name!r} is not kept and cannot be derived")
+        q, k = self._derive_or_kept("q", head), self._derive_or_kept("k", head)
+        if rule.blocks is not None:
+            return self._by_blocks(name, q, k, head)
+        return rule.pair(name, forward.dot_products(q, k), head)
+
+    def _by_blocks(self, name: str, q: np.ndarray, k: np.ndarray, head: Optional[int]) -> np.ndarray:
+        # [n_head or 1, n, n] as the passes made it (row_blocks.layer_detail): a block's rows
+        # over keys 0..extent from a pass over `extent` positions (rows past `end` zeros: a row's
+        # product reads only its own q), then the earlier rows' columns of the block's keys as
+        # the pass masks later keys (forward.later_keys)
+        from . import forward
+        from .layer_context import context
+
+        rule = self.rule
+        n = q.shape[1]
+        out = np.empty((q.shape[0], n, n), dtype=q.dtype)
+        for start, end, extent in rule.blocks:
+            block = AttentionRule(rule.config, context(rule.config, extent, start=start), rule.layer)
+            raw = forward.dot_products(_rows(q, start, end, extent - start), _rows(k, 0, extent, extent))
+            out[:, start:end, :end] = block.pair(name, raw, head)[:, :end - start, :end]
+            if start:
+                later = forward.later_keys(rule.config, np.ascontiguousarray(q[:, :start]),
+                                           _rows(k, start, extent, extent - start), (name,), start, extent - start)
+                out[:, :start, start:end] = later[name][:, :, :end - start]
+        return out
 
     def _derive_or_kept(self, name: str, head: Optional[int]) -> np.ndarray:
         # q or k as the scores read them: [n_head, n, d_head] or [1, n, d_head]
@@ -191,6 +237,37 @@ class LayerDetail(Mapping):
             value = self.kept[name]
             return value if head is None else value[head:head + 1]
         return self._derive(name, head)
+
+
+def _rows(x: np.ndarray, start: int, stop: int, n: int) -> np.ndarray:
+    # [heads, n, d]: rows start..stop of x (those it has), then zero rows up to n
+    out = np.zeros((x.shape[0], n, x.shape[2]), dtype=x.dtype)
+    have = x[:, start:min(stop, x.shape[1])]
+    out[:, :have.shape[1]] = have
+    return out
+
+
+def lean_blocks(detail, config: ModelConfig, ctx, layer: int, spans) -> LayerDetail:
+    """A layer of a trace made by several passes (row_blocks: every array as the passes
+    recorded it, or a LayerDetail already) kept as a one-pass layer is: the (query, key) arrays
+    other than the weights, q and k after rotation and k, v repeated are derived when read
+    (the scores block by block: AttentionRule.of_blocks)."""
+    if isinstance(detail, LayerDetail):
+        return detail
+    rule = AttentionRule.of_blocks(config, ctx, layer, spans)
+    per_kv: dict[int, np.ndarray] = {}                # (an alias stays one array)
+    recorded: dict[str, Optional[np.ndarray]] = {}
+    for name, value in detail.items():
+        unrotated = detail.get(f"{name}_unrotated")
+        if value is None or name in DERIVED or (name in ("q", "k") and unrotated is not None
+                                                and unrotated.shape == value.shape):
+            value = None
+        elif name in PER_KV and rule.group > 1:       # every group's heads are one K/V head
+            if id(value) not in per_kv:
+                per_kv[id(value)] = np.ascontiguousarray(value[::rule.group])
+            value = per_kv[id(value)]
+        recorded[name] = value
+    return LayerDetail(recorded, rule)
 
 
 def as_layer_detail(detail) -> LayerDetail:

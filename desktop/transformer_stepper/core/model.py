@@ -17,7 +17,7 @@ from .head import head_product, vocabulary_logits
 from .kv_cache import KVCache
 from .layer_context import context
 from .tokenize import Encoded, Tokenizer
-from .layer_detail import AttentionRule, LayerDetail
+from .layer_detail import AttentionRule, LayerDetail, lean_blocks
 from .growth import Growth
 from .ops import quiet_floats
 from .recorder import Recorder
@@ -194,11 +194,15 @@ class Model(Growth):
         """The one place a Trace is made: its layers' detail computed on demand by the same
         block function from their stored inputs, its mask and head from the same pass.
         `fields`: the tokens and what the caller knows (budget, cache, interventions ...)."""
-        if compute_layer is None and fields.get("row_blocks") not in (None, ((0, len(fields["input_ids"])),)):
+        blocks, n_seq = fields.get("row_blocks"), len(fields["input_ids"])
+        if compute_layer is None and blocks not in (None, ((0, n_seq),)):
             # several passes' rows: block by block (row_blocks.py); one pass over every row is
             # the one block function over the stored input, its scores derived when read
-            compute_layer = self._block_computer(residual["layer_in"], fields["kv_cache"],
-                                                 fields["row_blocks"], len(fields["input_ids"]))
+            compute_layer = self._block_computer(residual["layer_in"], fields["kv_cache"], ctx, blocks, n_seq)
+        if blocks is not None and fields.get("recorded_details"):   # grown or cut by blocks
+            spans = row_blocks.spans(blocks, n_seq)
+            fields["recorded_details"] = {layer: lean_blocks(detail, self.config, ctx, layer, spans)
+                                          for layer, detail in fields["recorded_details"].items()}
         return Trace(config=self.config, arrays=arrays, residual=residual,
                      compute_layer=compute_layer or self._layer_computer(residual["layer_in"], ctx),
                      attention_mask=ctx.mask, logits_of=self._logit_computer(arrays, residual), **fields)
@@ -226,14 +230,15 @@ class Model(Growth):
 
         return compute_layer
 
-    def _block_computer(self, layer_inputs, kv_cache, blocks, n_seq) -> Callable[[int], LayerDetail]:
-        params, config = self.params, self.config
+    def _block_computer(self, layer_inputs, kv_cache, ctx, blocks, n_seq) -> Callable[[int], LayerDetail]:
+        params, config, spans = self.params, self.config, row_blocks.spans(blocks, n_seq)
 
         def compute_layer(layer: int) -> LayerDetail:
             # block by block as the passes computed the rows: bit-identical to their recording
             with quiet_floats():
-                return row_blocks.layer_detail(params, config, layer, layer_inputs[layer], kv_cache,
-                                               blocks, n_seq)
+                detail = row_blocks.layer_detail(params, config, layer, layer_inputs[layer], kv_cache,
+                                                 blocks, n_seq)
+            return lean_blocks(detail, config, ctx, layer, spans)
 
         return compute_layer
 

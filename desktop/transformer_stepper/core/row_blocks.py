@@ -25,6 +25,7 @@ import numpy as np
 
 from .config import ModelConfig
 from .forward import KVCache, PAIR_NAMES, block, context, later_keys
+from .layer_detail import DERIVED
 from .recorder import Recorder
 
 Block = tuple[int, int]              # (start, extent)
@@ -43,6 +44,11 @@ PAD_ROWS = 64
 def ends(blocks: Blocks, n_seq: int) -> list[int]:
     """Where each block's rows end: the next block's start, or the text's end."""
     return [start for start, _ in blocks[1:]] + [n_seq]
+
+
+def spans(blocks: Blocks, n_seq: int) -> tuple[tuple[int, int, int], ...]:
+    """(start, end, extent) of each block: its rows start..end, computed over `extent` positions."""
+    return tuple((start, end, extent) for (start, extent), end in zip(blocks, ends(blocks, n_seq)))
 
 
 def cut(blocks: Blocks, n_seq: int) -> Blocks:
@@ -175,11 +181,16 @@ def grown(config: ModelConfig, detail: Detail, part: Detail, start: int, end: in
     position axes: [rows, ...] and [heads, rows, ...] by rows; k and v (every key so far) are
     the block's; the (query, key) arrays (forward.PAIR_NAMES) get the block's rows, and their
     earlier rows' new columns what the pass gives a masked key (forward.later_keys)."""
-    masked = _masked(config, detail, part, start, extent)
+    derives = _derives(detail)
+    part = {name: None if name in derives else value for name, value in part.items()}
+    masked = _masked(config, detail, {k: v for k, v in part.items() if v is not None}, start, extent)
     out: dict[str, np.ndarray] = {}
     same: dict[tuple[int, int], np.ndarray] = {}      # aliases (attn_in is ln_1_out) stay one array
     alive = []      # a derived array (layer_detail.py) is made when read: held, its id stays its own
     for name, new in part.items():
+        if new is None:                               # derived again by the grown layer
+            out[name] = None
+            continue
         old = detail.get(name)
         alive.append(old)
         if start and old is None:
@@ -223,7 +234,12 @@ def cut_detail(detail: Detail, n_seq: int) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     same: dict[int, np.ndarray] = {}
     alive = []      # a derived array (layer_detail.py) is made when read: held, its id stays its own
-    for name, value in detail.items():
+    derives = _derives(detail)
+    for name in detail:
+        if name in derives:                           # derived again by the cut layer
+            out[name] = None
+            continue
+        value = detail[name]
         alive.append(value)
         if id(value) not in same:
             axis = value.ndim - 2
@@ -235,6 +251,13 @@ def cut_detail(detail: Detail, n_seq: int) -> dict[str, np.ndarray]:
             same[id(value)] = part
         out[name] = same[id(value)]
     return out
+
+
+def _derives(detail) -> tuple[str, ...]:
+    # the (query, key) products a layer derives when read (layer_detail.DERIVED): a grown or
+    # cut layer derives them again from its rows (lean_blocks), so they are not made to be cut
+    rule = getattr(detail, "rule", None)
+    return DERIVED if rule is not None else ()
 
 
 def grow_or_carry(config: ModelConfig, held: Mapping[int, Detail], parts: Mapping[int, Detail],
