@@ -42,9 +42,9 @@ def test_generate_steps_mark_the_tokens_and_undo_cuts_back(qtbot, window, model_
     assert session.selected_token == trace.n_seq - 1          # the newest token is selected
     assert trace.computed_rows == 1 and "reused the keys and values" in bar.status.text()
     # undo, twice: the trace cut back, the text with it
-    assert bar.undo_action.isEnabled()
-    bar.undo_action.trigger()
-    bar.undo_action.trigger()
+    for _ in range(2):                                    # (each cut in a worker)
+        assert bar.undo_action.isEnabled()
+        run(qtbot, session, lambda: (bar.undo_action.trigger(), True)[1])
     assert session.trace.n_seq == prompt.n_seq + 2
     np.testing.assert_array_equal(session.trace.input_ids, expected.input_ids[:prompt.n_seq + 2])
     assert window.stepper.text_box.text() == session.trace.text
@@ -86,8 +86,9 @@ def test_sampling_settings_seed_and_cut_offs(qtbot, window, model_paths):
     first = session.trace.input_ids.copy()
     np.testing.assert_array_equal(first, generate(session.model, prompt, 3, sampling)[-1].input_ids)
     # undo all three and redo one at a time: the same tokens (seeded by position)
-    for _ in range(3):
-        assert session.generation.undo()
+    for n in range(3):
+        run(qtbot, session, lambda: session.generation.undo())   # (cut in a worker)
+        assert session.trace.n_seq == len(first) - 1 - n
     for _ in range(3):
         run(qtbot, session, lambda: session.generation.generate(1))
     np.testing.assert_array_equal(session.trace.input_ids, first)

@@ -254,10 +254,12 @@ def cut_detail(detail: Detail, n_seq: int) -> dict[str, np.ndarray]:
 
 
 def _derives(detail) -> tuple[str, ...]:
-    # the (query, key) products a layer derives when read (layer_detail.DERIVED): a grown or
-    # cut layer derives them again from its rows (lean_blocks), so they are not made to be cut
-    rule = getattr(detail, "rule", None)
-    return DERIVED if rule is not None else ()
+    # what a layer derives when read (layer_detail.DERIVED; a per-head layer its weights too):
+    # a grown or cut layer derives them again from its rows (lean_blocks), so they are not
+    # made whole to be cut
+    if getattr(detail, "rule", None) is None:
+        return ()
+    return DERIVED + (("attn_weights",) if detail.per_head else ())
 
 
 def grow_or_carry(config: ModelConfig, held: Mapping[int, Detail], parts: Mapping[int, Detail],
