@@ -15,7 +15,10 @@ def test_budget_is_kept_applied_to_every_trace_and_shown(qtbot, loaded_window, s
         trace.detail(layer)
     assert trace.cache.layers() == list(range(n_layer))   # the tiny model's layers all fit
     window.detail_budget.show()
-    assert window.detail_budget.label.text().startswith(f"detail {n_layer}/{n_layer} layers")
+    label = window.detail_budget.label.text()
+    assert label.startswith(f"detail {n_layer}/{n_layer} layers")
+    held = trace.cache.nbytes() / 2**20                  # a fraction of a MiB: said so, not '0'
+    assert 0 < held < 1 and f", {held:.1f} / 1,024 MiB" in label, label
     window.detail_budget.set_budget(0)
     assert int(settings.value(KEY)) == 0 and session.detail_budget == 0
     assert trace.cache.budget == 0 and trace.cache.layers() == [n_layer - 1]   # the last one stays

@@ -31,7 +31,12 @@ def cache_text(trace) -> Optional[str]:
         how = "per head" if over in cache.per_head() else "whole"
         return f"detail: layer {over} kept {how}, {held:,.0f} MiB > budget {budget:,.0f} MiB"
     return (f"detail {len(cache.layers())}/{trace.config.n_layer} layers, "
-            f"{held:,.0f} / {budget:,.0f} MiB")
+            f"{_mib(held)} / {budget:,.0f} MiB")
+
+
+def _mib(value: float) -> str:
+    # a small model's few layers are a fraction of a MiB: '0.2', not '0'
+    return f"{value:.1f}" if 0 < value < 10 else f"{value:,.0f}"
 
 
 class DetailBudget(BudgetSetting):
