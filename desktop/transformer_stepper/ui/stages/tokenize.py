@@ -119,6 +119,9 @@ class TokenTable(QAbstractTableModel):
                 "" if special else rows.text[start:end])[index.column()]
 
 
+SIZED_ROWS = 128      # rows measured to size the table's columns
+
+
 class TokenizeView(StageView):
     stage_key = "tokenize"
 
@@ -135,6 +138,9 @@ class TokenizeView(StageView):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setStretchLastSection(True)
+        # columns sized from the first rows and those in view, not from every row: measuring
+        # 1,000 rows' cells took 180 ms of the GUI thread (the text column stretches anyway)
+        self.table.horizontalHeader().setResizeContentsPrecision(SIZED_ROWS)
         self.table.verticalHeader().setDefaultSectionSize(22)
         self.table.selectionModel().selectionChanged.connect(self._table_selected)
         self.add_widget(self.table, 0, 1, 2, 1)
