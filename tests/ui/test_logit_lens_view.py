@@ -58,9 +58,9 @@ def test_scrolling_asks_for_the_new_window_first(qtbot, loaded_window, monkeypat
     monkeypatch.setattr(logit_lens, "PIECE", 1)
     compute = lens_blocks.TraceLens.compute
 
-    def slowly(cache, pieces):                # a piece of a big model's time: the scroll
+    def slowly(cache, pieces, **progress):                # a piece of a big model's time: the scroll
         time.sleep(0.03)                      # comes long before the lens is complete
-        compute(cache, pieces)
+        compute(cache, pieces, **progress)
 
     monkeypatch.setattr(lens_blocks.TraceLens, "compute", slowly)
     window = _long_text_window(qtbot, loaded_window)
@@ -91,9 +91,9 @@ def test_selecting_a_position_the_worker_computed_in_the_background(qtbot, loade
     monkeypatch.setattr(logit_lens, "PIECE", 1)
     compute = lens_blocks.TraceLens.compute
 
-    def slowly(cache, pieces):
+    def slowly(cache, pieces, **progress):
         time.sleep(0.05)
-        compute(cache, pieces)
+        compute(cache, pieces, **progress)
 
     monkeypatch.setattr(lens_blocks.TraceLens, "compute", slowly)
     window = _long_text_window(qtbot, loaded_window)
@@ -119,3 +119,34 @@ def test_selecting_a_position_the_worker_computed_in_the_background(qtbot, loade
     assert view.lens.final_ids[position] >= 0       # read from the block the worker made
     assert view.lens.known[:, position].all()
     assert view.curve.title.startswith("p('") and f"after {position} " in view.curve.title
+
+
+def test_a_piece_for_a_replaced_text_stops_at_its_next_block(qtbot, loaded_window, monkeypatch):
+    # a piece of a big model's lens takes seconds: typing on cancels it (at its next block)
+    # instead of the new text's lens waiting behind it
+    monkeypatch.setattr(lens_blocks, "LENS_BLOCK", 4)
+    monkeypatch.setattr(logit_lens, "PIECE", 6)
+    fill = lens_blocks.TraceLens._fill
+    filled = []
+
+    def slowly(cache, model, trace, state, block):
+        filled.append(trace.text)
+        time.sleep(0.1)
+        fill(cache, model, trace, state, block)
+
+    monkeypatch.setattr(lens_blocks.TraceLens, "_fill", slowly)
+    window = _long_text_window(qtbot, loaded_window)
+    session = window.session
+    session.set_stage("logit_lens")
+    view = window.stepper.current_view()
+    old = session.trace.text
+    qtbot.waitUntil(lambda: old in filled, timeout=TIMEOUT)          # a piece for the old text runs
+    with qtbot.waitSignal(session.traceChanged, timeout=TIMEOUT):
+        session.set_text("the river bank", immediate=True)
+    changed = len(filled)
+    qtbot.waitUntil(lambda: view.is_current() and view.lens.complete, timeout=TIMEOUT)
+    new = session.trace.text
+    assert new in filled[changed:]
+    # after the change, at most the pair under way (its block's final state and its own) ran
+    # on for the old text, not the rest of its piece of 6 pairs
+    assert filled[changed:filled.index(new, changed)].count(old) <= 2, filled

@@ -16,7 +16,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Iterable, NamedTuple, Optional
+from typing import Callable, Iterable, NamedTuple, Optional
 
 import numpy as np
 
@@ -119,18 +119,24 @@ class TraceLens:
             return len(self.blocks) == self.n_states * self.n_blocks
 
     # -- computing (in a worker) --------------------------------------------------------------
-    def compute(self, pieces: Iterable[tuple[int, int]]) -> None:
+    def compute(self, pieces: Iterable[tuple[int, int]],
+                progress: Optional[Callable[[int, int], None]] = None) -> None:
         """Compute (or take from the store) every (state, block) in `pieces`; each block's
-        final state first (its best token is what the other states' final_probabilities read)."""
+        final state first (its best token is what the other states' final_probabilities read).
+        `progress(done, total)` after each pair: a worker's cancel stops there (a block of a
+        128k vocabulary is ~1 s)."""
         model, trace = self._model(), self._trace()
         if model is None or trace is None:
             return
-        for state, block in pieces:
+        pieces = list(pieces)
+        for done, (state, block) in enumerate(pieces):
             for needed in ((self.n_states - 1, block), (state, block)):
                 with _lock:
                     if needed in self.blocks:
                         continue
                 self._fill(model, trace, *needed)
+            if progress is not None:
+                progress(done + 1, len(pieces))
 
     def _fill(self, model, trace: Trace, state: int, block: int) -> None:
         final_ids = None if state == self.n_states - 1 else self.blocks[(self.n_states - 1, block)].ids[:, 0]

@@ -51,6 +51,7 @@ class LogitLensView(StageView):
         self.grid.setColumnStretch(1, 2)
         self._version = 0                 # bumped when the worker computed something shown
         self._running: Optional[weakref.ref] = None     # the trace a piece is computed for
+        self._task: Optional[Task] = None               # ... and the worker's task computing it
         self._lens_failed: Optional[tuple] = None       # (trace ref, message)
         self._token_names: dict[int, str] = {}         # of the tokenizer below
         self._names_of: Optional[weakref.ref] = None
@@ -86,20 +87,27 @@ class LogitLensView(StageView):
         return list(dict.fromkeys([*cache.blocks_of(first, count), *cache.blocks_of(selected, 1)]))
 
     def _request(self, cache: TraceLens) -> None:
-        """Start the next piece in the worker unless one is running (it asks again when done)."""
-        if self._running is not None or self.session.inline_work:
+        """Start the next piece in the worker unless one is running (it asks again when done);
+        a piece still running for another text is cancelled at its next block."""
+        if self.session.inline_work:
+            return
+        if self._running is not None:
+            if self._running() is not self.trace and self._task is not None:
+                self._task.cancel()
             return
         piece = next_piece(cache, self._shown_blocks(cache), PIECE)
         if not piece:
             return
         self._running = trace = weakref.ref(self.trace)     # (a callback keeps no trace alive)
-        self.session.workers.start(Task(0, cache.compute, piece), lambda *_: self._piece_done(trace, piece),
-                                   lambda _, message, __: self._piece_failed(trace, message))
+        self._task = Task(0, cache.compute, piece, reports=True)
+        self.session.workers.start(self._task, lambda *_: self._piece_done(trace, piece),
+                                   lambda _, message, __: self._piece_failed(trace, message),
+                                   on_cancelled=lambda _: self._piece_cancelled())
 
     def _piece_done(self, trace: weakref.ref, piece: list) -> None:
         if not isValid(self):              # the view closed while the worker ran
             return
-        self._running = None
+        self._running = self._task = None
         current, model = self.trace, self.session.model
         if current is None or current is not trace() or model is None:
             self._on_data()                # another text: its lens is asked for when drawn
@@ -111,9 +119,14 @@ class LogitLensView(StageView):
         self._on_data()
         self._request(cache)               # the rest of this text's lens, hidden or not
 
+    def _piece_cancelled(self) -> None:
+        if isValid(self):                  # (cancelled for another text: this one's next)
+            self._running = self._task = None
+            self._on_data()
+
     def _piece_failed(self, trace: weakref.ref, message: str) -> None:
         if isValid(self):
-            self._running = None
+            self._running = self._task = None
             self._lens_failed = (trace, message)
             self._on_data()
 
