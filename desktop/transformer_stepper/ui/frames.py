@@ -5,7 +5,7 @@ stage view's figures with new data repaint one per turn, as one NOW task of that
 A view's figures take 30–60 ms to repaint at 512 tokens; painted together after the redraw,
 the window answered nothing for that long. Held (their updates off) until their turn, each
 repaints in a turn of its own and the window answers in between (input, timers). A figure may
-also leave slow numbers to its turn (`draw_later`: histograms of 786k values)."""
+also leave slow numbers to its turn (`draw_later`: the feed-forward histograms' curves)."""
 from __future__ import annotations
 
 import weakref

@@ -388,8 +388,8 @@ class StageView(QWidget):
 
     def draw_in_its_turn(self, figure: Figure, draw: Callable[[], None]) -> None:
         """For update_data: `draw()` fills `figure` in the turn the figure repaints in, not in
-        the turn that redraws the view (numbers that take a while: histograms of a layer's
-        786k hidden values); at once where nothing waits (a hidden view, an export)."""
+        the turn that redraws the view (drawing that takes a while: the feed-forward
+        histograms' curves); at once where nothing waits (a hidden view, an export)."""
         if not self._turns.draw_later(figure, lambda: self._draw_if_current(draw)):
             draw()
 
