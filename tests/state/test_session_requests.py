@@ -132,3 +132,20 @@ def test_freed_memory_goes_back_only_for_a_big_trace_once_the_workers_rest(
     assert trims == []
     scheduler.advance(1)
     assert trims == [True]
+
+
+def test_the_next_layer_is_prepared_only_when_it_fits_beside_the_shown_one(session, scheduler, tiny_models):
+    # prefetching a layer the budget cannot hold beside the shown one would evict the shown
+    # one, and its views would compute it again on the GUI thread
+    opened(session, scheduler, tiny_models["gpt2"])
+    trace = session.trace
+    one_layer = trace.detail(0).nbytes()
+    for budget, prefetched in ((3 * one_layer, True), (one_layer + one_layer // 2, False)):
+        session.set_detail_budget(budget)
+        session.set_layer(1)
+        scheduler.run_all()
+        trace.cache.clear()
+        session.set_layer(0)                      # layer 0 computed; layer 1 only if it fits
+        scheduler.run_all()
+        assert trace.is_ready(0), "the shown layer"
+        assert trace.is_ready(1) == prefetched, budget

@@ -36,3 +36,34 @@ def test_a_bad_stored_value_falls_back_to_the_default(settings):
     assert budget_mib(settings) == DEFAULT_DETAIL_BUDGET >> 20
     settings.setValue(KEY, -5)
     assert budget_mib(settings) == 0
+
+
+def test_every_heads_row_of_a_per_head_layer_is_computed_in_a_worker(qtbot, loaded_window, monkeypatch):
+    # a layer kept per head derives each head's n² weights when read: the weighted sum's
+    # every-head row costs n_head of them (seconds for a long text), so a worker computes it,
+    # not the GUI thread (a 4.2 s stall on Llama-1B shape at 2,048 tokens)
+    import threading
+
+    from transformer_stepper.core.layer_detail import LayerDetail
+    window = loaded_window("gpt2")
+    session = window.session
+    window.detail_budget.set_budget(0)                   # every layer kept per head
+    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+        session.set_text(session.text + " again", immediate=True)
+    on_gui = []
+    head = LayerDetail.head
+
+    def counted(detail, name, h):
+        if name == "attn_weights" and threading.current_thread() is threading.main_thread():
+            on_gui.append(h)
+        return head(detail, name, h)
+
+    monkeypatch.setattr(LayerDetail, "head", counted)
+    session.set_stage("weighted_sum")
+    view = window.stepper.current_view()
+    qtbot.waitUntil(view.is_current, timeout=10_000)
+    layer, i = session.layer, session.selected_token
+    assert session.trace.cache.per_head() == [layer]
+    assert on_gui == [session.head], "only the shown head's weights on the GUI thread"
+    expected = session.trace.layer("attn_weights", layer)[:, i]
+    assert (view.all_heads.values == expected).all()

@@ -82,6 +82,15 @@ class LayerCache:
                 for layer, detail in self._layers.items():
                     self._layers[layer] = self._fitted(detail)
 
+    def room_beside(self, layer: int) -> bool:
+        """Whether `layer` is held and one more layer (as large as the largest held) fits the
+        budget beside it: prefetching a layer that does not would push out the layer on
+        screen, which its views would then compute again (on the GUI thread, seconds for a
+        1B model's layer at 2,048 tokens)."""
+        with self._lock:
+            sizes = {i: detail_nbytes(d) for i, d in self._layers.items()}
+        return layer in sizes and sizes[layer] + max(sizes.values()) <= self.budget
+
     def oversized(self) -> Optional[int]:
         """The layer kept although it alone exceeds the budget (even per head), else None."""
         with self._lock:

@@ -108,6 +108,7 @@ class LayerDetail(Mapping):
         self.rule = rule
         self.memo_limit = 0                # bytes of one head's derived arrays kept (LayerCache)
         self._memo: dict[tuple[str, int], np.ndarray] = {}
+        self._rows: dict[tuple[str, int], np.ndarray] = {}      # the last rows() read a head at a time
         self._lock = threading.Lock()
 
     @property
@@ -125,11 +126,24 @@ class LayerDetail(Mapping):
         return LayerDetail(recorded, self.rule)
 
     def rows(self, name: str, row: int) -> np.ndarray:
-        """[n_head, ...]: row `row` of every head's array, a head at a time where it is derived."""
+        """[n_head, ...]: row `row` of every head's array, a head at a time where it is derived
+        (every head's n², so seconds for a long text: `rows_ready` says whether it is known)."""
         if name in self.kept and not self._repeats(name):
             return self.kept[name][:, row]
+        with self._lock:
+            known = self._rows.get((name, row))
+        if known is not None:
+            return known
         n_head = self.rule.n_head if self.rule is not None else len(self.kept["head_outputs"])
-        return _frozen(np.stack([self.head(name, head)[row] for head in range(n_head)]))
+        value = _frozen(np.stack([self.head(name, head)[row] for head in range(n_head)]))
+        with self._lock:
+            self._rows = {(name, row): value}
+        return value
+
+    def rows_ready(self, name: str, row: int) -> bool:
+        """Whether rows(name, row) is kept or was read last (costs nothing now)."""
+        with self._lock:
+            return (name in self.kept and not self._repeats(name)) or (name, row) in self._rows
 
     # -- Mapping (compared and hashed as an object: its arrays are not compared) -------------
     __eq__ = object.__eq__

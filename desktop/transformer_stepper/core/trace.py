@@ -120,6 +120,13 @@ class Trace:
         self.cache.trim(layer)
         return rows
 
+    def head_rows_ready(self, name: str, layer: int, row: int) -> bool:
+        """Whether head_rows(name, layer, row) costs nothing now (the layer is held and the
+        rows are kept, or were read last): a view computes them in a worker otherwise."""
+        if not self.cache.has(layer):
+            return False
+        return self.detail(layer).rows_ready(name, row)
+
     def layer_names(self) -> tuple[str, ...]:
         """Per-layer names in the order the forward pass produces them."""
         if self._layer_names is None:

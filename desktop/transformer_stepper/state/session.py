@@ -78,7 +78,7 @@ class SessionModel(ViewModel):
         self._prepare_next = scheduler.timer(NEXT_LAYER_DELAY_MS, self._prepare_next_layer)
 
     def _prepare_next_layer(self) -> None:
-        self.prepare_layer(self._layer + 1)
+        self.prepare_next_layer()
 
     # -- read-only state ---------------------------------------------------------------
     @property
@@ -265,6 +265,8 @@ class SessionModel(ViewModel):
         trace, layer = result
         if trace is self._trace or trace is self.shown_trace:
             self._notify("layerReady", layer)
+        if trace is self._trace and layer == self._layer:
+            self.prepare_next_layer()               # the shown one held: the next, if it fits
 
     def _on_layer_failed(self, key: tuple[int, int], message: str) -> None:
         self._preparing.discard(key)

@@ -125,6 +125,13 @@ class ViewModel:
         """Compute a layer's detail ahead of drawing (the live session: in a worker, then
         layerReady); here the views compute it when they read it."""
 
+    def prepare_next_layer(self) -> None:
+        """The layer after the shown one, while the user reads: once the shown one is held and
+        only when the detail budget holds the next beside it (LayerCache.room_beside)."""
+        trace = self._trace
+        if trace is not None and trace.cache.room_beside(self._layer):
+            self.prepare_layer(self._layer + 1)
+
     # -- what the stage views draw -------------------------------------------------------------
     @property
     def shown_trace(self) -> Optional[Trace]:
@@ -174,7 +181,7 @@ class ViewModel:
             self._layer = layer
             self.prepare_layer(layer)
             self._notify("layerChanged", layer)
-            self.prepare_layer(layer + 1)          # the next layer, while the user reads
+            self.prepare_next_layer()
 
     def set_head(self, head: int) -> None:
         if self._model is None:

@@ -37,6 +37,14 @@ class WeightedSumView(StageView):
         self.sum_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#000", width=2))
         self.contributions.plot.addItem(self.sum_line)
 
+    def prepare_work(self):
+        # every head's weights for the selected query: in a layer kept per head (a long text),
+        # each head's n² softmax, seconds in all; in a worker, not on the GUI thread
+        trace, layer, i = self.trace, self.session.layer, self.selected
+        return super().prepare_work() or self.work_once(
+            trace.head_rows_ready("attn_weights", layer, i), trace.head_rows, "attn_weights", layer, i,
+            message=f"Computing every head's attention weights for token {i} (layer {layer})…")
+
     def update_data(self) -> None:
         pass              # everything here depends on the selected query
 
