@@ -109,11 +109,12 @@ def main() -> int:
         window.show()
         session = window.session
         wait_for(app, lambda: session.trace is not None and not session.busy, TIMEOUT)
-        meter, phases = Meters(args.stacks), {}
+        text = text_of(session.model, args.tokens)    # (before the meter: text_of encodes
+        meter, phases = Meters(args.stacks), {}      # growing prefixes on this thread)
         meter.start()
         begin = time.perf_counter()
         meter.mark(f"long text traced and drawn ({session.stage_key})")
-        session.set_text(text_of(session.model, args.tokens), immediate=True)
+        session.set_text(text, immediate=True)
         traced_and_drawn(app, window)
         phases["long text traced and drawn"] = time.perf_counter() - begin
         print(f"{session.trace.n_seq} tokens; {session.model.config.n_layer} layers", flush=True)
