@@ -16,9 +16,9 @@ import numpy as np
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, normalizers, pre_tokenizers, processors
 
-from transformer_stepper.core.config import ModelConfig
-from transformer_stepper.core.params import expected_shapes
-from transformer_stepper.core.tokenize import Tokenizer
+from transformer_stepper.core.model.config import ModelConfig
+from transformer_stepper.core.model.params import expected_shapes
+from transformer_stepper.core.model.tokenize import Tokenizer
 from transformer_stepper.io import npz_format
 
 # ------------------------------------------------------------------------------ tokenizers
@@ -413,7 +413,7 @@ def write_npz_model(path: Path, config: ModelConfig, params: Mapping[str, np.nda
 # ------------------------------------------------------------------------------ assertions
 def model_error(fn, *args, **kwargs) -> str:
     """Call fn, expect a ModelError, check its message is one line; -> the message."""
-    from transformer_stepper.core.errors import ModelError
+    from transformer_stepper.core.model.errors import ModelError
 
     try:
         fn(*args, **kwargs)

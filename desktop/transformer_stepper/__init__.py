@@ -10,12 +10,17 @@
                                     "She kept the gold in the bank with the clerk ."], "bank")
     result.pair_cosines   # [n_pairs, n_layer + 1]
 """
-from .core.compare import Comparison, compare
-from .core.config import ModelConfig
-from .core.errors import ModelError
-from .core.interventions import AblateHead, HeadTemperature, NoPositions, ShufflePositions, SwapEmbedding
-from .core.model import Model
-from .core.trace import Trace
+from .core.analysis.compare import Comparison, compare
+from .core.model.config import ModelConfig
+from .core.model.errors import ModelError
+from .core.model.interventions import (
+    AblateHead,
+    HeadTemperature,
+    NoPositions,
+    ShufflePositions,
+    SwapEmbedding)
+from .core.trace.model import Model
+from .core.trace.trace import Trace
 from .io.loader import load_model
 
 __all__ = ["load_model", "compare", "Comparison", "Model", "ModelConfig", "ModelError", "Trace",

@@ -9,7 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .core.errors import ModelError
+from .core.model.errors import ModelError
 from .io.resources import resources_dir
 
 APP_ID = "transformer-stepper"

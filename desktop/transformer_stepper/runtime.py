@@ -1,8 +1,8 @@
 """Process tuning, done once by the entry points (the app, the command line), never by a
 library call: `load_model()` and `model.trace()` change nothing process-wide.
 
-- glibc keeps freed memory (core/allocator.py): traces stop page-faulting their arrays in.
-- The app runs numpy's OpenBLAS on one thread (core/blas.py): spinning BLAS threads fight the
+- glibc keeps freed memory (core/model/allocator.py): traces stop page-faulting their arrays in.
+- The app runs numpy's OpenBLAS on one thread (core/model/blas.py): spinning BLAS threads fight the
   GUI thread. A forward pass over a long text (ui/workers.py LONG_TEXT) uses every core while
   it runs: its matrices are big enough to pay for them.
 - The app switches between Python threads every 0.2 ms instead of 5 ms: a worker's forward
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import sys
 
-from .core.allocator import keep_freed_memory
-from .core.blas import set_blas_threads
+from .core.model.allocator import keep_freed_memory
+from .core.model.blas import set_blas_threads
 
 APP_SWITCH_INTERVAL = 0.0002     # seconds
 

@@ -41,7 +41,7 @@ def token_ids(model, n: int):
 
 def encoded(ids):
     """Token ids as the tokenizer's output (pieces named by their ids): no text to encode."""
-    from transformer_stepper.core.tokenize import Encoded
+    from transformer_stepper.core.model.tokenize import Encoded
     import numpy as np
 
     n = len(ids)
@@ -58,7 +58,7 @@ def set_weight_budget(model, value) -> None:
     if value is None or not hasattr(model.params, "set_budget"):
         return
     if value == "free":
-        from transformer_stepper.core.trace import DEFAULT_DETAIL_BUDGET
+        from transformer_stepper.core.trace.trace import DEFAULT_DETAIL_BUDGET
         from transformer_stepper.io.free_memory import available_memory, default_weight_budget
 
         free = available_memory()

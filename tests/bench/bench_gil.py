@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import DEFAULT, text_of  # noqa: E402
 
 from transformer_stepper import load_model  # noqa: E402
-from transformer_stepper.core.blas import set_blas_threads  # noqa: E402
+from transformer_stepper.core.model.blas import set_blas_threads  # noqa: E402
 
 
 def main() -> None:

@@ -30,7 +30,7 @@ def child(model_dir: str, n_tokens: int) -> None:
     from PySide6.QtTest import QTest
 
     from bench_ui import text_of, wait_for
-    from transformer_stepper.core.generate import cached_lens
+    from transformer_stepper.core.trace.generate import cached_lens
     from transformer_stepper.ui.app import application, create_main_window
 
     app = application()
@@ -72,14 +72,14 @@ def core(model_dir: str, n_tokens: int, columns: int) -> None:
     sys.path.insert(0, str(HERE))
     from bench_ui import text_of
     from transformer_stepper import load_model
-    from transformer_stepper.core.generate import lens
+    from transformer_stepper.core.trace.generate import lens
 
     model = load_model(model_dir)
     trace = model.trace(text_of(model, n_tokens))
     trace.hidden_states                           # (stacked once per trace, by either code)
     begin = time.perf_counter()
     try:
-        from transformer_stepper.core.lens_blocks import trace_lens
+        from transformer_stepper.core.trace.lens_blocks import trace_lens
     except ImportError:                           # before: the view waits for the whole lens
         lens(model, trace, 5)
         first = whole = time.perf_counter() - begin
@@ -103,7 +103,7 @@ def core(model_dir: str, n_tokens: int, columns: int) -> None:
 def _blocks_computed(trace) -> str:
     """', N of M (state, block) pairs computed (R reused)' where the code has lens blocks."""
     try:
-        from transformer_stepper.core.lens_blocks import cached_trace_lens
+        from transformer_stepper.core.trace.lens_blocks import cached_trace_lens
     except ImportError:                  # before: the lens is computed whole
         return ""
     cache = cached_trace_lens(trace)

@@ -1,7 +1,7 @@
-"""How long explaining one clicked value takes (core.provenance.explain, slowest and median
+"""How long explaining one clicked value takes (core.analysis.provenance.explain.explain, slowest and median
 over random cells of every explainable array), a traced pass with interventions against
 the clean pass, and the Interventions tab's work per change (the intervened pass with every
-layer recorded, plus the differences at every stage: core.differences.intervene_and_compare)
+layer recorded, plus the differences at every stage: core.analysis.differences.intervene_and_compare)
 against a clean traced pass. The traces are made first, with the detail of every layer: what
 the app has when a view is on screen.
 
@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_big import cpu_name, encoded, token_ids, traced  # noqa: E402
 
 from transformer_stepper import AblateHead, NoPositions, load_model  # noqa: E402
-from transformer_stepper.core.differences import intervene_and_compare, stage_differences  # noqa: E402
-from transformer_stepper.core.provenance import explain, explainable  # noqa: E402
+from transformer_stepper.core.analysis.differences import intervene_and_compare, stage_differences  # noqa: E402
+from transformer_stepper.core.analysis.provenance.explain import explain, explainable  # noqa: E402
 from transformer_stepper.runtime import tune_process  # noqa: E402
 
 

@@ -15,10 +15,16 @@ import time
 
 import numpy as np
 
-from transformer_stepper.core.config import ModelConfig
-from transformer_stepper.core.kv_cache import KVCache
-from transformer_stepper.core.seq2seq import (Seq2SeqConfig, cross_context, cross_kv, decode, encode,
-                                              encoder_context, expected_seq2seq_shapes)
+from transformer_stepper.core.model.config import ModelConfig
+from transformer_stepper.core.model.kv_cache import KVCache
+from transformer_stepper.core.model.seq2seq import (
+    Seq2SeqConfig,
+    cross_context,
+    cross_kv,
+    decode,
+    encode,
+    encoder_context,
+    expected_seq2seq_shapes)
 from transformer_stepper.runtime import tune_process
 
 

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from transformer_stepper.core.training import loop, network
-from transformer_stepper.core.blas import blas_threads
+from transformer_stepper.core.model.blas import blas_threads
 from transformer_stepper.core.training.recipe import Recipe, build_dataset, train_builtin
 from transformer_stepper.io.resources import builtin_model_dir
 

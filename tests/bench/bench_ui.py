@@ -22,7 +22,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QSettings  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 
-from transformer_stepper.core import stages  # noqa: E402
+from transformer_stepper.core.model import stages  # noqa: E402
 from transformer_stepper.ui.app import application, create_main_window  # noqa: E402
 from transformer_stepper.ui.stall_meter import StallMeter  # noqa: E402
 

@@ -28,7 +28,7 @@ from memory import peak_rss_anon, rss_anon  # noqa: E402
 
 from transformer_stepper.ui.app import application, create_main_window  # noqa: E402
 from transformer_stepper.state.jobs import compute_trace  # noqa: E402
-from transformer_stepper.ui.detail_budget import KEY as DETAIL_BUDGET_KEY  # noqa: E402
+from transformer_stepper.ui.settings.detail_budget import KEY as DETAIL_BUDGET_KEY  # noqa: E402
 
 STAGES = ("softmax", "layer_output", "qkv")
 MiB = 2**20

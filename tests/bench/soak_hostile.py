@@ -30,7 +30,7 @@ from PySide6.QtTest import QTest  # noqa: E402
 
 from tests.builders import (bytelevel_tokenizer, gpt2_folder, random_params, tiny_config,  # noqa: E402
                             write_npz_model)
-from transformer_stepper.core import stages  # noqa: E402
+from transformer_stepper.core.model import stages  # noqa: E402
 from transformer_stepper.ui.app import application, create_main_window  # noqa: E402
 from transformer_stepper.ui.stall_meter import StallMeter  # noqa: E402
 

@@ -3,7 +3,7 @@ import sys
 import numpy as np
 import pytest
 
-from transformer_stepper.core import allocator
+from transformer_stepper.core.model import allocator
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")

@@ -7,8 +7,8 @@ import pytest
 
 from tests.builders import random_params, tiny_config, tokenizer_for, wrap
 from transformer_stepper import Model
-from transformer_stepper.core import ops
-from transformer_stepper.core.errors import ModelError
+from transformer_stepper.core.model import ops
+from transformer_stepper.core.model.errors import ModelError
 
 TEXT = "the bank of the river and the money in the bank"
 

@@ -6,7 +6,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from transformer_stepper import AblateHead, ModelError, load_model
-from transformer_stepper.core.attribution import decompose
+from transformer_stepper.core.analysis.attribution import decompose
 
 TEXT = "the queen rode to the bank of the river"
 

@@ -1,6 +1,6 @@
 import pytest
 
-from transformer_stepper.core import blas
+from transformer_stepper.core.model import blas
 
 
 def test_thread_count_is_set_and_restored():

@@ -9,7 +9,7 @@ import pytest
 
 from transformer_stepper import load_model
 from transformer_stepper.core.training import corpus, network
-from transformer_stepper.core.blas import blas_threads
+from transformer_stepper.core.model.blas import blas_threads
 from transformer_stepper.core.training.evaluate import head_scores
 from transformer_stepper.core.training.recipe import Recipe, heldout
 from transformer_stepper.io.resources import builtin_model_dir

@@ -1,4 +1,4 @@
-"""core/compare.py: the same word in several sentences, and the numbers of every Compare plot."""
+"""core/analysis/compare.py: the same word in several sentences, and the numbers of every Compare plot."""
 import csv
 import io
 
@@ -7,8 +7,8 @@ import pytest
 
 from tests.builders import bert_folder, gpt2_folder, llama_folder, model_error
 from transformer_stepper import compare as public_compare
-from transformer_stepper.core import compare as cmp
-from transformer_stepper.core.errors import ModelError
+from transformer_stepper.core.analysis import compare as cmp
+from transformer_stepper.core.model.errors import ModelError
 from transformer_stepper.io.compare_csv import compare_csv_bytes
 from transformer_stepper.io.loader import load_model
 

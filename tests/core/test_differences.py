@@ -8,9 +8,13 @@ from tests.core.test_architectures import make as make_llama
 from tests.core.test_forward import make_model
 from tests.conftest import FIXTURES
 from transformer_stepper import AblateHead, NoPositions, SwapEmbedding, load_model
-from transformer_stepper.core import stages
-from transformer_stepper.core.differences import (_compare_exact, compare, shown_arrays, stage_differences,
-                                                  stage_grid)
+from transformer_stepper.core.model import stages
+from transformer_stepper.core.analysis.differences import (
+    _compare_exact,
+    compare,
+    shown_arrays,
+    stage_differences,
+    stage_grid)
 
 TEXT = "the bank of the river and the money"
 

@@ -6,7 +6,7 @@ import pytest
 
 from tests.builders import random_params, tiny_config, tokenizer_for, wrap
 from transformer_stepper import Model
-from transformer_stepper.core import ops
+from transformer_stepper.core.model import ops
 
 KINDS = ["bert", "gpt2", "sinusoidal"]
 TEXT = {"bert": "The bank of the river, and the money.", "gpt2": "the bank of the river",

@@ -6,11 +6,17 @@ import pytest
 
 from tests.core.test_architectures import make as make_llama
 from tests.core.test_forward import make_model
-from transformer_stepper.core.errors import ModelError
-from transformer_stepper.core.generate import (Sampling, distribution, generate, lens, lens_logits,
-                                                logit_lens, step)
-from transformer_stepper.core.ops import softmax
-from transformer_stepper.core.tokenize import Encoded
+from transformer_stepper.core.model.errors import ModelError
+from transformer_stepper.core.trace.generate import (
+    Sampling,
+    distribution,
+    generate,
+    lens,
+    lens_logits,
+    logit_lens,
+    step)
+from transformer_stepper.core.model.ops import softmax
+from transformer_stepper.core.model.tokenize import Encoded
 
 TEXT = "the bank of the river"
 
@@ -141,7 +147,7 @@ def test_truncate_is_the_trace_of_the_first_tokens(make):
 
 def test_the_lens_in_blocks_equals_the_lens_at_once(monkeypatch):
     """A long text's lens is computed a block of positions at a time: the same numbers."""
-    from transformer_stepper.core import lens_blocks
+    from transformer_stepper.core.trace import lens_blocks
 
     model = make_model("gpt2")
     whole = lens(model, model.trace(TEXT), top=4)

@@ -6,8 +6,8 @@ import pytest
 from tests.core.test_architectures import make as make_llama
 from tests.core.test_forward import make_model
 from transformer_stepper import AblateHead, HeadTemperature, NoPositions, ShufflePositions, SwapEmbedding
-from transformer_stepper.core import ops
-from transformer_stepper.core.errors import ModelError
+from transformer_stepper.core.model import ops
+from transformer_stepper.core.model.errors import ModelError
 
 TEXT = "the bank of the river and the money"
 
@@ -55,7 +55,7 @@ def test_no_positions_removes_position_information(make):
     if not model.config.causal:
         ids = trace.input_ids
         order = np.r_[0, np.arange(1, len(ids) - 1)[::-1], len(ids) - 1]
-        from transformer_stepper.core.tokenize import Encoded
+        from transformer_stepper.core.model.tokenize import Encoded
         permuted = model.trace_encoded(Encoded(tokens=tuple(trace.tokens[i] for i in order), input_ids=ids[order],
                                                token_type_ids=np.zeros(len(ids), np.int64), offsets=trace.offsets[order],
                                                special_tokens_mask=trace.special_tokens_mask[order], truncated=False),

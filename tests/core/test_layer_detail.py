@@ -1,6 +1,6 @@
 """A layer's detail keeps the attention weights and q, k, v as projected (per K/V head,
 before the rotation) and derives the scores, the rotated q and k and the repeated k, v when
-read (core/layer_detail.py). Whatever is derived must be the bits the pass computes when it
+read (core/trace/layer_detail.py). Whatever is derived must be the bits the pass computes when it
 records every array (a plain Recorder: the path every layer's detail took before), whole and
 one head at a time, and a layer over the budget is kept per head within it."""
 from pathlib import Path
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from transformer_stepper import HeadTemperature, load_model
-from transformer_stepper.core import forward
-from transformer_stepper.core.layer_detail import PER_HEAD
-from transformer_stepper.core.recorder import Recorder
+from transformer_stepper.core.model import forward
+from transformer_stepper.core.trace.layer_detail import PER_HEAD
+from transformer_stepper.core.trace.recorder import Recorder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TEXT = "the bank of the river was steep and the water ran fast"
@@ -161,7 +161,7 @@ def test_every_heads_row_is_the_whole_layers_row(budget):
 
 @pytest.mark.parametrize("block", [3 * 11, 1 << 18])   # blocks that straddle heads, one for all
 def test_one_heads_softmax_is_its_rows_of_the_whole_layers(monkeypatch, block):
-    from transformer_stepper.core import ops
+    from transformer_stepper.core.model import ops
 
     monkeypatch.setattr(ops, "_SOFTMAX_BLOCK", block)
     x = np.random.default_rng(0).normal(size=(5, 7, 11)).astype(np.float32) * 4

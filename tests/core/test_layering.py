@@ -55,7 +55,7 @@ def test_core_io_and_state_import_no_qt_and_no_torch():
     result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert {"transformer_stepper.core.forward", "transformer_stepper.core.tokenize",
+    assert {"transformer_stepper.core.model.forward", "transformer_stepper.core.model.tokenize",
             "transformer_stepper.io.loader", "transformer_stepper.io.safetensors_file",
             "transformer_stepper.state.session"} <= set(report["imported"])
     assert report["loaded"] == [], f"core/io/state pulled in {report['loaded']}"
@@ -178,7 +178,7 @@ def named_cycles(graph: dict[str, set[str]]) -> list[str]:
 
 def part(module: str, depth: int) -> str:
     """The package (depth 1: core, io, ui, cli, ...) or the subpackage or module inside one
-    (depth 2: ui.stages, ui.session, ...) that `module` belongs to."""
+    (depth 2: ui.stepper.stages, ui.session, ...) that `module` belongs to."""
     parts = module.split(".")[1:]
     return ".".join(parts[:depth]) if parts else ROOT
 
@@ -194,7 +194,7 @@ def graph_of(edges, key) -> dict[str, set[str]]:
 
 def test_the_graph_is_read_right():
     edges = set(import_edges(package_modules()))
-    assert ("transformer_stepper.ui.main_window", "transformer_stepper.core.stages", True) in edges
+    assert ("transformer_stepper.ui.main_window", "transformer_stepper.core.model.stages", True) in edges
     assert ("transformer_stepper.cli.trace", "transformer_stepper.io.loader", False) in edges
     assert ("transformer_stepper.io.loader", "transformer_stepper.io.families", True) in edges
 
@@ -210,8 +210,35 @@ def test_packages_import_one_way():
     assert cycles({name: set(allowed) for name, allowed in ALLOWED.items()}) == []
 
 
+# inside core, the rooms: the math a reader came for, the recorded pass over it, readings of
+# that record; training builds and trains networks from the math alone
+CORE_ALLOWED = {
+    "core.model": set(),
+    "core.trace": {"core.model"},
+    "core.analysis": {"core.model", "core.trace", "core.training"},
+    "core.training": {"core.model", "core.trace"},
+}
+
+
+def test_core_rooms_import_one_way():
+    """model <- trace <- analysis: the math never reads the record, the record never reads its
+    readings. Every module of core lives in a room (no module left loose at core's top)."""
+    modules = package_modules()
+    loose = sorted(name for name in modules if part(name, 1) == "core"
+                   and name != f"{PACKAGE}.core" and part(name, 2) not in CORE_ALLOWED)
+    assert loose == [], f"modules of core outside its rooms: {loose}"
+    edges = import_edges(modules)
+    wrong = sorted({(importer, imported) for importer, imported, _ in edges
+                    if part(importer, 1) == "core" and part(imported, 1) == "core"
+                    and part(importer, 2) in CORE_ALLOWED and part(imported, 2) in CORE_ALLOWED
+                    and part(importer, 2) != part(imported, 2)
+                    and part(imported, 2) not in CORE_ALLOWED[part(importer, 2)]})
+    assert wrong == [], "core imports against model <- trace <- analysis: " + "; ".join(
+        f"{a} -> {b}" for a, b in wrong)
+
+
 def test_no_cycle_between_the_parts_of_a_package():
-    """e.g. ui.stages and ui.export: if each imports the other, neither stands on its own."""
+    """e.g. ui.stepper.stages and ui.export: if each imports the other, neither stands on its own."""
     graph = graph_of(import_edges(package_modules()), lambda module: part(module, 2))
     assert named_cycles(graph) == []
 

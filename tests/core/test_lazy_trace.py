@@ -7,10 +7,10 @@ import pytest
 from tests.core.test_forward import KINDS as BASE_KINDS
 from tests.core.test_forward import TEXT as BASE_TEXT
 from tests.core.test_forward import make_model
-from transformer_stepper.core.forward import forward
-from transformer_stepper.core.layer_context import context
-from transformer_stepper.core.layer_cache import LayerCache
-from transformer_stepper.core.recorder import Recorder
+from transformer_stepper.core.model.forward import forward
+from transformer_stepper.core.model.layer_context import context
+from transformer_stepper.core.trace.layer_cache import LayerCache
+from transformer_stepper.core.trace.recorder import Recorder
 
 
 KINDS = [*BASE_KINDS, "llama"]                 # llama: rotary, RMSNorm, SwiGLU, GQA
@@ -180,7 +180,7 @@ def test_layer_recorded_by_the_pass_equals_the_layer_computed_later(kind):
 def test_logits_are_computed_when_asked_and_only_the_rows_asked(kind):
     """The vocabulary product is left out of the pass: a trace holds no [n_seq, n_vocab]
     array until `logits` is read; `logits_at` gives some rows without making it."""
-    from transformer_stepper.core.generate import predictions
+    from transformer_stepper.core.trace.generate import predictions
 
     model = make_model(kind)
     trace = model.trace(TEXT[kind])
@@ -215,7 +215,7 @@ def test_an_encoder_without_head_has_no_logits():
 
 @pytest.mark.parametrize("kind", [k for k in KINDS if make_model(k).config.lm_head])
 def test_the_change_of_the_logits_is_one_product_of_the_change_of_the_head_input(kind):
-    from transformer_stepper.core.interventions import SwapEmbedding
+    from transformer_stepper.core.model.interventions import SwapEmbedding
 
     model = make_model(kind)
     clean = model.trace(TEXT[kind])
@@ -231,7 +231,7 @@ def test_the_change_of_the_logits_is_one_product_of_the_change_of_the_head_input
 def test_a_layer_under_way_blocks_neither_readiness_nor_other_layers_and_is_computed_once():
     import threading
 
-    from transformer_stepper.core.layer_cache import LayerCache
+    from transformer_stepper.core.trace.layer_cache import LayerCache
 
     started, release = threading.Event(), threading.Event()
     calls = []

@@ -1,4 +1,4 @@
-"""The logit lens a block at a time (core/lens_blocks.py): the blocks asked for are computed and
+"""The logit lens a block at a time (core/trace/lens_blocks.py): the blocks asked for are computed and
 no others; assembled, they are the lens computed whole, bit for bit; the prediction stage reads
 the lens's final row; a trace extended or retraced from another reuses the blocks of the rows it
 shares and is still bit-identical to computing its lens afresh."""
@@ -8,12 +8,17 @@ import numpy as np
 import pytest
 
 from transformer_stepper import load_model
-from transformer_stepper.core import lens_blocks
-from transformer_stepper.core.generate import (cached_lens, lens, lens_logits, lens_ready,
-                                                predictions, predictions_ready)
-from transformer_stepper.core.lens_blocks import cached_trace_lens, next_piece, trace_lens
-from transformer_stepper.core.ops import softmax
-from transformer_stepper.core.tokenize import Encoded
+from transformer_stepper.core.trace import lens_blocks
+from transformer_stepper.core.trace.generate import (
+    cached_lens,
+    lens,
+    lens_logits,
+    lens_ready,
+    predictions,
+    predictions_ready)
+from transformer_stepper.core.trace.lens_blocks import cached_trace_lens, next_piece, trace_lens
+from transformer_stepper.core.model.ops import softmax
+from transformer_stepper.core.model.tokenize import Encoded
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LONG = ("The bank of the river was steep and green. She went to the bank to deposit money. "

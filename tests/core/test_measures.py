@@ -1,8 +1,8 @@
-"""core/measures.py: cosines, nearest rows, the 2-D projection, where two curves part."""
+"""core/model/measures.py: cosines, nearest rows, the 2-D projection, where two curves part."""
 import numpy as np
 import pytest
 
-from transformer_stepper.core import measures
+from transformer_stepper.core.model import measures
 from tests.core.test_architectures import make
 
 
@@ -179,7 +179,7 @@ def test_rms_per_dim_is_the_root_mean_square_over_tokens():
 
 def test_token_labels_show_byte_level_spaces_and_the_default_token_is_an_ordinary_one():
     from tests.core.test_forward import make_model
-    from transformer_stepper.core.labels import default_token, token_labels
+    from transformer_stepper.core.analysis.labels import default_token, token_labels
 
     gpt2 = make_model("gpt2")
     trace = gpt2.trace("the bank of\nthe river")

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from transformer_stepper.core import ops
+from transformer_stepper.core.model import ops
 
 
 def test_softmax_rows_sum_to_one_and_masked_entries_are_zero():

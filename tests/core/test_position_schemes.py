@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from tests.builders import model_error
-from transformer_stepper.core import ops
-from transformer_stepper.core.config import ModelConfig
-from transformer_stepper.core.forward import forward
-from transformer_stepper.core.head import output_direction
-from transformer_stepper.core.params import expected_shapes
+from transformer_stepper.core.model import ops
+from transformer_stepper.core.model.config import ModelConfig
+from transformer_stepper.core.model.forward import forward
+from transformer_stepper.core.model.head import output_direction
+from transformer_stepper.core.model.params import expected_shapes
 from transformer_stepper.core.training import network
 
 

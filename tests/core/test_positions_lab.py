@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from transformer_stepper import load_model
-from transformer_stepper.core.errors import ModelError
-from transformer_stepper.core.forward import forward
+from transformer_stepper.core.model.errors import ModelError
+from transformer_stepper.core.model.forward import forward
 from transformer_stepper.core.training import positions_lab as lab
 from transformer_stepper.core.training.corpus import CorpusConfig
 from transformer_stepper.core.training.recipe import Recipe, build_dataset, train_builtin
@@ -83,7 +83,7 @@ def test_same_recipe_same_params(trained, dataset):
 
 def test_interference_of_a_subspace_that_holds_e():
     """E lying inside P's span: all of its variance is there; in the orthogonal complement: none."""
-    from transformer_stepper.core.config import ModelConfig
+    from transformer_stepper.core.model.config import ModelConfig
 
     config = ModelConfig(family="stepper", n_vocab=6, n_ctx=8, d_model=4, n_head=1, n_layer=1, d_ff=4,
                          position="learned", causal=True, final_norm=True, lm_head=True)
@@ -138,7 +138,7 @@ def test_every_variant_saves_and_loads_as_a_model_folder(trained, tmp_path):
 def test_e_read_in_blocks_measures_what_the_whole_table_does(monkeypatch):
     """Blocks of 7 rows (the last one short) give the numbers of one block; mean |cos| is the
     mean over every pair, the share is that of the centred rows, as written out directly."""
-    from transformer_stepper.core.config import ModelConfig
+    from transformer_stepper.core.model.config import ModelConfig
 
     config = ModelConfig(family="gpt2", n_vocab=50, n_ctx=12, d_model=8, n_head=1, n_layer=1, d_ff=4,
                          position="learned")
@@ -170,7 +170,7 @@ def test_an_opened_model_is_measured_over_its_whole_tables():
 
 
 def test_a_learned_table_counts_its_rows_past_the_offset():
-    from transformer_stepper.core.config import ModelConfig
+    from transformer_stepper.core.model.config import ModelConfig
 
     config = ModelConfig(family="roberta", n_vocab=6, n_ctx=8, d_model=4, n_head=1, n_layer=1, d_ff=4,
                          position="learned", position_offset=2)

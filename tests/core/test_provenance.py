@@ -7,7 +7,11 @@ import pytest
 
 from tests.conftest import FIXTURES
 from transformer_stepper import AblateHead, HeadTemperature, NoPositions, ShufflePositions, SwapEmbedding, load_model
-from transformer_stepper.core.provenance import KINDS, explain, explainable, resolve
+from transformer_stepper.core.analysis.provenance.explain import (
+    KINDS,
+    explain,
+    explainable,
+    resolve)
 
 TEXT = "the queen rode to the bank of the river"
 FAMILIES = [None, "llama_tiny_gqa4", "qwen3_tiny", "gemma_tiny", "mistral_tiny", "gpt2_tiny_lm",

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from transformer_stepper import load_model
-from transformer_stepper.core.provenance import explain
+from transformer_stepper.core.analysis.provenance.explain import explain
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gguf"
 

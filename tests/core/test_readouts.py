@@ -1,10 +1,10 @@
-"""The readouts the explanations quote (core/readouts.py), against numbers worked out by hand."""
+"""The readouts the explanations quote (core/analysis/readouts.py), against numbers worked out by hand."""
 import math
 
 import numpy as np
 import pytest
 
-from transformer_stepper.core import readouts
+from transformer_stepper.core.analysis import readouts
 
 NEG = -np.inf
 

@@ -7,7 +7,7 @@ import pytest
 from tests.builders import assert_close_trace
 from tests.core.test_architectures import make as make_llama
 from tests.core.test_forward import make_model
-from transformer_stepper.core.interventions import AblateHead
+from transformer_stepper.core.model.interventions import AblateHead
 
 TEXT = "the bank of the river"
 

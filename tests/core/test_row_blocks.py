@@ -1,4 +1,4 @@
-"""Growing a layer's detail with the residual stream (core/row_blocks.py): an edited or extended
+"""Growing a layer's detail with the residual stream (core/trace/row_blocks.py): an edited or extended
 causal trace keeps the detail the previous trace holds, cut to the shared rows, and appends the
 rows its pass computed; that detail is bit for bit what computing the layer afresh on the new
 trace gives (block by block, as the passes computed the rows), its layer_in and layer_out are
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from transformer_stepper import load_model
-from transformer_stepper.core import row_blocks
+from transformer_stepper.core.trace import row_blocks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 # GPT-2 (learned positions); Llama (rotary, GQA 4 heads / 2); Gemma 2 (local layers with a

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from transformer_stepper.core.seq2seq import relative_buckets
-from transformer_stepper.core.seq2seq_generate import step
+from transformer_stepper.core.model.seq2seq import relative_buckets
+from transformer_stepper.core.trace.seq2seq_generate import step
 from transformer_stepper.io.loader import load_model
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from transformer_stepper import load_model
-from transformer_stepper.core.blas import blas_threads
+from transformer_stepper.core.model.blas import blas_threads
 from transformer_stepper.core.training import positions_lab as lab
 from transformer_stepper.core.training.evaluate import allowed_next_words, evaluate, unigram_prediction
 from transformer_stepper.core.training.recipe import build_dataset

@@ -1,4 +1,4 @@
-"""One stage, one function: the function core/stages.py names for a stage, called on the
+"""One stage, one function: the function core/model/stages.py names for a stage, called on the
 trace's own inputs, gives the trace's arrays bit for bit. So the stage list, the views,
 provenance's "Copy as Python" and the README point at the code the forward pass runs."""
 from pathlib import Path
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from transformer_stepper import load_model
-from transformer_stepper.core import forward, layer_context, stages
-from transformer_stepper.core.forward import _noop
+from transformer_stepper.core.model import forward, layer_context, stages
+from transformer_stepper.core.model.forward import _noop
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TEXT = "the bank of the river was steep"

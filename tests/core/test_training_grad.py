@@ -1,12 +1,12 @@
 """Every layer's backward pass against central finite differences, in float64, and the
-training forward against the app's forward (core.forward.forward)."""
+training forward against the app's forward (core.model.forward.forward)."""
 import numpy as np
 import pytest
 
-from transformer_stepper.core import ops
-from transformer_stepper.core.config import ModelConfig
-from transformer_stepper.core.forward import forward
-from transformer_stepper.core.layer_context import context
+from transformer_stepper.core.model import ops
+from transformer_stepper.core.model.config import ModelConfig
+from transformer_stepper.core.model.forward import forward
+from transformer_stepper.core.model.layer_context import context
 from transformer_stepper.core.training import layers, network
 
 STEP = 1e-6
@@ -149,7 +149,7 @@ def test_whole_model_gradient(rng, changes):
 
 
 def test_unsupported_configs_are_refused():
-    from transformer_stepper.core.errors import ModelError
+    from transformer_stepper.core.model.errors import ModelError
 
     with pytest.raises(ModelError, match="post-LN"):
         network.check_trainable(tiny_config(norm="post"))
@@ -213,7 +213,7 @@ def test_concat_positions_occupy_exactly_their_dimensions(rng):
 
 
 def test_training_refuses_what_it_does_not_compute():
-    from transformer_stepper.core.errors import ModelError
+    from transformer_stepper.core.model.errors import ModelError
 
     for changes, words in (({"norm_kind": "rms"}, "RMSNorm"), ({"qkv_bias": False}, "biases"),
                            ({"n_kv_head": 1}, "grouped-query")):

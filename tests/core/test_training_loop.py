@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from transformer_stepper.core.config import ModelConfig
-from transformer_stepper.core.errors import ModelError
-from transformer_stepper.core.tokenize import Tokenizer
+from transformer_stepper.core.model.config import ModelConfig
+from transformer_stepper.core.model.errors import ModelError
+from transformer_stepper.core.model.tokenize import Tokenizer
 from transformer_stepper.core.training import corpus, loop, optim
 from transformer_stepper.core.training.recipe import Recipe, heldout
 

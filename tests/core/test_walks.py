@@ -1,4 +1,4 @@
-"""The guided walks (resources/walks/*.json, core/walks.py): every walk runs start to end on the
+"""The guided walks (resources/walks/*.json, core/analysis/walks.py): every walk runs start to end on the
 built-in model and on every fixture family, each caption filled from that state's numbers; the
 numbers that have an exact answer have it; a bad walk file or a caption naming a number no
 readout gives is refused with one line."""
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from transformer_stepper import load_model
-from transformer_stepper.core.errors import ModelError
+from transformer_stepper.core.model.errors import ModelError
 from transformer_stepper.io.seq2seq_loader import is_seq2seq_path
-from transformer_stepper.core.walks import WalkError, fill_step
+from transformer_stepper.core.analysis.walks import WalkError, fill_step
 from transformer_stepper.io.walks import load_walks, read_walk, walk_extras
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from tests.builders import assert_npz_holds_trace
-from transformer_stepper.core import stages
-from transformer_stepper.core.errors import ModelError
-from transformer_stepper.core.generate import lens
-from transformer_stepper.core.ops import softmax
+from transformer_stepper.core.model import stages
+from transformer_stepper.core.model.errors import ModelError
+from transformer_stepper.core.trace.generate import lens
+from transformer_stepper.core.model.ops import softmax
 from transformer_stepper.io import array_export
 from transformer_stepper.io.array_export import (StageArray, array_file_name, atomic_write,
                                                  csv_bytes, prepare_folder, save_csv, save_npy,

@@ -207,7 +207,7 @@ def test_undecodable_path_does_not_crash_a_strict_stream():
 
 
 @pytest.mark.xfail(strict=True, reason="numpy unicode arrays drop trailing NULs: Trace.to_dict stores "
-                                       "`text` as np.str_, so 'bank\\0' is written as 'bank' (core/trace.py)")
+                                       "`text` as np.str_, so 'bank\\0' is written as 'bank' (core/trace/trace.py)")
 def test_text_ending_in_nul_round_trips(tmp_path, bert, capsys):
     out = tmp_path / "t.npz"
     assert run(capsys, "trace", "--model", bert, "--text", "bank\x00", "--out", out)[0] == 0

@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transformer_stepper.core.errors import ModelError
-from transformer_stepper.io.gguf_blocks import GRID, block_of, code_histogram, relative_error
-from transformer_stepper.io.gguf_file import GGUFFile
+from transformer_stepper.core.model.errors import ModelError
+from transformer_stepper.io.gguf.blocks import GRID, block_of, code_histogram, relative_error
+from transformer_stepper.io.gguf.file import GGUFFile
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gguf"
 CASES = [("llama_small.Q8_0.gguf", "blk.1.attn_q.weight"), ("llama_small.Q4_0.gguf", "blk.0.ffn_up.weight"),

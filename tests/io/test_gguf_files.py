@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from transformer_stepper import load_model
-from transformer_stepper.core.errors import ModelError
-from transformer_stepper.io.gguf_file import GGUFFile
-from transformer_stepper.io.gguf_model import Unpermute, shard_paths
+from transformer_stepper.core.model.errors import ModelError
+from transformer_stepper.io.gguf.file import GGUFFile
+from transformer_stepper.io.gguf.model import Unpermute, shard_paths
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gguf"
 TOKENS = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + ["▁", "a", "b", "▁a"]

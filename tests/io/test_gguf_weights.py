@@ -7,10 +7,15 @@ import numpy as np
 import pytest
 
 from transformer_stepper import load_model
-from transformer_stepper.core.errors import ModelError
-from transformer_stepper.io.gguf_blocks import formula_with_numbers
-from transformer_stepper.io.gguf_weights import (is_gguf, layer_tensors, place_of, tensor_sources,
-                                                 weight_arithmetic, why_not_gguf)
+from transformer_stepper.core.model.errors import ModelError
+from transformer_stepper.io.gguf.blocks import formula_with_numbers
+from transformer_stepper.io.gguf.weights import (
+    is_gguf,
+    layer_tensors,
+    place_of,
+    tensor_sources,
+    weight_arithmetic,
+    why_not_gguf)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gguf"
 FILES = ["llama_k.Q4_K_M.gguf", "gemma_k.Q6_K.gguf", "gpt2_small.Q4_0.gguf", "llama_small.Q8_0.gguf",
@@ -87,9 +92,9 @@ def test_non_gguf_models_say_why():
     ("llama_small.Q4_0.gguf", "blk.0.attn_k.weight", 2, 1), ("llama_small.F16.gguf", "blk.0.attn_q.weight", 1, 0)])
 def test_dequantization_readout_is_the_block_laid_out(file_name, tensor, row, block):
     """What the panel draws and prints: io/gguf_blocks' numbers, laid out by sub-block."""
-    from transformer_stepper.io.dequantization import readout
-    from transformer_stepper.io.gguf_blocks import block_of, code_histogram
-    from transformer_stepper.io.gguf_file import GGUFFile
+    from transformer_stepper.io.gguf.dequantization import readout
+    from transformer_stepper.io.gguf.blocks import block_of, code_histogram
+    from transformer_stepper.io.gguf.file import GGUFFile
 
     model = load_model(FIXTURES / file_name)
     r = readout(model, tensor, row, block, position=5)

@@ -9,10 +9,10 @@ import pytest
 
 from tests.builders import bytelevel_tokenizer, random_params, tiny_config, write_npz_model
 from transformer_stepper.cli import main
-from transformer_stepper.core.compare import pca_maps
-from transformer_stepper.core.errors import ModelError
-from transformer_stepper.core.generate import Sampling, choose, distribution
-from transformer_stepper.core.tokenize import Tokenizer
+from transformer_stepper.core.analysis.compare import pca_maps
+from transformer_stepper.core.model.errors import ModelError
+from transformer_stepper.core.trace.generate import Sampling, choose, distribution
+from transformer_stepper.core.model.tokenize import Tokenizer
 
 
 def run(capsys, *argv):

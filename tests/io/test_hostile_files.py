@@ -13,7 +13,7 @@ import pytest
 
 from tests.builders import gpt2_folder, model_error, write_raw_safetensors
 from transformer_stepper import load_model
-from transformer_stepper.core.errors import ModelError
+from transformer_stepper.core.model.errors import ModelError
 from transformer_stepper.io.safetensors_file import SafetensorsFile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,7 @@ def test_truncated_while_open_is_refused_not_sigbus(tmp_path):
     script = textwrap.dedent(f"""
         import os
         from transformer_stepper import load_model
-        from transformer_stepper.core.errors import ModelError
+        from transformer_stepper.core.model.errors import ModelError
         model = load_model({str(folder)!r})
         model.trace("hello world")
         path = {str(folder / "model.safetensors")!r}

@@ -5,7 +5,7 @@ import shutil
 from pathlib import Path
 
 from transformer_stepper import load_model
-from transformer_stepper.io.local_models import list_lmstudio, list_ollama
+from transformer_stepper.io.gguf.local_stores import list_lmstudio, list_ollama
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "gguf" / "qwen2_small.Q8_0.gguf"
 

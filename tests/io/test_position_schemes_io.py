@@ -8,7 +8,7 @@ import pytest
 
 from tests.builders import random_params, tiny_config, wordpiece_tokenizer, write_npz_model
 from transformer_stepper import load_model
-from transformer_stepper.core.forward import forward
+from transformer_stepper.core.model.forward import forward
 from transformer_stepper.core.training import corpus
 from transformer_stepper.core.training.recipe import Recipe, TrainedModel
 from transformer_stepper.io.model_folder import save_model_folder

@@ -6,7 +6,7 @@ import shutil
 import numpy as np
 import pytest
 
-from transformer_stepper.core.errors import ModelError
+from transformer_stepper.core.model.errors import ModelError
 from transformer_stepper.io.positions_lab import CURVE_FILE, read_lab_folder, read_results_csv
 from transformer_stepper.io.resources import resources_dir
 

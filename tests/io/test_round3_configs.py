@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from transformer_stepper.core.errors import ModelError
+from transformer_stepper.core.model.errors import ModelError
 from transformer_stepper.io.families import gemma2, gemma3, olmo2, smollm3
 
 SIZES = dict(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=12,

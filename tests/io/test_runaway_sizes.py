@@ -14,7 +14,7 @@ from tests.builders import (edit_config, gpt2_checkpoint, gpt2_folder, model_err
                             tiny_config, vocab_size, bytelevel_tokenizer, wordpiece_tokenizer,
                             write_npz_model, write_raw_safetensors, write_safetensors)
 from transformer_stepper import load_model
-from transformer_stepper.core.config import ModelConfig
+from transformer_stepper.core.model.config import ModelConfig
 from transformer_stepper.io.safetensors_file import SafetensorsFile
 
 

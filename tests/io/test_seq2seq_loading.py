@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from transformer_stepper.core.errors import ModelError
+from transformer_stepper.core.model.errors import ModelError
 from transformer_stepper.io.loader import load_model
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from tests.builders import (bert_folder, gpt2_folder, model_error, random_params, tiny_config,
                             wordpiece_tokenizer, wordpiece_vocab, wrap)
 from transformer_stepper import Model, load_model
-from transformer_stepper.core.tokenize import Encoded
+from transformer_stepper.core.model.tokenize import Encoded
 
 ODD_TEXTS = {
     "emoji": "I 😀 love 👍🏽 the 🏳️‍🌈 bank",

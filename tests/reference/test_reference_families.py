@@ -92,7 +92,7 @@ def test_tokenizers_add_the_special_tokens_hugging_face_adds(name, first, fixtur
 def test_roberta_positions_skip_pad_tokens_as_hugging_face_does(fixtures_dir):
     """The reference's fourth RoBERTa text holds <pad> tokens: HF gives them position
     padding_idx and does not count them; provenance names the row each token read."""
-    from transformer_stepper.core.provenance import explain
+    from transformer_stepper.core.analysis.provenance.explain import explain
 
     reference = load_reference(HF_OUTPUTS / "roberta_tiny.npz")
     model = load_model(fixtures_dir / "roberta_tiny")

@@ -6,8 +6,8 @@ import pytest
 
 from reference_helpers import ATOL, HF_OUTPUTS, load_reference
 from transformer_stepper import load_model
-from transformer_stepper.core.generate import generate
-from transformer_stepper.core.tokenize import Encoded
+from transformer_stepper.core.trace.generate import generate
+from transformer_stepper.core.model.tokenize import Encoded
 
 pytestmark = pytest.mark.reference
 DECODERS = ("llama_tiny", "llama_tiny_mha", "llama_tiny_gqa4", "mistral_tiny", "qwen2_tiny",

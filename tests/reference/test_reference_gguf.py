@@ -10,7 +10,7 @@ import pytest
 from reference_helpers import assert_trace_matches, load_reference, reference_texts
 from test_reference_generation import prompt_trace
 from transformer_stepper import load_model
-from transformer_stepper.core.generate import generate
+from transformer_stepper.core.trace.generate import generate
 
 pytestmark = pytest.mark.reference
 GGUF_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "gguf"

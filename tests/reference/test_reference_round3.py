@@ -11,8 +11,8 @@ import pytest
 
 from reference_helpers import ATOL, HF_OUTPUTS, load_reference, reference_texts
 from transformer_stepper import load_model
-from transformer_stepper.core.errors import ModelError
-from transformer_stepper.core.model import Model
+from transformer_stepper.core.model.errors import ModelError
+from transformer_stepper.core.trace.model import Model
 
 pytestmark = pytest.mark.reference
 
@@ -75,7 +75,7 @@ def test_kv_cache_extension_equals_a_retrace(name, fixtures_dir):
 
 
 def _encoded(model, ids):
-    from transformer_stepper.core.tokenize import Encoded
+    from transformer_stepper.core.model.tokenize import Encoded
     return Encoded(tokens=tuple(model.tokenizer.id_to_token(int(i)) for i in ids), input_ids=ids,
                    token_type_ids=np.zeros(len(ids), np.int64), offsets=np.zeros((len(ids), 2), np.int64),
                    special_tokens_mask=np.zeros(len(ids), bool), truncated=False)

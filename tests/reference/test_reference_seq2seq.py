@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transformer_stepper.core.seq2seq_generate import generate
+from transformer_stepper.core.trace.seq2seq_generate import generate
 from transformer_stepper.io.loader import load_model
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_stepper.core.errors import ModelError
+from transformer_stepper.core.model.errors import ModelError
 from transformer_stepper.state.export_run import Detail, ExportRun, Write
 from transformer_stepper.state.scheduler import ManualScheduler
 

@@ -102,7 +102,7 @@ def test_a_failed_open_keeps_the_model_text_and_trace(session, scheduler, tiny_m
 
 def test_the_intervened_pass_follows_a_new_clean_trace_and_a_stale_one_is_dropped(
         session, scheduler, tiny_models):
-    from transformer_stepper.core.interventions import AblateHead
+    from transformer_stepper.core.model.interventions import AblateHead
     opened(session, scheduler, tiny_models["gpt2"])
     session.set_interventions([AblateHead(layer=0, head=1)])
     stale_clean = session.trace

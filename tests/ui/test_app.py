@@ -1,7 +1,7 @@
 """Launch, the built-in fallback, settings, the status bar, the Hugging Face cache list."""
 from pathlib import Path
 
-from transformer_stepper.core import stages
+from transformer_stepper.core.model import stages
 from transformer_stepper.io.hf_cache import hub_cache_dir, list_cached_models
 from transformer_stepper.ui import app
 from transformer_stepper.ui.main_window import MainWindow
@@ -89,7 +89,7 @@ def test_hf_cache_lists_snapshots_with_a_config(tmp_path):
 
 
 def test_stage_walk_is_data():
-    """Stepping follows core/stages.py: per-layer stages repeat per layer, the head-less
+    """Stepping follows core/model/stages.py: per-layer stages repeat per layer, the head-less
     model has no prediction stage."""
     bert = tiny_config("bert", lm_head=False, lm_head_transform=False)
     assert stages.step("position_addition", 5, +1, bert) == ("qkv", 0)

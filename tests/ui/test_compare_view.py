@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
 from tests.builders import random_params, tiny_config, tokenizer_for, write_npz_model
-from transformer_stepper.core.compare import MAX_SENTENCES
+from transformer_stepper.core.analysis.compare import MAX_SENTENCES
 from transformer_stepper.ui.compare import CompareView, presets
 from transformer_stepper.ui.compare.bundle import file_name
 from transformer_stepper.ui.export import menu

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import Qt
 
-from transformer_stepper.core import stages
+from transformer_stepper.core.model import stages
 from transformer_stepper.io.resources import resources_dir
 
 CONCAT = resources_dir() / "positions" / "concat"

@@ -8,8 +8,8 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
-from transformer_stepper.io.dequantization import readout
-from transformer_stepper.io.gguf_weights import place_of
+from transformer_stepper.io.gguf.dequantization import readout
+from transformer_stepper.io.gguf.weights import place_of
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "gguf" / "llama_k.Q4_K_M.gguf"
 

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QApplication
 
 from transformer_stepper import __version__
 from transformer_stepper.cli import main
-from transformer_stepper.ui import help as app_help
+from transformer_stepper.ui.menus import help as app_help
 from transformer_stepper.ui.app import app_icon
 
 

@@ -1,8 +1,8 @@
 """The detail budget is a preference: kept in the settings, applied to the trace shown (what is
 over it given back at once) and to every trace after; the status bar says what is kept, and
 says so when one layer alone is over the budget (kept per head)."""
-from transformer_stepper.core.trace import DEFAULT_DETAIL_BUDGET
-from transformer_stepper.ui.detail_budget import KEY, budget_mib
+from transformer_stepper.core.trace.trace import DEFAULT_DETAIL_BUDGET
+from transformer_stepper.ui.settings.detail_budget import KEY, budget_mib
 
 
 def test_budget_is_kept_applied_to_every_trace_and_shown(qtbot, loaded_window, settings):
@@ -44,7 +44,7 @@ def test_every_heads_row_of_a_per_head_layer_is_computed_in_a_worker(qtbot, load
     # not the GUI thread (a 4.2 s stall on Llama-1B shape at 2,048 tokens)
     import threading
 
-    from transformer_stepper.core.layer_detail import LayerDetail
+    from transformer_stepper.core.trace.layer_detail import LayerDetail
     window = loaded_window("gpt2")
     session = window.session
     window.detail_budget.set_budget(0)                   # every layer kept per head

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from transformer_stepper.core import stages
+from transformer_stepper.core.model import stages
 from transformer_stepper.io.resources import builtin_model_dir, resources_dir
-from transformer_stepper.ui import help as help_menu
+from transformer_stepper.ui.menus import help as help_menu
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 FAMILIES = ["bert_tiny_mlm", "gpt2_tiny_lm", "llama_tiny", "mistral_tiny", "qwen2_tiny", "qwen3_tiny",

@@ -2,8 +2,8 @@
 for and reads none of the layer's numbers (reading them made the GUI thread wait for the worker:
 the longest stall of a walk on a GPT-2-small-shaped model at 1,000 tokens); once the layer is
 drawn it quotes them."""
-from transformer_stepper.core.trace import Trace
-from transformer_stepper.ui.stepper_view import EXPLAIN
+from transformer_stepper.core.trace.trace import Trace
+from transformer_stepper.ui.stepper.stepper_view import EXPLAIN
 
 
 def test_explanation_waits_for_the_layer_then_quotes_it(qtbot, loaded_window, monkeypatch):

@@ -13,7 +13,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QPushButton
 
-from transformer_stepper.core import stages
+from transformer_stepper.core.model import stages
 from transformer_stepper.ui.export import dialogs
 from transformer_stepper.ui.export.job import ExportJob, plan
 from transformer_stepper.ui.export.render import ExportOptions

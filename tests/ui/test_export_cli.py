@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtGui import QImage
 
 from transformer_stepper.cli import main
-from transformer_stepper.core import stages
+from transformer_stepper.core.model import stages
 from transformer_stepper.io.loader import load_model
 
 from .conftest import builtin_model_or_skip

@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QImage
 
-from transformer_stepper.core import stages
+from transformer_stepper.core.model import stages
 from transformer_stepper.io import array_export
 from transformer_stepper.ui.export import menu
 from transformer_stepper.ui.export.render import (DEFAULT_SIZE, ExportOptions, encode, plot_file_name,

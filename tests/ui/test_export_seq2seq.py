@@ -26,7 +26,7 @@ def test_export_writes_encoder_and_decoder_stages(capsys, tmp_path):
 def test_the_window_refuses_an_encoder_decoder_in_one_line():
     import pytest
 
-    from transformer_stepper.core.errors import ModelError
+    from transformer_stepper.core.model.errors import ModelError
     from transformer_stepper.state.jobs import load_and_trace
 
     with pytest.raises(ModelError, match=r"t5_tiny: t5 is an encoder–decoder; open it in its own "

@@ -4,8 +4,8 @@ encoders whose controls are disabled with the reason."""
 import numpy as np
 import pytest
 
-from transformer_stepper.core.generate import Sampling, generate
-from transformer_stepper.ui.generation import UNTIL_END_LIMIT
+from transformer_stepper.core.trace.generate import Sampling, generate
+from transformer_stepper.state.generation import UNTIL_END_LIMIT
 
 from .conftest import TEXT
 
@@ -141,8 +141,8 @@ def test_the_logit_lens_stage_is_computed_in_a_worker_and_ends_at_the_prediction
     view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
     trace, model = session.trace, session.model
-    from transformer_stepper.core.generate import lens_logits
-    from transformer_stepper.core.ops import softmax
+    from transformer_stepper.core.trace.generate import lens_logits
+    from transformer_stepper.core.model.ops import softmax
 
     # the table's colour is each state's top probability; its last row is the model's own
     table = view.table.values

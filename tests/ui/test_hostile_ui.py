@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.builders import gpt2_folder
-from transformer_stepper.core import stages
+from transformer_stepper.core.model import stages
 
 from .test_stepping import walk
 
@@ -94,7 +94,7 @@ def test_non_finite_weights_draw_without_throwing(qtbot, window, tmp_path, every
 
 
 def test_non_finite_weights_generate_and_compare_say_so(qtbot, window, tmp_path):
-    from transformer_stepper.core.generate import Sampling
+    from transformer_stepper.core.trace.generate import Sampling
     _open(qtbot, window, _nan_model(tmp_path / "nan.npz"), "the bank of the river")
     generation = window.session.generation
     for sampling in (Sampling(), Sampling(temperature=1.0, seed=3)):

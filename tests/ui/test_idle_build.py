@@ -192,7 +192,7 @@ def test_a_redrawn_view_paints_its_figures_one_per_event_loop_turn(qtbot, loaded
 def assert_histogram_of(view, session) -> None:
     import numpy as np
 
-    from transformer_stepper.core import measures
+    from transformer_stepper.core.model import measures
 
     pre = session.trace.layer("mlp_pre_act", session.layer)
     limit = max(measures.robust_limit(pre, 99.9), 1e-6)
@@ -292,7 +292,7 @@ def test_one_frame_scheduler_runs_the_shown_views_repaints_then_building_ahead_t
     built and painted ahead (AHEAD), which goes before the views built while idle (IDLE), one
     piece per turn; Compare's figures are drawn by it too (NOW)."""
     from transformer_stepper.state.frames import AHEAD, IDLE, NOW
-    from transformer_stepper.ui.stepper_view import BUILD_AHEAD, EXPLAIN, IDLE_BUILD
+    from transformer_stepper.ui.stepper.stepper_view import BUILD_AHEAD, EXPLAIN, IDLE_BUILD
 
     window = loaded_window("gpt2")
     session, stepper, frames = window.session, window.stepper, window.session.frames

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from transformer_stepper import AblateHead, HeadTemperature, NoPositions
-from transformer_stepper.core import ops
-from transformer_stepper.core.differences import stage_differences, stage_grid
-from transformer_stepper.ui.difference_map import percent
+from transformer_stepper.core.model import ops
+from transformer_stepper.core.analysis.differences import stage_differences, stage_grid
+from transformer_stepper.ui.interventions.difference_map import percent
 
 
 def test_ablating_a_head_shows_what_the_prediction_gains_and_loses(qtbot, loaded_window):

@@ -5,10 +5,10 @@ import time
 
 import numpy as np
 
-from transformer_stepper.core import lens_blocks
-from transformer_stepper.core.generate import lens_logits
-from transformer_stepper.core.lens_blocks import cached_trace_lens
-from transformer_stepper.core.ops import softmax
+from transformer_stepper.core.trace import lens_blocks
+from transformer_stepper.core.trace.generate import lens_logits
+from transformer_stepper.core.trace.lens_blocks import cached_trace_lens
+from transformer_stepper.core.model.ops import softmax
 from transformer_stepper.ui.stages import logit_lens
 
 from .conftest import gpt2_laptop_window

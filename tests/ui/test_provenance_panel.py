@@ -8,9 +8,9 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from transformer_stepper.core import stages
+from transformer_stepper.core.model import stages
 from transformer_stepper.ui.plots import Heatmap
-from transformer_stepper.ui.provenance_panel import PANEL_WIDTH
+from transformer_stepper.ui.interventions.provenance_panel import PANEL_WIDTH
 
 ALT = Qt.KeyboardModifier.AltModifier
 # figures whose cells show something derived from the explained value, not the value itself

@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QFont, QFontMetrics, QFontMetricsF, QPainter, QPicture
 
-from transformer_stepper.core import stages
+from transformer_stepper.core.model import stages
 from transformer_stepper.ui.plots import Bars
 from transformer_stepper.ui.plots.cell_text import BLACK, WHITE, contrast, elide, inks, relative_luminance
 from transformer_stepper.ui.plots.common import TITLE_POINTS, Figure

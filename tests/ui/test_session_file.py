@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QSettings
 
-from transformer_stepper.core.interventions import AblateHead
+from transformer_stepper.core.model.interventions import AblateHead
 from transformer_stepper.io.session_file import read_session
 from transformer_stepper.ui.main_window import MainWindow
 from transformer_stepper.ui.session import Session
-from transformer_stepper.ui.session_file import SessionOpener, save_session
+from transformer_stepper.ui.menus.session_file import SessionOpener, save_session
 
 from .conftest import builtin_model_or_skip
 
@@ -113,7 +113,7 @@ def test_changed_or_missing_weights_are_named_and_the_user_may_point_to_the_mode
 ])
 def test_a_bad_session_file_is_one_line_naming_the_field(tmp_path, edit, field):
     from transformer_stepper.io.session_file import SessionData, to_json
-    from transformer_stepper.core.errors import ModelError
+    from transformer_stepper.core.model.errors import ModelError
 
     body = to_json(SessionData(None, "m", "builtin", "a text"))
     path = tmp_path / "bad.stepper"

@@ -9,8 +9,8 @@ from PySide6.QtGui import QKeySequence
 
 from tests.builders import random_params, tiny_config, tokenizer_for, write_npz_model
 from transformer_stepper import load_model
-from transformer_stepper.core.labels import kept_characters
-from transformer_stepper.ui.generate_bar import undecodable_note
+from transformer_stepper.core.analysis.labels import kept_characters
+from transformer_stepper.ui.stepper.generate_bar import undecodable_note
 
 from .conftest import TEXT
 

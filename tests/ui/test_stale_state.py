@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSettings
 
-from transformer_stepper.core.labels import default_token
-from transformer_stepper.ui.model_menu import RecentMenu, RecentModels, _short
+from transformer_stepper.core.analysis.labels import default_token
+from transformer_stepper.ui.menus.model_menu import RecentMenu, RecentModels, _short
 from transformer_stepper.ui.stages.base import READOUT_HINT
 
 TIMEOUT = 15_000

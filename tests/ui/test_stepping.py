@@ -5,7 +5,7 @@ import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import Qt
 
-from transformer_stepper.core import stages
+from transformer_stepper.core.model import stages
 from transformer_stepper.ui.stages import VIEWS, create_view
 
 from .conftest import FIXTURE_FAMILIES, HF_FIXTURES, MODELS, builtin_model_or_skip
@@ -174,7 +174,7 @@ def test_the_positions_lab_models_step_through_every_stage_they_have(qtbot, wind
     added = config.position != "none"        # rotary shows its rotation there, concat its [e | p]
     assert bool(item.flags() & Qt.ItemFlag.ItemIsEnabled) == added
     # an available stage names its function; one greyed out says why it does not apply
-    assert item.toolTip().startswith("computed by transformer_stepper.core.forward.embed" if added
+    assert item.toolTip().startswith("computed by transformer_stepper.core.model.forward.embed" if added
                                      else "this model ")
     assert window.errors == []
 

@@ -2,7 +2,7 @@
 lines in view, and a click finds the token under it."""
 from PySide6.QtCore import QPointF, QRectF
 
-from transformer_stepper.ui.token_strip import TokenStrip, TokenStripArea
+from transformer_stepper.ui.stepper.token_strip import TokenStrip, TokenStripArea
 
 
 def strip_with(qtbot, n: int) -> TokenStrip:

@@ -5,8 +5,8 @@ import threading
 
 from PySide6.QtCore import QThread
 
-from transformer_stepper.core import stages
-from transformer_stepper.core.trace import Trace
+from transformer_stepper.core.model import stages
+from transformer_stepper.core.trace.trace import Trace
 from transformer_stepper.ui.collector import collect
 
 

@@ -4,7 +4,7 @@ trace change together) is tested without Qt, in tests/state/."""
 import ast
 from pathlib import Path
 
-from transformer_stepper.core.generate import Sampling
+from transformer_stepper.core.trace.generate import Sampling
 from transformer_stepper.ui.export.snapshot import SnapshotSession
 from transformer_stepper.ui.session import Session
 from transformer_stepper.ui.view_state import ViewState

@@ -1,7 +1,7 @@
 """Help → Questions: a walk's step puts the window into its state (text, tab, stage, layer,
 head, selected token, interventions) and its caption quotes the numbers of that state; Back,
 Next and "Leave the walk here" (the window stays as the step left it)."""
-from transformer_stepper.core.interventions import AblateHead
+from transformer_stepper.core.model.interventions import AblateHead
 
 from .conftest import builtin_model_or_skip
 

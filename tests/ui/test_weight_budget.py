@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from transformer_stepper.io.free_memory import FreeMemory
-from transformer_stepper.ui import weight_budget
-from transformer_stepper.ui.weight_budget import KEY
+from transformer_stepper.ui.settings import weight_budget
+from transformer_stepper.ui.settings.weight_budget import KEY
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "gguf" / "llama_k.Q4_K_M.gguf"
 GiB = 1 << 30

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Optional, Sequence
 
-from ..core.errors import ModelError
+from ..core.model.errors import ModelError
 from .console import Parser, UsageError, say
 
 # in the order the app's --help names them

@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..core.compare import MIN_SENTENCES, checked_texts
-from ..core.errors import ModelError
+from ..core.analysis.compare import MIN_SENTENCES, checked_texts
+from ..core.model.errors import ModelError
 from .console import check_scale, say
 
 
@@ -47,7 +47,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
     texts = _check(args)                      # everything cheap before the slow part
     folder = prepare_folder(Path(args.out))
-    from ..core.compare import attention_rows, compare
+    from ..core.analysis.compare import attention_rows, compare
     from ..io.compare_csv import write_compare_csv
     from ..io.loader import load_model
 
@@ -75,7 +75,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from ..ui.offscreen import ensure_application
 
     ensure_application()
-    from ..core.labels import token_labels
+    from ..core.analysis.labels import token_labels
     from ..ui.compare.bundle import CompareFigures
     from ..ui.compare.export import write_figures
     from ..ui.export.render import ExportOptions

@@ -6,7 +6,7 @@ import argparse
 import math
 import sys
 
-from ..core.errors import ModelError
+from ..core.model.errors import ModelError
 
 MIN_SCALE, MAX_SCALE = 0.25, 8.0     # --scale of the figure-writing commands (export, compare)
 

@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..core import stages
-from ..core.errors import ModelError
+from ..core.model import stages
+from ..core.model.errors import ModelError
 from . import seq2seq
 from .console import check_scale, say, warn_non_finite
 

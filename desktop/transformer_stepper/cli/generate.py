@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..core.errors import ModelError
+from ..core.model.errors import ModelError
 from . import seq2seq
 from .console import say
 
@@ -28,7 +28,7 @@ def add_parser(sub) -> None:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from ..core.generate import Sampling, generate
+    from ..core.trace.generate import Sampling, generate
     from ..io.array_export import save_npz
     from ..io.loader import load_model
 
@@ -66,7 +66,7 @@ def run_generate(args: argparse.Namespace) -> int:
 def _translate(args: argparse.Namespace, model, sampling, out) -> int:
     """Encoder once, decoder step by step from the start token (after --target) to EOS; prints
     the target text."""
-    from ..core.seq2seq_generate import finished, generate as generate_target
+    from ..core.trace.seq2seq_generate import finished, generate as generate_target
     from ..io.array_export import save_npz
 
     first = seq2seq.seq2seq_trace(args, model)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..core.errors import ModelError
+from ..core.model.errors import ModelError
 from ..core.training import positions_lab as lab
 from ..core.training.recipe import Recipe, build_dataset
 from ..io.model_folder import check_output, staged_folder

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..core.errors import ModelError
+from ..core.model.errors import ModelError
 from .console import say
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 
-from ..core.errors import ModelError
+from ..core.model.errors import ModelError
 from . import seq2seq
 from .console import say, warn_non_finite
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..core.errors import ModelError
+from ..core.model.errors import ModelError
 from ..core.training.loop import TrainProgress
 from ..core.training.recipe import QUICK, Recipe, build_dataset, new_history, train_builtin
 from ..io.model_folder import check_output, save_model_folder, staged_folder

@@ -18,11 +18,11 @@ from typing import BinaryIO, Callable, Optional, Sequence
 
 import numpy as np
 
-from ..core.errors import ModelError
-from ..core.generate import cached_lens
-from ..core import stages
-from ..core.stages import Stage
-from ..core.trace import Trace
+from ..core.model.errors import ModelError
+from ..core.trace.generate import cached_lens
+from ..core.model import stages
+from ..core.model.stages import Stage
+from ..core.trace.trace import Trace
 
 
 # -- atomic writes -----------------------------------------------------------------------------

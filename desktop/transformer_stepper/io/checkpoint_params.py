@@ -14,7 +14,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..core.params import ParamStore
+from ..core.model.params import ParamStore
 from .keymaps import IDENTITY, Transform
 
 DEFAULT_WEIGHT_BUDGET = 768 << 20    # bytes of widened weights kept (768 MiB)

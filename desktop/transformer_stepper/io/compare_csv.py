@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.compare import Comparison
+from ..core.analysis.compare import Comparison
 from .array_export import write_bytes
 
 FILE_NAME = "compare.csv"

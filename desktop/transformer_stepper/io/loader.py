@@ -13,11 +13,11 @@ from typing import Optional
 
 import numpy as np
 
-from ..core.config import ModelConfig
-from ..core.errors import ModelError
-from ..core.params import expected_shapes
-from ..core.model import Model
-from ..core.tokenize import Tokenizer
+from ..core.model.config import ModelConfig
+from ..core.model.errors import ModelError
+from ..core.model.params import expected_shapes
+from ..core.trace.model import Model
+from ..core.model.tokenize import Tokenizer
 from . import families, lone_file, npz_format
 from .checkpoint_params import CheckpointParams
 from .families.common import ASSUMED_D_HEAD, count_layers
@@ -355,7 +355,7 @@ def _load(path: Path) -> Model:
     if suffix in PICKLE_SUFFIXES:
         _refuse_pickle(path)
     if suffix == ".gguf" or _is_gguf(path):  # Ollama's blobs have no suffix
-        from .gguf_load import load_gguf  # the gguf package is imported only for GGUF files
+        from .gguf.load import load_gguf  # the gguf package is imported only for GGUF files
         return load_gguf(path)
     if suffix == ".safetensors":
         return load_lone_safetensors(path)

@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..core.config import ModelConfig
+from ..core.model.config import ModelConfig
 
 GUESSED = {   # ModelConfig fields a lone file cannot tell, per family
     "llama": ("rope_theta", "rope_scaling", "ln_eps", "activation", "sliding_window", "n_ctx"),

@@ -19,7 +19,7 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from ..core.errors import ModelError
+from ..core.model.errors import ModelError
 from ..core.training.history import TrainingHistory
 from ..core.training.recipe import TrainedModel
 

@@ -1,10 +1,10 @@
 """The project's own .npz weight format, read and written without pickle.
 
 Layout (every member a plain numeric or unicode array, so allow_pickle=False works):
-  __config__      0-d unicode array: JSON of core.config.ModelConfig fields
+  __config__      0-d unicode array: JSON of core.model.config.ModelConfig fields
   __tokenizer__   optional 0-d unicode array: the tokenizer.json text (else a tokenizer.json
                   must sit beside the .npz)
-  <name>          one float array per parameter, named as in core/params.py
+  <name>          one float array per parameter, named as in core/model/params.py
                   (wte, wpe, h.0.attn.q.w stored [d_in, d_out], ...)
 Only the members the forward pass reads are decompressed; others are ignored.
 """
@@ -19,9 +19,9 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from ..core.config import ModelConfig
-from ..core.errors import ModelError
-from ..core.params import expected_shapes
+from ..core.model.config import ModelConfig
+from ..core.model.errors import ModelError
+from ..core.model.params import expected_shapes
 from .safetensors_file import open_regular
 
 _CORRUPT = (OSError, EOFError, zipfile.BadZipFile, zlib.error)

@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..core.errors import ModelError
+from ..core.model.errors import ModelError
 from ..core.training.recipe import TrainedModel
 from .array_export import write_bytes
 from .model_folder import save_model_folder

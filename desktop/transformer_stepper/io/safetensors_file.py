@@ -16,7 +16,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..core.errors import ModelError
+from ..core.model.errors import ModelError
 
 # dtypes we can turn into float32 (bfloat16 is read as raw uint16 bits, then shifted)
 _READABLE = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"),

@@ -8,11 +8,11 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from ..core.errors import ModelError
-from ..core.params import ParamStore
-from ..core.seq2seq import Seq2SeqConfig, expected_seq2seq_shapes
-from ..core.seq2seq_model import Seq2SeqModel
-from ..core.tokenize import Tokenizer
+from ..core.model.errors import ModelError
+from ..core.model.params import ParamStore
+from ..core.model.seq2seq import Seq2SeqConfig, expected_seq2seq_shapes
+from ..core.trace.seq2seq_model import Seq2SeqModel
+from ..core.model.tokenize import Tokenizer
 from . import families
 from .checkpoint_params import CheckpointParams
 

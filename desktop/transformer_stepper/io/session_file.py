@@ -19,11 +19,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ..core import stages
-from ..core.errors import ModelError
-from ..core.interventions import (AblateHead, HeadTemperature, NoPositions, ShufflePositions,
-                                  SwapEmbedding)
-from ..core.walks import TABS
+from ..core.model import stages
+from ..core.model.errors import ModelError
+from ..core.model.interventions import (
+    AblateHead,
+    HeadTemperature,
+    NoPositions,
+    ShufflePositions,
+    SwapEmbedding)
+from ..core.analysis.walks import TABS
 
 FORMAT = "transformer-stepper session"
 VERSION = 1

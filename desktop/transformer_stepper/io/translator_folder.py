@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.seq2seq import Seq2SeqConfig
+from ..core.model.seq2seq import Seq2SeqConfig
 from .families import marian
 from .families.common import TRANSPOSE
 

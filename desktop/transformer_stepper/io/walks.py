@@ -1,4 +1,4 @@
-"""The guided walks' files: resources/walks/*.json, one walk each, read into core/walks.py's
+"""The guided walks' files: resources/walks/*.json, one walk each, read into core/analysis/walks.py's
 Walk (validated field by field: a bad file gives one ModelError line naming it and the field),
 and the facts from files their readouts quote (the positions laboratory's results)."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from ..core import stages
-from ..core.errors import ModelError
-from ..core.walks import INTERVENTION_KINDS, NEEDS, TABS, Step, StepState, Walk
+from ..core.model import stages
+from ..core.model.errors import ModelError
+from ..core.analysis.walks import INTERVENTION_KINDS, NEEDS, TABS, Step, StepState, Walk
 from .resources import resources_dir
 
 STAGE_KEYS = tuple(s.key for s in stages.STAGES)
@@ -72,7 +72,7 @@ def _step(data, where: str) -> Step:
     readouts = data.get("readouts", [])
     if not isinstance(readouts, list) or not all(isinstance(r, str) for r in readouts):
         raise ModelError(f"{where}: 'readouts' must be a list of names")
-    from ..core.walk_readouts import READOUTS
+    from ..core.analysis.walk_readouts import READOUTS
 
     for name in readouts:
         if name not in READOUTS:

@@ -8,11 +8,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..core.blas import blas_threads
-from ..core.differences import Difference, intervene_and_compare
-from ..core.errors import ModelError
-from ..core.model import Model
-from ..core.trace import DEFAULT_DETAIL_BUDGET, Trace
+from ..core.model.blas import blas_threads
+from ..core.analysis.differences import Difference, intervene_and_compare
+from ..core.model.errors import ModelError
+from ..core.trace.model import Model
+from ..core.trace.trace import DEFAULT_DETAIL_BUDGET, Trace
 from ..io.loader import load_model
 
 LONG_TEXT = 256          # tokens from which a forward pass runs BLAS on every core
@@ -78,13 +78,13 @@ class InterventionResult:
     clean: Trace                    # the trace it was compared with
     interventions: tuple
     trace: Trace                    # the clean trace's tokens, intervened
-    differences: dict[tuple[str, Optional[int]], Difference]   # core.differences.stage_differences
+    differences: dict[tuple[str, Optional[int]], Difference]   # core.analysis.differences.stage_differences
     seconds: float
 
 
 def run_interventions(model: Model, clean: Trace, interventions: tuple) -> InterventionResult:
     """The intervened pass beside `clean`, and how far every stage moved
-    (core.differences.intervene_and_compare)."""
+    (core.analysis.differences.intervene_and_compare)."""
     start = time.perf_counter()
     trace, differences = intervene_and_compare(model, clean, interventions)
     return InterventionResult(clean, tuple(interventions), trace, differences, time.perf_counter() - start)

@@ -18,7 +18,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
-from ..core.errors import ModelError
+from ..core.model.errors import ModelError
 
 
 class Cancelled(Exception):

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..core.allocator import return_freed_memory
-from ..core.trace import DEFAULT_DETAIL_BUDGET, Trace
+from ..core.model.allocator import return_freed_memory
+from ..core.trace.trace import DEFAULT_DETAIL_BUDGET, Trace
 from .jobs import (ComputeResult, InterventionResult, LoadResult, compute_trace, load_and_trace,
                    prepare_layer, run_interventions)
 from .requests import Latest, Requests
@@ -34,7 +34,7 @@ DEFAULT_TEXT = "The queen rode to the bank of the river and she was tired"
 # 103-138 at 40; tests/bench/bench_ui.py)
 TEXT_DEBOUNCE_MS = 15
 # with a trace this big on screen, the freed heap goes back to the system once the workers
-# have been idle a quarter second (core/allocator.py): the process otherwise keeps the pages
+# have been idle a quarter second (core/model/allocator.py): the process otherwise keeps the pages
 # of every pass, layer and view computation over it. The price is paid by the next whole-text
 # pass, which faults its pages in again (GPT-2-small-shaped, 1,000 tokens: ~0.3 s of system
 # time on a 2.3 s pass; tests/bench/bench_ui_big.py); a smaller trace's heap stays for reuse
@@ -286,7 +286,7 @@ class SessionModel(ViewModel):
     # -- interventions --------------------------------------------------------------------
     @property
     def interventions(self) -> tuple:
-        """The active interventions (core/interventions.py); () for none."""
+        """The active interventions (core/model/interventions.py); () for none."""
         return self._interventions
 
     @property

@@ -20,11 +20,11 @@ from typing import Optional
 
 import numpy as np
 
-from ..core import stages
-from ..core.generate import Sampling
-from ..core.labels import default_token, token_labels
-from ..core.model import Model
-from ..core.trace import Trace
+from ..core.model import stages
+from ..core.trace.generate import Sampling
+from ..core.analysis.labels import default_token, token_labels
+from ..core.trace.model import Model
+from ..core.trace.trace import Trace
 from .events import Event, Events
 
 
@@ -70,7 +70,7 @@ class ViewModel:
         else:
             self._labels = list(labels) if labels is not None else token_labels(trace, model.tokenizer)
             self._selected = default_token(trace) if selected is None else selected
-        # what the prediction view reads and calls (a host's runs generation: ui/generation.py)
+        # what the prediction view reads and calls (a host's runs generation: ui/generation/generation.py)
         self.generation = FixedSampling()
 
     def _notify(self, name: str, *args) -> None:
@@ -232,6 +232,6 @@ class ViewModel:
 
     def request_provenance(self, name: str, index) -> None:
         """Ask for the arithmetic behind the current trace's value name[index] (an Alt-click
-        on a plot); the provenance panel answers (ui/provenance_panel.py)."""
+        on a plot); the provenance panel answers (ui/interventions/provenance_panel.py)."""
         if self._trace is not None:
             self._notify("provenanceRequested", name, tuple(int(k) for k in index))

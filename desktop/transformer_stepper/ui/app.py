@@ -69,7 +69,7 @@ def run(model_path: Optional[str] = None, text: Optional[str] = None,
     window = create_main_window(model_path, text)
     window.show()
     if session_file:
-        from .session_file import open_session
+        from .menus.session_file import open_session
 
         window.session_opener = open_session(window, session_file)
     return app.exec()

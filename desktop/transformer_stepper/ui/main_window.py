@@ -1,4 +1,4 @@
-"""The main window: the tabs (the Stepper first, ui/stepper_view.py; the others in ui/tabs.py),
+"""The main window: the tabs (the Stepper first, ui/stepper/stepper_view.py; the others in ui/tabs.py),
 the menus, a toolbar to step and to choose layer and head, the docks, a status bar; it opens
 models and keeps the settings."""
 from __future__ import annotations
@@ -11,22 +11,22 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QLabel, QMainWindow, QMenu,
                                QMessageBox, QProgressBar, QWidget)
 
-from ..core import stages
-from ..core.labels import layer_kind
+from ..core.model import stages
+from ..core.analysis.labels import layer_kind
 from .export.dialogs import add_export_actions
 from .export import preferences as export_preferences
-from .model_menu import HFCacheMenu, LocalModelsMenu, RecentMenu, RecentModels
-from .dequantization_panel import install_dequantization_dock
-from .provenance_panel import install_provenance_dock
-from .session_file import add_session_actions
-from .walk_panel import install_walk_panel
-from .detail_budget import DetailBudget
-from .weight_budget import WeightBudget
+from .menus.model_menu import HFCacheMenu, LocalModelsMenu, RecentMenu, RecentModels
+from .stepper.dequantization_panel import install_dequantization_dock
+from .interventions.provenance_panel import install_provenance_dock
+from .menus.session_file import add_session_actions
+from .walks.walk_panel import install_walk_panel
+from .settings.detail_budget import DetailBudget
+from .settings.weight_budget import WeightBudget
 from .session import Session
 from .seq2seq.opener import TranslationWindows
-from .generate_bar import GenerateBar
-from .intervened_toggle import show_intervened_action
-from .stepper_view import StepperView
+from .stepper.generate_bar import GenerateBar
+from .stepper.intervened_toggle import show_intervened_action
+from .stepper.stepper_view import StepperView
 from .tabs import TabHost
 
 def resident_memory() -> Optional[int]:
@@ -103,7 +103,7 @@ class MainWindow(QMainWindow):
         menu.addMenu(HFCacheMenu(self.open_model, menu))
         menu.addMenu(LocalModelsMenu(self.open_model, menu))
         menu.addSeparator()
-        add_session_actions(self, menu)          # .stepper files: ui/session_file.py
+        add_session_actions(self, menu)          # .stepper files: ui/menus/session_file.py
         add_export_actions(self, menu)
         menu.addSeparator()
         quit_action = menu.addAction("&Quit", self.close)
@@ -192,7 +192,7 @@ class MainWindow(QMainWindow):
         self.go_menu = menu
 
     def _build_help_menu(self) -> None:
-        from .help import add_help_menu
+        from .menus.help import add_help_menu
 
         add_help_menu(self)
 

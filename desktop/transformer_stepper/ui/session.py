@@ -10,7 +10,7 @@ from PySide6.QtCore import QObject, Signal
 
 from ..state.session import TEXT_DEBOUNCE_MS, SessionModel
 from .frames import Frames
-from .generation import GenerationControl
+from .generation.generation import GenerationControl
 from .view_state import ViewState
 from .workers import WorkerPool
 

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
 
 
 def _stepper(window) -> QWidget:
-    return window.stepper                 # built by the window itself (ui/stepper_view.py)
+    return window.stepper                 # built by the window itself (ui/stepper/stepper_view.py)
 
 
 def _compare(window) -> QWidget:
@@ -20,13 +20,13 @@ def _compare(window) -> QWidget:
 
 
 def _attribution(window) -> QWidget:
-    from .attribution_view import AttributionView
+    from .interventions.attribution_view import AttributionView
 
     return AttributionView(window.session, window.settings)
 
 
 def _interventions(window) -> QWidget:
-    from .interventions_view import InterventionsView
+    from .interventions.interventions_view import InterventionsView
 
     # a difference-map cell opens its stage in the Stepper
     return InterventionsView(window.session, window.settings,

@@ -1,5 +1,5 @@
 """Putting the window into a state from outside the user's hands: a guided walk's step
-(ui/walk_panel.py) or an opened session file (ui/session_file.py). Text, Compare's sentences
+(ui/walks/walk_panel.py) or an opened session file (ui/menus/session_file.py). Text, Compare's sentences
 and word, tab, stage, layer, head, the selected token, the softmax temperature and the
 interventions, each set through the same calls the user's widgets make, so every view follows.
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..core import interventions as lib
+from ..core.model import interventions as lib
 
 
 class PendingSelection:

@@ -7,7 +7,7 @@ from typing import Optional
 
 from PySide6.QtCore import QObject, Signal
 
-from ..core.generate import Sampling
+from ..core.trace.generate import Sampling
 from ..state.view import ViewModel
 
 
@@ -50,5 +50,5 @@ class ViewState(QObject, ViewModel):
 
     def _new_generation(self) -> QObject:
         """What `generation` is: the prediction view reads `sampling`, listens to `changed` and
-        calls `append(token id)` (the live session runs it: ui/generation.py)."""
+        calls `append(token id)` (the live session runs it: ui/generation/generation.py)."""
         return FixedSampling(parent=self)

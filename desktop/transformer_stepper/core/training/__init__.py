@@ -1,4 +1,4 @@
-"""Training in numpy (no Qt, no files): the backward pass of core/forward.py's architecture,
+"""Training in numpy (no Qt, no files): the backward pass of core/model/forward.py's architecture,
 Adam, a seeded loop with a progress callback, and the generated teaching corpus.
 
     from transformer_stepper.core.training import Recipe, train_builtin

@@ -7,7 +7,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..config import ModelConfig
+from ..model.config import ModelConfig
 from . import network
 from .corpus import CORRELATIVES, Passage
 from .loop import pad_batch

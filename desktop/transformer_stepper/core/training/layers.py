@@ -1,13 +1,13 @@
 """Forward/backward pairs for each layer type, batched over a leading `batch` axis.
 
-The forward halves call `core.ops` (the functions `core.forward` uses), so a trained model
+The forward halves call `core.model.ops` (the functions `core.model.forward` uses), so a trained model
 computes in the app exactly what it computed in training; each returns what its backward
 half needs. Shapes: batch, n_seq, d_model, n_head, d_head, d_ff, n_vocab."""
 from __future__ import annotations
 
 import numpy as np
 
-from .. import ops
+from ..model import ops
 
 F32 = np.float32
 
@@ -79,9 +79,9 @@ def merge_heads(x):
 def attention_forward(x, w: dict, n_head: int, mask, cos=None, sin=None):
     """[batch, n_seq, d_model], {q,k,v,o}.{w,b}, [n_seq, n_seq] additive mask (0 / -inf,
     ops.additive_mask) or None, and for rotary positions cos, sin [n_seq, d_head // 2]
-    (core.layer_context.context's) -> out, cache.
+    (core.model.layer_context.context's) -> out, cache.
 
-    Same operations in the same order as core.forward.attention, with a batch axis."""
+    Same operations in the same order as core.model.forward.attention, with a batch axis."""
     q = split_heads(ops.linear(x, w["q.w"], w["q.b"]), n_head)
     k = split_heads(ops.linear(x, w["k.w"], w["k.b"]), n_head)
     if cos is not None:                                # rotary: turn q and k per head

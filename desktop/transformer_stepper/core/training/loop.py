@@ -11,10 +11,10 @@ from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from ..config import ModelConfig
-from ..errors import ModelError
+from ..model.config import ModelConfig
+from ..model.errors import ModelError
 from . import network
-from ..blas import blas_threads
+from ..model.blas import blas_threads
 from .control import TrainControl
 from .optim import Adam, AdamConfig, clip_gradients, learning_rate
 

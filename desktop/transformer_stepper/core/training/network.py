@@ -4,20 +4,20 @@ Covers the architecture the built-in model uses and its position variants: token
 with sinusoidal or learned positions added, sinusoids concatenated ([e | p]), q and k rotated
 (rotary), or no positions at all; pre-LN blocks of causal multi-head attention and a
 feed-forward, the final LayerNorm, and the LM head tied to wte (or untied). Parameter names
-are core/forward.py's, so the trained dictionary loads into the app unchanged; a test proves
-the logits equal core.forward.forward's on single sequences, for every position scheme."""
+are core/model/forward.py's, so the trained dictionary loads into the app unchanged; a test proves
+the logits equal core.model.forward.forward's on single sequences, for every position scheme."""
 from __future__ import annotations
 
 from typing import Mapping, Optional
 
 import numpy as np
 
-from .. import ops
-from ..config import ModelConfig
-from ..errors import ModelError
-from ..head import head_input
-from ..layer_context import context
-from ..params import expected_shapes
+from ..model import ops
+from ..model.config import ModelConfig
+from ..model.errors import ModelError
+from ..model.head import head_input
+from ..model.layer_context import context
+from ..model.params import expected_shapes
 from . import layers
 
 _ATTN = ("q.w", "q.b", "k.w", "k.b", "v.w", "v.b", "o.w", "o.b")
@@ -104,7 +104,7 @@ def _block_backward(params, config: ModelConfig, dx, cache, layer: int, grads: d
 
 
 def embed_batch(params: Mapping[str, np.ndarray], config: ModelConfig, input_ids: np.ndarray):
-    """[batch, n_seq] ids -> x0 [batch, n_seq, d_model], as core.forward.embed computes it."""
+    """[batch, n_seq] ids -> x0 [batch, n_seq, d_model], as core.model.forward.embed computes it."""
     n_seq = input_ids.shape[1]
     e = params["wte"][input_ids]                            # one-hot x E
     if config.position in ("rotary", "none"):               # nothing added at the input

@@ -10,7 +10,7 @@ seed, steps and optimiser, only the position scheme differs.
 
 d_position = d_model // 4 (16 of 64): 8 sin/cos pairs, wavelengths from 2π to ~20,000
 positions, enough to tell the 128 positions of n_ctx apart, and 48 dimensions left for tokens.
-The concat head is tied and reads the token part (see core/forward.py).
+The concat head is tied and reads the token part (see core/model/forward.py).
 
 `measure` adds what the issue asks of each variant beyond train_builtin's held-out accuracy,
 loss and per-phenomenon accuracy: the E-P interference measures (for models with a p vector)
@@ -24,10 +24,10 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .. import ops
-from ..config import ModelConfig
-from ..errors import ModelError
-from ..forward import forward
+from ..model import ops
+from ..model.config import ModelConfig
+from ..model.errors import ModelError
+from ..model.forward import forward
 from .loop import ProgressCallback
 from .recipe import Dataset, Recipe, TrainedModel, build_dataset, new_history, train_builtin
 

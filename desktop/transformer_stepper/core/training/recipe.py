@@ -10,10 +10,10 @@ from typing import Optional
 
 import numpy as np
 
-from ..config import ModelConfig
-from ..errors import ModelError
+from ..model.config import ModelConfig
+from ..model.errors import ModelError
 from . import corpus
-from ..blas import blas_threads
+from ..model.blas import blas_threads
 from .evaluate import (allowed_next_words, attention_maps, best_heads, evaluate,
                        unigram_prediction)
 from .control import TrainControl

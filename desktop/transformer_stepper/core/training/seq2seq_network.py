@@ -2,7 +2,7 @@
 layout ("Attention Is All You Need": post-LN blocks, ReLU, sinusoidal positions added to the
 token rows, a tied head plus final_logits_bias), batched with padding masks.
 
-Parameter names are core/seq2seq.py's (encoder.h.0.attn.q.w, decoder.h.0.cross.q.w, ...), so the
+Parameter names are core/model/seq2seq.py's (encoder.h.0.attn.q.w, decoder.h.0.cross.q.w, ...), so the
 trained dictionary is what the app's pass reads; the sinusoid tables (encoder.wpe, decoder.wpe)
 are computed, never trained (io/families/marian.computed_params). A test proves the logits equal
 the app's Seq2SeqModel's on single pairs, and checks every gradient against finite differences."""
@@ -12,8 +12,8 @@ from typing import Mapping
 
 import numpy as np
 
-from .. import ops
-from ..seq2seq import Seq2SeqConfig, expected_seq2seq_shapes
+from ..model import ops
+from ..model.seq2seq import Seq2SeqConfig, expected_seq2seq_shapes
 from . import layers
 
 _ATTN = ("q.w", "q.b", "k.w", "k.b", "v.w", "v.b", "o.w", "o.b")

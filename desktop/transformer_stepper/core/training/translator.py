@@ -14,8 +14,8 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from ..blas import blas_threads
-from ..seq2seq import Seq2SeqConfig
+from ..model.blas import blas_threads
+from ..model.seq2seq import Seq2SeqConfig
 from . import seq2seq_network, translation_corpus
 from .loop import init_rngs
 from .optim import Adam, AdamConfig, clip_gradients, learning_rate
@@ -122,7 +122,7 @@ def alignment_share(cross_attentions: np.ndarray, align: Sequence[int]) -> np.nd
 def evaluate(model, pairs: Sequence["translation_corpus.Pair"], n_tokens: int = 24) -> dict:
     """Greedy translation of every held-out pair through `model` (the app's Seq2SeqModel):
     exact match, and alignment_share averaged over the pairs (teacher-forced reference)."""
-    from ..seq2seq_generate import translate
+    from ..trace.seq2seq_generate import translate
 
     started = time.perf_counter()
     exact, shares = 0, []

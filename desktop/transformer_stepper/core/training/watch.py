@@ -7,7 +7,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .. import measures
+from ..model import measures
 
 
 def class_separation(table: np.ndarray, classes: Sequence[str],

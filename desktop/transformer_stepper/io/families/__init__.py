@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Callable, Optional
 
-from ...core.config import ModelConfig
-from ...core.errors import ModelError
+from ...core.model.config import ModelConfig
+from ...core.model.errors import ModelError
 from . import (bart, bert, distilbert, gemma, gemma2, gemma3, gpt2, gpt_neox, llama, marian, olmo2, phi3,
                roberta, smollm3, stepper, t5)
 

@@ -4,8 +4,8 @@ GELU, embeddings × √d_model when scale_embedding, a tied head plus final_logi
 Marian (marian.py) shares this layout with sinusoidal positions and no embedding norm."""
 from __future__ import annotations
 
-from ...core.errors import ModelError
-from ...core.seq2seq import Seq2SeqConfig
+from ...core.model.errors import ModelError
+from ...core.model.seq2seq import Seq2SeqConfig
 from .common import (IDENTITY, TRANSPOSE, KeyMap, Transform, activation, build, display_name,
                      divisible, flag, integer, tied)
 

@@ -2,8 +2,8 @@
 post-LN blocks, exact GELU; optional masked-LM head (cls.predictions.*, decoder tied to wte)."""
 from __future__ import annotations
 
-from ...core.config import ModelConfig
-from ...core.errors import ModelError
+from ...core.model.config import ModelConfig
+from ...core.model.errors import ModelError
 from .common import (ASSUMED_D_HEAD, IDENTITY, TRANSPOSE, KeyMap, activation, build, count_layers, display_name,
                      divisible, integer, number, prefixed, strip_prefix, tied)
 

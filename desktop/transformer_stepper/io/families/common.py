@@ -8,8 +8,8 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-from ...core.config import LIMITS, ModelConfig
-from ...core.errors import ModelError
+from ...core.model.config import LIMITS, ModelConfig
+from ...core.model.errors import ModelError
 from ..keymaps import IDENTITY, TRANSPOSE, Columns, KeyMap, Transform  # noqa: F401  (re-exported)
 
 

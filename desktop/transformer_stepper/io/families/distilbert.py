@@ -3,8 +3,8 @@ learned positions, no token types; the MLM head is vocab_transform / vocab_layer
 vocab_projector (tied to the word embeddings)."""
 from __future__ import annotations
 
-from ...core.config import ModelConfig
-from ...core.errors import ModelError
+from ...core.model.config import ModelConfig
+from ...core.model.errors import ModelError
 from .common import (ASSUMED_D_HEAD, IDENTITY, TRANSPOSE, KeyMap, activation, build, count_layers, display_name,
                      divisible, integer, prefixed, strip_prefix, tied)
 

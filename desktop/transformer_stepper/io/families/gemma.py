@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.config import ModelConfig
+from ...core.model.config import ModelConfig
 from .common import ADD_ONE, KeyMap, activation, integer, prefixed, strip_prefix
 from .llama import ACTIVATIONS, decoder_config, decoder_keymap
 from .llama import infer_hf_config as llama_infer

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.config import ModelConfig
-from ...core.errors import ModelError
+from ...core.model.config import ModelConfig
+from ...core.model.errors import ModelError
 from .common import ADD_ONE, KeyMap, activation, flag, integer, number, prefixed, strip_prefix
 from .layer_kinds import branch_norm_keymap, sliding_layers, window_fields, with_defaults
 from .llama import ACTIVATIONS, decoder_config, decoder_keymap

@@ -17,8 +17,8 @@ which must be unscaled), final_logit_softcapping and attn_logit_softcapping null
 use_bidirectional_attention false (true is refused)."""
 from __future__ import annotations
 
-from ...core.config import ModelConfig
-from ...core.errors import ModelError
+from ...core.model.config import ModelConfig
+from ...core.model.errors import ModelError
 from .common import ADD_ONE, KeyMap, integer, number, strip_prefix
 from .gemma2 import gemma_decoder, softcap
 from .layer_kinds import branch_norm_keymap, sliding_layers, window_fields, with_defaults

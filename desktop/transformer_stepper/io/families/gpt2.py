@@ -2,8 +2,8 @@
 the fused c_attn split into q, k, v (views); LM head tied to wte; final ln_f."""
 from __future__ import annotations
 
-from ...core.config import ModelConfig
-from ...core.errors import ModelError
+from ...core.model.config import ModelConfig
+from ...core.model.errors import ModelError
 from .common import (ASSUMED_D_HEAD, IDENTITY, Columns, KeyMap, activation, build, count_layers, display_name,
                      divisible, integer, number, prefixed, strip_prefix, tied)
 

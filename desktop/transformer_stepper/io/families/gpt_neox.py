@@ -14,8 +14,8 @@ use_parallel_residual true, attention_bias true, rotary_pct 0.25 (partial_rotary
 rotary_emb_base 10000 (rope_theta); rope scaling as io/families/rope.py."""
 from __future__ import annotations
 
-from ...core.config import ModelConfig
-from ...core.errors import ModelError
+from ...core.model.config import ModelConfig
+from ...core.model.errors import ModelError
 from .common import (IDENTITY, TRANSPOSE, KeyMap, Transform, activation, build, display_name,
                      divisible, flag, integer, number, prefixed, strip_prefix, tied)
 from .rope import rope_fields

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from ...core.config import ModelConfig
-from ...core.errors import ModelError
+from ...core.model.config import ModelConfig
+from ...core.model.errors import ModelError
 from .common import IDENTITY, KeyMap, integer
 
 LAYER_TYPES = ("sliding_attention", "full_attention")

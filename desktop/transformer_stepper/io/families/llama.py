@@ -4,8 +4,8 @@ Differences are config fields: biases on q/k/v (Qwen2), per-head q/k RMSNorm and
 head_dim (Qwen3), a sliding window (Mistral), rope scaling (Llama 3.1/3.2: llama3; linear)."""
 from __future__ import annotations
 
-from ...core.config import ModelConfig
-from ...core.errors import ModelError
+from ...core.model.config import ModelConfig
+from ...core.model.errors import ModelError
 from .common import (ASSUMED_D_HEAD, IDENTITY, TRANSPOSE, KeyMap, activation, build, count_layers, display_name,
                      divisible, flag, integer, number, prefixed, strip_prefix, tied)
 from .rope import rope_fields

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.errors import ModelError
-from ...core.seq2seq import Seq2SeqConfig
+from ...core.model.errors import ModelError
+from ...core.model.seq2seq import Seq2SeqConfig
 from .bart import seq2seq_config, stacks_keymap
 from .common import KeyMap, flag
 

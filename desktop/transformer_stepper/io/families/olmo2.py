@@ -11,8 +11,8 @@ rms_norm_eps 1e-5, tie_word_embeddings false, rope_theta 10000 with rope_scaling
 rope_parameters), attention_bias false (q/k/v/o biases when true; the MLP has none)."""
 from __future__ import annotations
 
-from ...core.config import ModelConfig
-from ...core.errors import ModelError
+from ...core.model.config import ModelConfig
+from ...core.model.errors import ModelError
 from .common import KeyMap, prefixed, strip_prefix
 from .layer_kinds import branch_norm_keymap, with_defaults
 from .llama import decoder_config, decoder_keymap

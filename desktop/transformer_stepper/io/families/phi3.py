@@ -14,8 +14,8 @@ tie_word_embeddings false, rope_theta 10000, partial_rotary_factor 1.0, sliding_
 (no window). head_dim is hidden_size / num_attention_heads."""
 from __future__ import annotations
 
-from ...core.config import ModelConfig
-from ...core.errors import ModelError
+from ...core.model.config import ModelConfig
+from ...core.model.errors import ModelError
 from .common import (IDENTITY, TRANSPOSE, KeyMap, Transform, activation, build, display_name,
                      divisible, integer, number, prefixed, strip_prefix, tied)
 from .llama import ACTIVATIONS

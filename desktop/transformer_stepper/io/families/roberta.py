@@ -2,7 +2,7 @@
 one token type, a byte-level BPE (or SentencePiece) tokenizer; the MLM head is lm_head.*."""
 from __future__ import annotations
 
-from ...core.config import ModelConfig
+from ...core.model.config import ModelConfig
 from .bert import encoder_config, encoder_keymap, untied_head_warning
 from .common import ASSUMED_D_HEAD, IDENTITY, TRANSPOSE, KeyMap, count_layers, integer, prefixed, strip_prefix
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from ...core.errors import ModelError
+from ...core.model.errors import ModelError
 from .common import integer, number
 
 SUPPORTED = ("linear", "llama3", "dynamic", "yarn", "longrope")

@@ -12,7 +12,7 @@ attention_bias false, mlp_bias false, tie_word_embeddings true.
 A lone SmolLM3 file looks like Llama's: its config.json tells them apart."""
 from __future__ import annotations
 
-from ...core.config import ModelConfig
+from ...core.model.config import ModelConfig
 from .common import KeyMap, flag, integer, prefixed, strip_prefix
 from .layer_kinds import flag_list, sliding_layers, window_fields, with_defaults
 from .llama import decoder_config, decoder_keymap

@@ -2,9 +2,9 @@
 they are, the ModelConfig in config.json's stepper_config (or the file's metadata)."""
 from __future__ import annotations
 
-from ...core.config import ModelConfig
-from ...core.errors import ModelError
-from ...core.params import expected_shapes
+from ...core.model.config import ModelConfig
+from ...core.model.errors import ModelError
+from ...core.model.params import expected_shapes
 from .common import IDENTITY, KeyMap
 
 MODEL_TYPES = ("transformer-stepper",)

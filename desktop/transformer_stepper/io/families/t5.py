@@ -4,8 +4,8 @@ ReLU (v1.0) or gated-GELU (v1.1, Flan-T5) feed-forward, scores not scaled by 1/â
 it into its initialisation), v1.0's head reading h Â· d_model^-0.5, one shared vocabulary."""
 from __future__ import annotations
 
-from ...core.seq2seq import Seq2SeqConfig
-from ...core.errors import ModelError
+from ...core.model.seq2seq import Seq2SeqConfig
+from ...core.model.errors import ModelError
 from .common import IDENTITY, TRANSPOSE, KeyMap, build, display_name, flag, integer, number, tied
 
 MODEL_TYPES = ("t5",)

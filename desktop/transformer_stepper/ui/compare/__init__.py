@@ -9,7 +9,7 @@
     presets.py    ready comparisons and the user's own
     export.py     right-click export and writing every figure into a folder
 
-The numbers themselves come from core/compare.py (no Qt)."""
+The numbers themselves come from core/analysis/compare.py (no Qt)."""
 from .view import CompareView
 
 __all__ = ["CompareView"]

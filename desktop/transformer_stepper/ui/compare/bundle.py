@@ -6,7 +6,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from ...core.compare import Comparison
+from ...core.analysis.compare import Comparison
 from ..plots.common import Figure
 from .figures import AttentionFigure, CosineFigure, EntryFigure, LookupFigure, RotationFigure
 from .map_figure import MapFigure

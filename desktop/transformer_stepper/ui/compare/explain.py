@@ -6,10 +6,10 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ...core import measures
-from ...core.compare import PARTING_MARGIN, Comparison, piece_text
-from .. import explanations
-from ..wording import times
+from ...core.model import measures
+from ...core.analysis.compare import PARTING_MARGIN, Comparison, piece_text
+from ..explain import explanations
+from ..explain.wording import times
 
 TEMPLATE = "compare"
 

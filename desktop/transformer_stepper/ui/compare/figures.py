@@ -11,8 +11,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from ...core.compare import Comparison
-from ...core import measures
+from ...core.analysis.compare import Comparison
+from ...core.model import measures
 from ..plots import Curve, Heatmap, Lines
 from ..plots.lines import beside_legend
 from ..plots.common import LABEL_STYLE, PALETTE, Figure, finite_max, format_value, nearest_index

@@ -16,7 +16,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QColor
 
-from ...core.compare import MAX_SENTENCES, Comparison
+from ...core.analysis.compare import MAX_SENTENCES, Comparison
 from ..plots.common import Figure, format_value
 from .figures import sentence_colour, short_states
 

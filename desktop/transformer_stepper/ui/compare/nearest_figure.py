@@ -9,7 +9,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QFont
 
-from ...core.compare import Comparison, piece_text
+from ...core.analysis.compare import Comparison, piece_text
 from ..plots import Heatmap
 from ..plots.common import format_value, nearest_index
 from .figures import sentence_colour, short_states

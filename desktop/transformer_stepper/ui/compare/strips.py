@@ -8,8 +8,8 @@ from typing import Optional
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
-from ...core.compare import MAX_SENTENCES, Comparison
-from ..token_strip import TokenStrip
+from ...core.analysis.compare import MAX_SENTENCES, Comparison
+from ..stepper.token_strip import TokenStrip
 from .figures import sentence_colour
 
 

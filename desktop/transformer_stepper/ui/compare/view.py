@@ -13,9 +13,9 @@ from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QInputDialog
                                QLineEdit, QPlainTextEdit, QPushButton, QSplitter,
                                QVBoxLayout, QWidget)
 
-from ...core.errors import ModelError
+from ...core.model.errors import ModelError
 from ...state.frames import NOW
-from ..explanation_panel import ExplanationPanel
+from ..explain.explanation_panel import ExplanationPanel
 from ..session import Session
 from . import explain, presets
 from .bundle import CompareFigures

@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDia
                                QProgressDialog, QPushButton, QRadioButton, QVBoxLayout, QWidget)
 from shiboken6 import isValid
 
-from ...core import stages
-from ...core.errors import ModelError
+from ...core.model import stages
+from ...core.model.errors import ModelError
 from ...io.array_export import data_files, prepare_folder, write_data_files
 from ...state.export_run import LANE
 from ...state.scheduler import Job

@@ -23,9 +23,9 @@ from typing import Iterator, Optional, Sequence
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, Signal
 from PySide6.QtWidgets import QWidget
 
-from ...core import stages
-from ...core.errors import ModelError
-from ...core.interventions import describe_all
+from ...core.model import stages
+from ...core.model.errors import ModelError
+from ...core.model.interventions import describe_all
 from ...io.array_export import write_bytes
 from ...state.export_run import Detail, ExportRun, Write
 from ..collector import collect

@@ -13,7 +13,7 @@ from typing import Optional
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
-from ...core.errors import ModelError
+from ...core.model.errors import ModelError
 from ...io.array_export import write_bytes
 from . import preferences
 from .render import ExportOptions, encode, plot_file_name, render

@@ -18,8 +18,8 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter
 
 from ... import __version__
-from ...core import stages
-from ...core.errors import ModelError
+from ...core.model import stages
+from ...core.model.errors import ModelError
 from ...io.session_file import model_fingerprint
 
 KEY_PREFIX = "transformer-stepper:"
@@ -59,7 +59,7 @@ def figure_facts(model, trace, stage_key: str, layer: int, head: int, selected: 
              "layer": str(layer) if stage.per_layer else "—", "head": str(head) if stage.per_head else "—",
              "selected_token": f"{selected} {token!r}", "app_version": f"transformer-stepper {__version__}"}
     if trace.interventions:
-        from ...core.interventions import describe_all
+        from ...core.model.interventions import describe_all
 
         facts["interventions"] = describe_all(trace.interventions)
     return facts

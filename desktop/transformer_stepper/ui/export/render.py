@@ -22,7 +22,7 @@ from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPicture
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QGraphicsWidget
 
-from ...core.stages import Stage
+from ...core.model.stages import Stage
 from ...io.array_export import layer_head_suffix
 from . import scaling, svg
 

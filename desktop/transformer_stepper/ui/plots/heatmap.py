@@ -10,7 +10,7 @@ from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QWidget
 
-from ...core import measures
+from ...core.model import measures
 from . import cell_text
 from .common import (HIGHLIGHT_PEN, LABEL_STYLE, Figure, adopt_plot_menus, cache_on_screen, finite_span,
                      format_value, nearest_index)

@@ -9,7 +9,7 @@ from typing import Optional
 import numpy as np
 
 from ...io.positions_lab import DESCRIPTIONS
-from .. import explanations
+from ..explain import explanations
 from .figures import why_no_vector
 from .results import LabTable, cell_text, number
 

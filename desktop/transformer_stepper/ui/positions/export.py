@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from ...core.errors import ModelError
+from ...core.model.errors import ModelError
 from ...io.positions_lab import SUMMARY_FILE, write_summary_csv
 from ..export import preferences
 from ..export import dialogs

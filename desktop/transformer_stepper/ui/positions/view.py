@@ -11,12 +11,12 @@ from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (QFileDialog, QGridLayout, QHBoxLayout, QLabel, QPushButton,
                                QSplitter, QVBoxLayout, QWidget)
 
-from ...core.errors import ModelError
+from ...core.model.errors import ModelError
 from ...core.training import positions_lab as lab
 from ...io.positions_lab import LabFolder, read_lab_folder
 from ...io.resources import resources_dir
 from ..connections import Connections
-from ..explanation_panel import ExplanationPanel
+from ..explain.explanation_panel import ExplanationPanel
 from ..session import Session
 from ..workers import Task, WorkerPool
 from . import explain

@@ -14,8 +14,8 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QMainWindow, QPus
                                QVBoxLayout, QWidget)
 from PySide6.QtCore import Qt
 
-from ...core.labels import token_labels
-from ...core.seq2seq_stages import SECTIONS, seq2seq_stages
+from ...core.analysis.labels import token_labels
+from ...core.model.seq2seq_stages import SECTIONS, seq2seq_stages
 from ..stages import create_view
 from ..timers import one_shot
 from ..view_state import FixedSampling, ViewState

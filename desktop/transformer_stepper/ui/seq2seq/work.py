@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ...core.errors import ModelError
-from ...core.seq2seq_generate import generate
+from ...core.model.errors import ModelError
+from ...core.trace.seq2seq_generate import generate
 from ...io.loader import load_model
 
 

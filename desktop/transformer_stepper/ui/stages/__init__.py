@@ -1,4 +1,4 @@
-"""One view per stage; the order and the list of stages come from core/stages.py.
+"""One view per stage; the order and the list of stages come from core/model/stages.py.
 
     view = create_view("softmax", session)
     for name, item in view.plots():   # item: a pyqtgraph GraphicsLayout, a figure on its own
@@ -10,7 +10,7 @@ from typing import Optional
 
 from PySide6.QtWidgets import QWidget
 
-from ...core.stages import STAGES
+from ...core.model.stages import STAGES
 from .base import StageView
 from .embedding import EmbeddingView
 from .feed_forward import FeedForwardView

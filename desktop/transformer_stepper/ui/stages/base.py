@@ -14,10 +14,10 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 from shiboken6 import isValid
 
-from ...core import stages
-from ...core.errors import ModelError
-from ...core.trace import Trace
-from ...io.gguf_weights import is_gguf
+from ...core.model import stages
+from ...core.model.errors import ModelError
+from ...core.trace.trace import Trace
+from ...io.gguf.weights import is_gguf
 from ..connections import Connections
 from ..frames import FigureTurns
 from ..plots.common import Figure

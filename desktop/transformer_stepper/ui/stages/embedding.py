@@ -8,14 +8,14 @@ import weakref
 import numpy as np
 import pyqtgraph as pg
 
-from ...core.errors import ModelError
-from ...core.model import Model
-from ...core import measures
+from ...core.model.errors import ModelError
+from ...core.trace.model import Model
+from ...core.model import measures
 from ..plots import Bars, Heatmap
 from ..plots.common import HIGHLIGHT_PEN, format_value
-from ..wording import occurrences
+from ..explain.wording import occurrences
 from .base import StageView
-from ...core.labels import readable
+from ...core.analysis.labels import readable
 
 MAX_TABLE_ROWS = 2048     # the overview of E shows every k-th row; hover reads the true value
 N_NEAREST = 12

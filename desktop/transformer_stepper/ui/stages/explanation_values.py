@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ...core.labels import ACTIVATION_LABELS, NORM_LABELS
-from ...core.trace import Trace
+from ...core.analysis.labels import ACTIVATION_LABELS, NORM_LABELS
+from ...core.trace.trace import Trace
 
 
 def common_values(session, trace: Optional[Trace]) -> tuple[dict, dict]:

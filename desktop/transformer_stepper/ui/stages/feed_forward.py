@@ -5,11 +5,11 @@ from typing import Iterator
 
 import numpy as np
 
-from ...core.labels import ACTIVATION_SHORT
-from ...core.hidden_values import cached_hidden_values, hidden_values
+from ...core.analysis.labels import ACTIVATION_SHORT
+from ...core.analysis.hidden_values import cached_hidden_values, hidden_values
 from ..plots import Curve, Heatmap, Lines, Scatter
 from ..plots.common import PALETTE
-from ...core.labels import NORM_LABELS
+from ...core.analysis.labels import NORM_LABELS
 from .base import StageView
 
 
@@ -42,7 +42,7 @@ class FeedForwardView(StageView):
 
     def prepare_work(self):
         """The distribution of the layer's hidden values, counted in a worker once the layer's
-        detail is ready (on the GUI thread it stalled the window: core/hidden_values.py)."""
+        detail is ready (on the GUI thread it stalled the window: core/analysis/hidden_values.py)."""
         trace, layer = self.trace, self.session.layer
         if trace.n_seq * trace.config.d_ff <= COUNT_HERE:       # a few ms: drawn in one go
             return super().prepare_work()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
-from ...core import measures
+from ...core.model import measures
 from ..plots import Curve, Heatmap, Lines
 from ..plots.common import SELECTED
 from .base import StageView

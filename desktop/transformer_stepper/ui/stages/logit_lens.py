@@ -1,6 +1,6 @@
 """13. Logit lens (models with an output head): the final norm and the output head applied to
 every hidden state, as if the model stopped after that layer. The lens is computed in a worker a
-block of positions of one hidden state at a time (core/lens_blocks.py, a cache kept with the
+block of positions of one hidden state at a time (core/trace/lens_blocks.py, a cache kept with the
 trace and shared with the prediction stage): the blocks of the table's column window and of the
 selected position first, the view drawn as soon as those are ready, the rest in pieces after
 (cells not computed yet are hatched and say so on hover); scrolling asks for its blocks first."""
@@ -14,9 +14,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QScrollBar
 from shiboken6 import isValid
 
-from ...core.generate import lens
-from ...core.lens_blocks import TraceLens, next_piece, trace_lens
-from ...core.labels import readable
+from ...core.trace.generate import lens
+from ...core.trace.lens_blocks import TraceLens, next_piece, trace_lens
+from ...core.analysis.labels import readable
 from ..plots import Heatmap, Lines
 from ..plots.common import format_value
 from ..plots.lines import Curve

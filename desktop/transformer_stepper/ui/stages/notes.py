@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel
 
-from ...core import stages
-from ...core.trace import Trace
+from ...core.model import stages
+from ...core.trace.trace import Trace
 
 
 def intervention_note(interventions, stage: stages.Stage, layer: int, head: int) -> str:
     """What the interventions of the trace shown change here, in a line ('' for nothing)."""
-    from ...core.interventions import AblateHead, HeadTemperature, NoPositions, ShufflePositions, SwapEmbedding
+    from ...core.model.interventions import (
+        AblateHead,
+        HeadTemperature,
+        NoPositions,
+        ShufflePositions,
+        SwapEmbedding)
 
     notes = []
     for item in interventions:

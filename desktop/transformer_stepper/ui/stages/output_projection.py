@@ -5,8 +5,8 @@ from typing import Iterator
 
 import pyqtgraph as pg
 
-from ...core import readouts
-from ...core.labels import NORM_LABELS
+from ...core.analysis import readouts
+from ...core.analysis.labels import NORM_LABELS
 from ..plots import Bars, Heatmap
 from .base import StageView
 

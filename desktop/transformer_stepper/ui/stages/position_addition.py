@@ -6,7 +6,8 @@ from typing import Iterator, Optional
 import numpy as np
 import pyqtgraph as pg
 
-from ...core import measures, readouts
+from ...core.model import measures
+from ...core.analysis import readouts
 from ..plots import Bars, Curve, Heatmap, Lines
 from ..plots.common import PALETTE
 from .base import StageView

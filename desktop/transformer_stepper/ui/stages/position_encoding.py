@@ -7,8 +7,9 @@ from typing import Iterator
 import numpy as np
 import pyqtgraph as pg
 
-from ...core import measures, ops
-from ...core.rotary import rope_frequencies
+from ...core.model import measures
+from ...core.model import ops
+from ...core.model.rotary import rope_frequencies
 from ..plots import Curve, Heatmap, Lines
 from ..plots.common import HIGHLIGHT_PEN
 from .base import StageView

@@ -5,13 +5,13 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from ...core.errors import ModelError
-from ...core.generate import distribution, predictions, predictions_ready
-from ...core import measures
+from ...core.model.errors import ModelError
+from ...core.trace.generate import distribution, predictions, predictions_ready
+from ...core.model import measures
 from ..plots import Bars, Heatmap
 from ..plots.common import format_value
 from .base import StageView
-from ...core.labels import readable
+from ...core.analysis.labels import readable
 
 TOP_K = 10
 TOP_PER_POSITION = 5

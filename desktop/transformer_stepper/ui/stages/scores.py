@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.forward import attention_scale
-from ...core.ops import soft_cap
+from ...core.model.forward import attention_scale
+from ...core.model.ops import soft_cap
 from ..plots import Bars, Heatmap, Lines
 from ..plots.lines import Curve
 from ..plots.common import format_value

@@ -9,7 +9,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
 
-from ...core import measures, readouts
+from ...core.model import measures
+from ...core.analysis import readouts
 from ..plots import Bars, Heatmap
 from ..plots.common import finite_max, format_value
 from .base import StageView

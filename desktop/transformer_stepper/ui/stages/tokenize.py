@@ -8,7 +8,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
-from ...core.trace import Trace
+from ...core.trace.trace import Trace
 
 from ..plots import Bars
 from ..plots.common import BAR_BRUSH, MUTED, SELECTED, Figure, nearest_index, solid_brush

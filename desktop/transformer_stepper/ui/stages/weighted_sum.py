@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
-from ...core import measures
+from ...core.model import measures
 from ..plots import Bars, Heatmap
 from ..plots.common import format_value
 from .base import StageView

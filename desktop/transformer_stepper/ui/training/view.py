@@ -16,14 +16,14 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QGridLayout, QHBoxLayout,
                                QSplitter, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
-from ...core.errors import ModelError
+from ...core.model.errors import ModelError
 from ...core.training import corpus
 from ...core.training.recipe import RECIPES, TrainedModel
 from ...core.training.watch import StableMap, nearest_words
 from ...io.model_folder import save_model_folder, write_model_folder
-from .. import explanations
+from ..explain import explanations
 from ..export.menu import install_plot_menu, warn
-from ..explanation_panel import ExplanationPanel
+from ..explain.explanation_panel import ExplanationPanel
 from ..timers import one_shot
 from ..workers import WorkerPool
 from .figures import EmbeddingMap, GradientStrip, LossFigure, SeparationFigure

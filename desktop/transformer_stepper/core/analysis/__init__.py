@@ -1,0 +1,1 @@
+"""Readings of a trace: compare, measures, readouts, attribution, differences, provenance, the guided walks' numbers."""

@@ -1,0 +1,248 @@
+"""Provenance of the attention arrays: scores, weights, head outputs, and q, k, v (with the
+head's RMSNorm and the rotary rotation where the model has them)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...model.forward import attention_scale
+from ...model.interventions import head_edits
+from .terms import Explanation, Names, Step, traced_head, traced_layer, format_number, largest_terms, linear
+
+
+# -- scores, weights, head outputs -------------------------------------------------------------
+def explain_score(model, trace, name: str, index: tuple) -> Explanation:
+    layer, head, i, j = index
+    config, n = trace.config, Names(trace)
+    q, k = traced_head(trace, "q", layer, head)[i], traced_head(trace, "k", layer, head)[j]
+    terms, rest, total = largest_terms(q.astype(np.float64) * k, lambda c: f"q[{c}] · k[{c}]",
+                                lambda c: (q[c], k[c]))
+    scale = float(attention_scale(config))
+    scale_label = (f"query_pre_attn_scalar^-1/2 = {config.query_scale:g}^-1/2" if config.query_scale
+                   else f"1/√d_head = 1/√{config.d_head}")
+    scaled = float(np.float32(total) * np.float32(scale))
+    steps = [Step("q·k (Σ terms)", total)]
+    value = total
+    mask = trace.layer_attention_mask(layer)
+    cap = config.attn_softcap
+    python = (f"import numpy as np\n"
+              f"q = trace.layer('q', {layer})[{head}, {i}]\n"
+              f"k = trace.layer('k', {layer})[{head}, {j}]\n"
+              f"value = q @ k\n")
+    formula = "q_i·k_j"
+    if name != "scores_raw":
+        steps.append(Step(f"× {scale_label} = {scale:.6g}", scaled))
+        value = scaled
+        python += f"value = value * {scale!r}   # {scale_label}\n"
+        formula = "q_i·k_j · scale"
+    if name == "scores" and cap:
+        value = float(cap * np.tanh(value / cap))
+        steps.append(Step(f"soft-cap: {cap:g} · tanh(s / {cap:g})", value))
+        python += f"value = {cap!r} * np.tanh(value / {cap!r})   # attn_logit_softcapping\n"
+        formula = f"{cap:g}·tanh({formula} / {cap:g})"
+    if name == "scores" and mask is not None:
+        blocked = float(mask[i, j])
+        value = value + blocked
+        why = "key outside the query's window" if config.is_local(layer) and i - j >= config.sliding_window \
+            else "key after the query"
+        steps.append(Step("+ mask (" + (f"−∞: {why}" if np.isneginf(blocked) else "0: allowed") + ")", value))
+        python += (f"value += trace.layer_attention_mask({layer})[{i}, {j}]   # 0, or -inf where blocked\n")
+        formula += " + mask_ij"
+    traced = float(traced_head(trace, name, layer, head)[i, j])
+    notes = []
+    if config.has_rope(layer) and "rope_angles" in trace.arrays:
+        notes.append("q and k are after the rotary rotation (q_unrotated, k_unrotated before it)")
+    elif config.position == "rotary":
+        notes.append(f"layer {layer} has no rotary (a NoPE layer): q and k carry no position")
+    if config.group_size > 1:
+        notes.append(f"k comes from K/V head {config.kv_head_of(head)}, shared by "
+                     f"{config.group_size} query heads")
+    if config.local_layers:
+        notes.append(f"layer {layer} is {'local (window ' + str(config.sliding_window) + ')' if config.is_local(layer) else 'global'}")
+    title = (f"{'raw score' if name == 'scores_raw' else 'score'} of query {n.token(i)} for key "
+             f"{n.token(j)}, layer {layer}, head {head}")
+    return Explanation(name, index, title, formula, {"q_i": q, "k_j": k}, terms, rest, len(q), total,
+                       "q·k", tuple(steps), float(value), traced, python, notes=tuple(notes))
+
+
+def explain_weight(model, trace, name: str, index: tuple) -> Explanation:
+    layer, head, i, j = index
+    n = Names(trace)
+    scores = traced_head(trace, "scores", layer, head)[i].astype(np.float64)
+    temperature = head_edits(trace.interventions, layer)[1].get(head)
+    shown = scores / temperature if temperature else scores
+    top = float(np.max(shown))
+    exps = np.exp(shown - top)                           # exp(-inf) = 0 for masked keys
+    terms, rest, total = largest_terms(exps, lambda k: f"exp(s_i{k} − max) ('{trace.tokens[k]}')",
+                                lambda k: (shown[k] - top,))
+    steps = [Step(f"s_ij{' / T' if temperature else ''}", float(shown[j])),
+             Step("max over the row", top),
+             Step("exp(s_ij − max)", float(exps[j])),
+             Step("Σ_k exp(s_ik − max) (Σ terms)", total),
+             Step("exp(s_ij − max) / Σ", float(exps[j] / total))]
+    traced = float(traced_head(trace, name, layer, head)[i, j])
+    t = f" / {temperature:g}" if temperature else ""
+    python = (f"import numpy as np\n"
+              f"s = trace.layer('scores', {layer})[{head}, {i}]{t}   # the query's row\n"
+              f"e = np.exp(s - s.max())\n"
+              f"value = e[{j}] / e.sum()\n")
+    notes = (f"a HeadTemperature intervention divides this head's scores by T = {temperature:g}",) if temperature else ()
+    return Explanation(name, index, f"attention weight of query {n.token(i)} on key {n.token(j)}, "
+                       f"layer {layer}, head {head}",
+                       "w_ij = exp(s_ij − max_k s_ik) / Σ_k exp(s_ik − max_k s_ik)",
+                       {"scores of the row": scores}, terms, rest, len(exps), total,
+                       "Σ_k exp(s_ik − max)", tuple(steps), steps[-1].value, traced, python, notes=notes)
+
+
+def explain_head_output(model, trace, name: str, index: tuple) -> Explanation:
+    layer, head, i, c = index
+    n = Names(trace)
+    weights = traced_head(trace, "attn_weights", layer, head)      # [n_q, n_k]
+    v = traced_head(trace, "v", layer, head)                        # [n_k, d_head]
+    products = weights[i].astype(np.float64) * v[:, c]
+    terms, rest, total = largest_terms(products, lambda k: f"w_i{k} · v_{k}[{c}] ('{trace.tokens[k]}')",
+                                lambda k: (weights[i, k], v[k, c]))
+    steps = [Step(f"Σ_j w_ij · v_j[{c}] (Σ terms)", total)]
+    value = total
+    mode = head_edits(trace.interventions, layer)[0].get(head)
+    python = (f"import numpy as np\n"
+              f"w = trace.layer('attn_weights', {layer})[{head}, {i}]   # the query's weights\n"
+              f"v = trace.layer('v', {layer})[{head}][:, {c}]          # every key's value, dim {c}\n"
+              f"value = w @ v\n")
+    notes: tuple[str, ...] = ("the weights are kept: the sum splits into one contribution per source token",)
+    if mode == "zero":
+        value = 0.0
+        steps.append(Step("ablated (AblateHead, zero): replaced by 0", value))
+        python += "value = 0.0   # AblateHead(mode='zero')\n"
+    elif mode == "mean":
+        value = float(np.mean(weights.astype(np.float64) @ v[:, c]))
+        steps.append(Step("ablated (AblateHead, mean): the mean over positions", value))
+        python = (f"import numpy as np\n"
+                  f"w = trace.layer('attn_weights', {layer})[{head}]\n"
+                  f"v = trace.layer('v', {layer})[{head}][:, {c}]\n"
+                  f"value = (w @ v).mean()   # AblateHead(mode='mean')\n")
+    traced = float(traced_head(trace, name, layer, head)[i, c])
+    return Explanation(name, index, f"head output of query {n.token(i)}, dim {c}, layer {layer}, head {head}",
+                       "o_i[c] = Σ_j w_ij · v_j[c]", {"w_i": weights[i], f"v[:, {c}]": v[:, c]},
+                       terms, rest, len(products), total, f"Σ_j w_ij·v_j[{c}]", tuple(steps),
+                       float(value), traced, python, notes=notes)
+
+
+def explain_heads_concat(model, trace, name: str, index: tuple) -> Explanation:
+    layer, i, c = index
+    d_head = trace.config.d_head
+    return explain_head_output(model, trace, "head_outputs", (layer, c // d_head, i, c % d_head))
+
+
+# -- q, k, v: x · W + b, then (Qwen3) the head's RMSNorm, then (rotary) the rotation -------------
+def explain_projection(model, trace, name: str, index: tuple) -> Explanation:
+    layer, head, i, c = index
+    config, n = trace.config, Names(trace)
+    which = name[0]                                           # q, k or v
+    unrotated = name.endswith("_unrotated")
+    d_head = config.d_head
+    proj_head = head if which == "q" else config.kv_head_of(head)
+    cols = slice(proj_head * d_head, (proj_head + 1) * d_head)
+    p = f"h.{layer}.attn.{which}"
+    x = traced_layer(trace, "attn_in", layer)[i]
+    w = model.params[p + ".w"][:, cols]                       # [d_model, d_head]
+    b = model.params[p + ".b"][cols] if config.qkv_bias else None
+    pre = x.astype(np.float64) @ w.astype(np.float64) + (0 if b is None else b)
+    traced = float(traced_head(trace, name, layer, head)[i, c])
+    where = f"{which} of token {n.token(i)}, dim {c}, layer {layer}, head {head}"
+    if which != "q" and config.group_size > 1:
+        where += f" (K/V head {proj_head}, shared by {config.group_size} query heads)"
+    python = (f"import numpy as np\n"
+              f"x = trace.layer('attn_in', {layer})[{i}]\n"
+              f"W = model.params['{p}.w'][:, {cols.start}:{cols.stop}]   # {'K/V' if which != 'q' else 'query'} head {proj_head}'s columns\n"
+              + (f"pre = x @ W + model.params['{p}.b'][{cols.start}:{cols.stop}]\n" if b is not None else
+                 "pre = x @ W\n"))
+    col = cols.start + c
+    base = linear(name, index, where, f"{which}[c] = x · W_{which.upper()}[:, c]" + (" + b[c]" if b is not None else ""),
+                  x, w[:, c], None if b is None else b[c], traced, "", w_name=f"W_{which.upper()}", col=col)
+    steps = list(base.steps)
+    formula = base.formula
+    value = base.value                                        # = pre[c], the same sum
+    head_vector = pre
+    if config.qk_norm and which != "v" and config.qk_norm_over == "projection":
+        head_vector, value, steps, formula, python = _projection_norm(
+            model, trace, which, layer, i, cols, c, steps, formula, python)
+    elif config.qk_norm and which != "v":
+        g = model.params[f"h.{layer}.attn.{which}_norm.g"]
+        rms = np.sqrt(np.mean(pre ** 2) + config.ln_eps)
+        head_vector = pre / rms * g
+        value = float(head_vector[c])
+        steps += [Step(f"÷ RMS of the head's {d_head} values = {format_number(rms)}", float(pre[c] / rms)),
+                  Step(f"× g[{c}] = {format_number(float(g[c]))} ({which}_norm)", value)]
+        formula = f"RMSNorm({formula})"
+        python += (f"g = model.params['h.{layer}.attn.{which}_norm.g']\n"
+                   f"pre = pre / np.sqrt(np.mean(pre ** 2) + {config.ln_eps!r}) * g\n")
+    notes = []
+    angles = _angles_name(trace, layer)           # this layer's (local layers: their own), or None
+    rotated = which != "v" and not unrotated and angles is not None
+    if rotated and c >= config.d_rotary:      # partial rotary: this dim is not turned
+        python += f"value = pre[{c}]\n"
+        notes.append(f"partial rotary: only dims 0–{config.d_rotary - 1} of each head turn; dim {c} "
+                     f"passes through unrotated")
+    elif rotated:
+        half = config.d_rotary // 2
+        pair = c % half
+        angle = float(trace.arrays[angles][i, pair])
+        factor = config.rope_attention_factor
+        cos, sin = np.cos(angle) * factor, np.sin(angle) * factor
+        partner = c + half if c < half else c - half
+        scaled = f" · {factor:.6g}" if factor != 1.0 else ""
+        if c < half:       # (a, b) -> (a cos − b sin, b cos + a sin), pair (c, c + d_rotary/2)
+            value = float(head_vector[c] * cos - head_vector[partner] * sin)
+            rotation = f"({which}[{c}]·cos θ − {which}[{partner}]·sin θ){scaled}"
+            sign = "-"
+        else:
+            value = float(head_vector[c] * cos + head_vector[partner] * sin)
+            rotation = f"({which}[{c}]·cos θ + {which}[{partner}]·sin θ){scaled}"
+            sign = "+"
+        python += (f"theta = trace['{angles}'][{i}, {pair}]\n"
+                   f"value = (pre[{c}] * np.cos(theta) {sign} pre[{partner}] * np.sin(theta))"
+                   + (f" * {factor!r}" if factor != 1.0 else "") + "\n")
+        steps += [Step(f"partner dim {partner} before the rotation", float(head_vector[partner])),
+                  Step(f"θ = position · freq[{pair}] (cos {np.cos(angle):.6g}, sin {np.sin(angle):.6g})", angle),
+                  Step(f"rotated: {rotation}", value)]
+        formula = f"rotate({formula}, θ_{i})"
+        notes.append(f"rotary: dims {min(c, partner)} and {max(c, partner)} turn together by the angle of position {i}")
+        if factor != 1.0:
+            notes.append(f"{config.rope_scaling}: cos and sin are multiplied by the attention factor {factor:.6g}")
+    else:
+        python += f"value = pre[{c}]\n"
+    return Explanation(name, index, where, formula, base.operands, base.terms, base.rest,
+                       base.n_terms, base.terms_total, base.terms_label, tuple(steps), value,
+                       traced, python, notes=tuple(notes))
+
+
+def _angles_name(trace, layer: int):
+    """The trace array of this layer's rotation angles (rope_angles, or a local layer's own
+    rope_angles_local), or None: no rotation (no rotary, a NoPE layer, positions removed)."""
+    config = trace.config
+    if "rope_angles" not in trace.arrays or not config.has_rope(layer):
+        return None
+    if config.is_local(layer) and "rope_angles_local" in trace.arrays:
+        return "rope_angles_local"
+    return "rope_angles"
+
+
+def _projection_norm(model, trace, which, layer, i, cols, c, steps, formula, python):
+    # OLMo 2: the RMSNorm spans the whole projection (every head), then the head is cut out
+    config = trace.config
+    p = f"h.{layer}.attn.{which}"
+    x = traced_layer(trace, "attn_in", layer)[i].astype(np.float64)
+    whole = x @ model.params[p + ".w"].astype(np.float64)
+    if config.qkv_bias:
+        whole = whole + model.params[p + ".b"]
+    g = model.params[f"h.{layer}.attn.{which}_norm.g"]
+    rms = np.sqrt(np.mean(whole ** 2) + config.ln_eps)
+    head_vector = (whole / rms * g)[cols]
+    value = float(head_vector[c])
+    steps = steps + [Step(f"÷ RMS of the whole {which} projection ({len(whole)} values) = {format_number(rms)}",
+                          float(whole[cols][c] / rms)),
+                     Step(f"× g[{cols.start + c}] = {format_number(float(g[cols.start + c]))} ({which}_norm)", value)]
+    python += (f"whole = x @ model.params['{p}.w']" + (f" + model.params['{p}.b']" if config.qkv_bias else "")
+               + f"\nwhole = whole / np.sqrt(np.mean(whole ** 2) + {config.ln_eps!r})"
+               f" * model.params['h.{layer}.attn.{which}_norm.g']\npre = whole[{cols.start}:{cols.stop}]\n")
+    return head_vector, value, steps, f"RMSNorm_all({formula})", python

@@ -1,0 +1,79 @@
+"""What the dequantization panel shows for one block of a GGUF tensor, as plain data and text
+(no Qt): the block laid out by sub-block (codes and float32 values), the sub-blocks' scales and
+mins, the formula with the selected weight's numbers, and the code grid's histogram. Every
+number comes from io/gguf/blocks.py; the panel only draws and prints these."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from .blocks import Block, code_histogram, formula_with_numbers
+from .weights import TensorSource, block_at, tensor_sources
+
+
+@dataclass(frozen=True)
+class Readout:
+    source: TensorSource
+    block: Block
+    position: int                       # the selected weight's place in the block
+    values: np.ndarray                  # [n_sub_blocks, sub_block_size] float32
+    codes: Optional[np.ndarray]         # same layout, int; None when the type's codes are not decoded
+    grid: Optional[tuple[np.ndarray, np.ndarray]]    # (code, weights of the block using it)
+    header: str                         # file, tensor, type, shape, conversion
+    scales_text: str                    # d (and dmin), or why there are none
+    sub_blocks: list                    # (j, sc, d·sc[, m, dmin·m]) as text, K-quants only
+    formula: str                        # the quant type's formula
+    numbers: str                        # ... with the selected weight's numbers
+
+    @property
+    def value(self) -> float:
+        return float(self.block.values[self.position])
+
+
+def _g(value) -> str:
+    return f"{float(value):.6g}"
+
+
+def _scales_text(block: Block) -> str:
+    if block.codes is None:
+        return block.note
+    if block.quant_type in ("Q8_0", "Q4_0"):
+        return f"d = {_g(block.d)} (one float16 scale for the block's {block.block_size} weights)"
+    return f"d = {_g(block.d)}" + (f", dmin = {_g(block.dmin)}" if block.dmin is not None else "")
+
+
+def sub_block_rows(block: Block) -> list[tuple[str, ...]]:
+    """Per sub-block of a K-quant block: (j, sc, d·sc) and for Q4_K (m, dmin·m), as text."""
+    if block.sub_scales is None:
+        return []
+    rows = []
+    for j in range(block.n_sub_blocks):
+        row = (str(j), str(int(block.sub_scales[j])), _g(block.scales[j]))
+        if block.mins is not None:
+            row += (str(int(block.sub_mins[j])), _g(block.mins[j]))
+        rows.append(row)
+    return rows
+
+
+def readout(model, tensor: str, row: int, block: int, position: int = 0) -> Readout:
+    """Block `block` of stored row `row` of GGUF tensor `tensor`, weight `position` selected."""
+    source = tensor_sources(model)[tensor]
+    decoded = block_at(model, tensor, row, block)
+    position = min(max(int(position), 0), decoded.block_size - 1)
+    n_sub, size = decoded.n_sub_blocks, decoded.sub_block_size
+    if len(decoded.values) < decoded.block_size:      # a float tensor's last, shorter run
+        n_sub, size = 1, len(decoded.values)
+        position = min(position, size - 1)
+    values = decoded.values.reshape(n_sub, size)
+    codes = None if decoded.codes is None else decoded.codes.reshape(n_sub, size)
+    grid = None if decoded.codes is None else code_histogram(decoded)
+    shape = " × ".join(str(n) for n in source.stored_shape)
+    header = (f"{Path(source.file).name}: {tensor} ({source.quant_type}, stored [{shape}]) → "
+              f"{', '.join(source.params)}; read {source.fix}. Row {row}, block {block} of "
+              f"{source.n_blocks()} (weights {block * decoded.block_size}–"
+              f"{block * decoded.block_size + len(decoded.values) - 1} of the row)")
+    return Readout(source, decoded, position, values, codes, grid, header, _scales_text(decoded),
+                   sub_block_rows(decoded), decoded.formula, formula_with_numbers(decoded, position))

@@ -1,0 +1,1 @@
+"""Generation in the app: the Generate bar and its runs."""

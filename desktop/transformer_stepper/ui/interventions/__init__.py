@@ -1,0 +1,1 @@
+"""The Interventions and Attribution tabs, the difference map, the provenance dock."""

@@ -1,0 +1,1 @@
+"""Menus of the main window: models (recent, found), Help, session files."""

@@ -1,0 +1,1 @@
+"""User preferences: the memory budgets."""

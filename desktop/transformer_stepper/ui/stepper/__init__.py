@@ -1,0 +1,1 @@
+"""The Stepper tab: text box, token strip, stage list, the stage views and their explanations."""

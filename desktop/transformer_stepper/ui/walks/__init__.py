@@ -1,0 +1,1 @@
+"""Questions: the guided walks' dock."""
