@@ -33,7 +33,7 @@ class Stage:
     def compute_function(self) -> Callable:
         """The function `function` names (imported on use: core.trace.generate imports the model,
         which must not import the stage list back)."""
-        package = __package__.rpartition(".")[0]
+        package = __package__.split(".")[0]            # transformer_stepper
         parts = self.function.split(".")
         for cut in range(len(parts) - 1, 0, -1):         # the longest prefix that is a module
             try:
