@@ -156,7 +156,7 @@ class DequantizationPanel(QWidget):
         esc = html.escape
         table = ""
         if r.sub_blocks:
-            heads = ["j", "sc", "d·sc"] + (["m", "dmin·m"] if len(r.sub_blocks[0]) > 3 else [])
+            heads = r.sub_headers
             cells = "".join(f"<th align='right'>{h}</th>" for h in heads)
             for j, row in enumerate(r.sub_blocks):
                 style = " style='background: #ffe0b2;'" if j == k // size else ""
