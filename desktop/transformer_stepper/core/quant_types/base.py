@@ -152,7 +152,7 @@ def _level_number(cls, q: int, level: float) -> str:
         return str(q)
     if cls.levels_table is not None:
         return f"{_g(level)}"
-    return "(" + cls.level_text.replace("q", str(q)) + ")"
+    return cls.level_text.replace("q", str(q))          # "(q − 32)" -> "(37 − 32)"
 
 
 def quant_type(name: str) -> type[QuantType]:
