@@ -13,6 +13,9 @@ from transformer_stepper.io.gguf_weights import (is_gguf, layer_tensors, place_o
                                                  weight_arithmetic, why_not_gguf)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gguf"
+IQ4 = (-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)    # ggml's kvalues_iq4nl
+GRID_RANGE = {"Q8_0": (-128, 128), "Q4_0": (0, 16), "Q4_K": (0, 16), "Q6_K": (0, 64), "Q5_K": (0, 32),
+              "Q3_K": (0, 8), "Q2_K": (0, 4)}
 FILES = ["llama_k.Q4_K_M.gguf", "gemma_k.Q6_K.gguf", "gpt2_small.Q4_0.gguf", "llama_small.Q8_0.gguf",
          "llama_small.F16.gguf", "llama_k.Q5_K_M.gguf", "llama_k.Q3_K_M.gguf", "llama_k.Q2_K.gguf",
          "llama_k.IQ4_XS.gguf", "llama_small.IQ4_NL.gguf", "llama_small.MXFP4.gguf"]
@@ -107,6 +110,9 @@ def test_dequantization_readout_is_the_block_laid_out(file_name, tensor, row, bl
         return
     np.testing.assert_array_equal(r.codes, b.codes.reshape(-1, size))
     np.testing.assert_array_equal(r.grid[1], code_histogram(b)[1])
+    levels = {"IQ4_XS": IQ4, "IQ4_NL": IQ4, "MXFP4": (0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12)}
+    expected_labels = levels[b.quant_type] if b.quant_type in levels else range(*GRID_RANGE[b.quant_type])
+    assert r.grid_labels == tuple(str(v) for v in expected_labels)
     assert f"d = {b.d:.6g}" in r.scales_text or f"= {b.d:.6g}, e = " in r.scales_text
     if b.sub_scales is not None:
         assert [int(row[1]) for row in r.sub_blocks] == b.sub_scales.tolist()

@@ -28,6 +28,8 @@ class Readout:
     formula: str                        # the quant type's formula
     numbers: str                        # ... with the selected weight's numbers
     sub_headers: tuple = ()             # the sub_blocks columns' names ("j", "sc", "d·sc" ...)
+    grid_labels: tuple = ()             # a label per grid code: the code, or its level (IQ4, MXFP4)
+    grid_title: str = ""                # what the histogram counts
 
     @property
     def value(self) -> float:
@@ -72,6 +74,21 @@ def readout(model, tensor: str, row: int, block: int, position: int = 0) -> Read
               f"{', '.join(source.params)}; read {source.fix}. Row {row}, block {block} of "
               f"{source.n_blocks()} (weights {block * decoded.block_size}–"
               f"{block * decoded.block_size + len(decoded.values) - 1} of the row)")
+    labels, title = _grid_text(decoded, grid)
     return Readout(source, decoded, position, values, codes, grid, header, _scales_text(decoded),
                    sub_block_rows(decoded), decoded.formula, formula_with_numbers(decoded, position),
-                   decoded.sub_block_table()[0])
+                   decoded.sub_block_table()[0], labels, title)
+
+
+def _grid_text(block: Block, grid) -> tuple[tuple[str, ...], str]:
+    """The histogram's bar labels and title: codes, or for a type whose codes index a table of
+    levels (IQ4_NL, IQ4_XS, MXFP4) the level each code stands for, in code order."""
+    if grid is None:
+        return (), f"{block.quant_type}: no code grid"
+    codes = grid[0]
+    low, high = int(codes[0]), int(codes[-1])
+    table = block.kind.levels_table
+    if table is None:
+        return tuple(str(int(c)) for c in codes), f"Code grid {low}…{high}: weights per code"
+    return (tuple(str(table[int(c)]) for c in codes),
+            f"Codes {low}…{high} as the levels they pick ({block.kind.level_text}): weights per code")
