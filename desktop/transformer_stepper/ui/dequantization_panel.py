@@ -178,6 +178,7 @@ class DequantizationPanel(QWidget):
             self.histogram.set_data(counts, list(r.grid_labels), highlight=int(r.block.codes[k] - grid[0]),
                                     notes=notes)
             self.histogram.set_title(r.grid_title)
+            self.histogram.set_axis_labels("code" if notes is None else "level the code picks (codes in order)")
         else:
             self.codes.set_title(r.block.note)
             self.histogram.set_title(r.grid_title)
