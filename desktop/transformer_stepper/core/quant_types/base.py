@@ -114,10 +114,11 @@ class QuantType:
         out.append((f"q[{k}] (stored code)", q))
         if cls.level_text != "q":
             out.append((f"{cls.level_text.replace('q', f'q[{k}]')} (the level code {q} stands for)", level))
-        minus = f" − {_g(decoded.mins[b, j])}" if decoded.mins is not None else ""
-        rule = f"{cls.scale_text.replace('[j]', f'[{j}]')} · {cls.level_text}" + (f" − dmin·m[{j}]" if minus else "")
-        out.append((f"w = {rule} = {_g(scale)} · {_level_number(cls, q, level)}{minus}",
-                    float(decoded.values[b, k])))
+        rule = f"{cls.scale_text.replace('[j]', f'[{j}]')} · {cls.level_text}"
+        numbers = f"{_g(scale)} · {_level_number(cls, q, level)}"
+        if decoded.mins is not None:
+            rule, numbers = rule + f" − dmin·m[{j}]", numbers + f" − {_g(decoded.mins[b, j])}"
+        out.append((f"w = {rule} = {numbers}", float(decoded.values[b, k])))
         return out
 
     @classmethod
