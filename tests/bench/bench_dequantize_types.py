@@ -18,7 +18,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gguf_packers import pack  # noqa: E402
 
-TYPES = ("Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K", "Q3_K", "Q2_K", "IQ4_XS", "IQ4_NL", "MXFP4")
+TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q3_K", "Q2_K", "IQ4_XS", "IQ4_NL", "MXFP4")
 
 
 def median_seconds(fn, rounds: int) -> float:
@@ -46,7 +46,8 @@ def main(argv=None) -> int:
     print(f"{'type':8} {'bytes/weight':>12} {'gguf-py G w/s':>14} {'quant_types G w/s':>18}  equal")
     for name in TYPES:
         qtype = gguf.GGMLQuantizationType[name]
-        packed = gguf.quants.quantize(w, qtype) if name in ("Q8_0", "Q4_0") else pack(w, name)
+        packed = gguf.quants.quantize(w, qtype) if name in ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1") \
+            else pack(w, name)
         reference = gguf.quants.dequantize(packed, qtype)
         mine = quant_type(name).dequantize(packed)
         equal = np.array_equal(reference.view(np.uint32), mine.view(np.uint32))

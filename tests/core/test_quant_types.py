@@ -10,7 +10,7 @@ from transformer_stepper.core.quant_types import QUANT_TYPES, quant_type
 
 NEW = ("Q5_K", "Q3_K", "Q2_K", "IQ4_XS", "IQ4_NL", "MXFP4")
 # where each type keeps its float16 scale(s): random bytes there could be inf or NaN
-F16_AT = {"Q8_0": (0,), "Q4_0": (0,), "IQ4_NL": (0,), "MXFP4": (), "Q2_K": (80, 82), "Q3_K": (108,),
+F16_AT = {"Q8_0": (0,), "Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q5_1": (0, 2), "IQ4_NL": (0,), "MXFP4": (), "Q2_K": (80, 82), "Q3_K": (108,),
           "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,), "IQ4_XS": (0,)}
 
 

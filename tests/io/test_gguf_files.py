@@ -10,6 +10,7 @@ import pytest
 from tests.gguf_packers import PACKERS, pack
 from transformer_stepper import load_model
 from transformer_stepper.core.errors import ModelError
+from transformer_stepper.core.provenance import explain
 from transformer_stepper.io.gguf_file import GGUFFile
 from transformer_stepper.io.gguf_model import Unpermute, shard_paths
 
@@ -127,10 +128,12 @@ def test_a_quant_type_the_gguf_package_cannot_dequantize_is_refused_naming_it(tm
     assert message.endswith(") cannot dequantize")
 
 
-@pytest.mark.parametrize("qtype", ["Q5_K", "Q3_K", "Q2_K", "IQ4_XS", "IQ4_NL", "MXFP4"])
+@pytest.mark.parametrize("qtype", ["Q5_K", "Q3_K", "Q2_K", "IQ4_XS", "IQ4_NL", "MXFP4", "Q4_1", "Q5_0", "Q5_1"])
 def test_files_of_the_newer_quant_types_open_and_run(tmp_path, qtype):
-    """Every 2-D weight of a tiny Llama packed in the type (tests/gguf_packers.py; 256-wide rows
-    for the 256-weight blocks): it opens, reads gguf-py's dequantized weights and runs."""
+    """Every 2-D weight of a tiny Llama packed in the type (tests/gguf_packers.py, or gguf-py's
+    quantizer for Q4_1/Q5_0/Q5_1; 256-wide rows for the 256-weight blocks): it opens, reads
+    gguf-py's dequantized weights and runs, and a weight's provenance (its block's arithmetic and
+    its Python) ends on the weight the forward pass reads."""
     qtype = gguf.GGMLQuantizationType[qtype]
     width = 256 if gguf.GGML_QUANT_SIZES[qtype][0] == 256 else D
     path = write(tmp_path / f"tiny.{qtype.name}.gguf", qtype=qtype, width=width)
@@ -138,7 +141,15 @@ def test_files_of_the_newer_quant_types_open_and_run(tmp_path, qtype):
     embd = next(t for t in gguf.GGUFReader(path).tensors if t.name == "token_embd.weight")
     assert embd.tensor_type == qtype
     np.testing.assert_array_equal(model.params["wte"], gguf.quants.dequantize(embd.data, qtype))
-    assert np.isfinite(model.trace("ab a").logits).all()
+    trace = model.trace("ab a")
+    assert np.isfinite(trace.logits).all()
+    for param, index in (("h.0.attn.q.w", (5, 3)), ("h.0.mlp.proj.w", (width - 1, 7)), ("wte", (260, 1))):
+        e = explain(model, trace, "param:" + param, index)
+        assert f"({qtype.name})" in e.title and e.value == float(model.params[param][index])
+        assert any(s.label.startswith(f"q[") for s in e.steps)
+        scope = {"model": model}
+        exec(e.python, scope)
+        assert float(scope["value"]) == float(model.params[param][index])
 
 
 def test_missing_metadata_key(tmp_path):

@@ -47,6 +47,9 @@ def _scales_text(block: Block) -> str:
         e = block.kind.exponent(block.d)
         return (f"d = 2^(e − 128) = {_g(block.d)}, e = {e} (one 8-bit exponent for the block's "
                 f"{block.block_size} weights)")
+    if block.sub_scales is None and block.mins is not None:
+        return (f"d = {_g(block.d)}, m = {_g(block.dmin)} (one float16 scale and one float16 min for "
+                f"the block's {block.block_size} weights)")
     if block.sub_scales is None:
         return f"d = {_g(block.d)} (one float16 scale for the block's {block.block_size} weights)"
     return f"d = {_g(block.d)}" + (f", dmin = {_g(block.dmin)}" if block.dmin is not None else "")

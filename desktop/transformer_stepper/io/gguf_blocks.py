@@ -2,8 +2,8 @@
 min(s), the formula of its quant type, and the float32 values they give (equal to what the
 gguf package's dequantizer gives for that block). What the dequantization panel shows.
 
-The layouts and their arithmetic are core/quant_types (one class per type: Q8_0, Q4_0, IQ4_NL,
-MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS). Other block types the gguf package reads are
+The layouts and their arithmetic are core/quant_types (one class per type: Q8_0, Q4_0, Q4_1,
+Q5_0, Q5_1, IQ4_NL, MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS). Other block types the gguf package reads are
 dequantized by it (values shown) without their codes decoded, and say so."""
 from __future__ import annotations
 

@@ -209,7 +209,8 @@ def _python(params, param: str, index: tuple, kind: str, fix) -> str:
              f"place = place_of(model, {param!r}, {index})",
              "block = block_at(model, place.source.tensor, place.row, place.block)"]
     if kind in QUANT_TYPES:    # scale · level(q) [− min], as core/quant_types computes it
-        mins = " - block.mins[j]" if QUANT_TYPES[kind].has_mins else ""
+        kind_class = QUANT_TYPES[kind]
+        mins = (" + block.mins[j]" if kind_class.min_plus else " - block.mins[j]") if kind_class.has_mins else ""
         lines += ["from transformer_stepper.core.quant_types import quant_type",
                   "k = place.position; j = k // block.sub_block_size",
                   f"level = quant_type({kind!r}).levels(np.array([block.codes[k]]))[0]   "

@@ -52,7 +52,8 @@ class QuantType:
     sc_label: ClassVar[str] = "sc"      # the stored sub-block scale's column header
     sc_offset: ClassVar[int] = 0        # the stored sc means sc − sc_offset (Q3_K, IQ4_XS: 32)
     levels_table: ClassVar[Optional[tuple[int, ...]]] = None   # non-linear grids: code -> level
-    has_mins: ClassVar[bool] = False    # w = ... − min[j] (Q2_K, Q4_K, Q5_K)
+    has_mins: ClassVar[bool] = False    # w = ... − min[j] (Q2_K, Q4_K, Q5_K), or + m (Q4_1, Q5_1)
+    min_plus: ClassVar[bool] = False    # the min is added (Q4_1, Q5_1: w = d · q + m)
 
     def __init_subclass__(cls, name: str = "", **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -86,7 +87,8 @@ class QuantType:
         # gguf-py's order: (effective scale) · level, then − (effective min), in float32
         values = fields["scales"].reshape(n, -1, 1) * cls.levels(fields["codes"]).reshape(shape)
         if fields.get("mins") is not None:
-            values = values - fields["mins"].reshape(n, -1, 1)
+            mins = fields["mins"].reshape(n, -1, 1)
+            values = values + mins if cls.min_plus else values - mins
         return Decoded(values=values.reshape(n, cls.block_size).astype(np.float32, copy=False), **fields)
 
     @classmethod
@@ -106,17 +108,21 @@ class QuantType:
         if decoded.sub_scales is not None:
             out.append((f"{cls.sc_label}[{j}] (stored scale of sub-block {j})", int(decoded.sub_scales[b, j])))
             out.append((cls.scale_text.replace("[j]", f"[{j}]"), scale))
-        if decoded.mins is not None:
+        if decoded.sub_mins is not None:
             out.append(("dmin (float16 super-min)", float(decoded.dmin[b])))
             out.append((f"m[{j}] (stored min of sub-block {j})", int(decoded.sub_mins[b, j])))
             out.append((f"dmin · m[{j}]", float(decoded.mins[b, j])))
+        elif decoded.mins is not None:
+            out.append(("m (float16 min of the block)", float(decoded.mins[b, j])))
         level = float(cls.levels(np.array([q]))[0])
         out.append((f"q[{k}] (stored code)", q))
         if cls.level_text != "q":
             out.append((f"{cls.level_text.replace('q', f'q[{k}]')} (the level code {q} stands for)", level))
         rule = f"{cls.scale_text.replace('[j]', f'[{j}]')} · {cls.level_text}"
         numbers = f"{_g(scale)} · {_level_number(cls, q, level)}"
-        if decoded.mins is not None:
+        if decoded.mins is not None and cls.min_plus:
+            rule, numbers = rule + " + m", numbers + f" + {_g(decoded.mins[b, j])}"
+        elif decoded.mins is not None:
             rule, numbers = rule + f" − dmin·m[{j}]", numbers + f" − {_g(decoded.mins[b, j])}"
         out.append((f"w = {rule} = {numbers}", float(decoded.values[b, k])))
         return out

@@ -1,6 +1,7 @@
-"""The 32-weight block types with one scale per block (ggml-common.h): Q8_0, Q4_0, IQ4_NL and
-MXFP4 (gpt-oss's experts). 4-bit codes are packed two to a byte, weights 0-15 in the low
-nibbles and 16-31 in the high nibbles."""
+"""The 32-weight block types with one scale per block (ggml-common.h): Q8_0, Q4_0, Q4_1, Q5_0,
+Q5_1, IQ4_NL and MXFP4 (gpt-oss's experts). 4-bit codes are packed two to a byte, weights 0-15
+in the low nibbles and 16-31 in the high nibbles; Q5_0/Q5_1 keep every weight's fifth bit in
+one little-endian uint32 (bit i: weight i)."""
 from __future__ import annotations
 
 import numpy as np
@@ -43,6 +44,55 @@ class Q4_0(QuantType, name="Q4_0"):
     @classmethod
     def levels(cls, codes):
         return (codes - 8).astype(np.float32)
+
+
+class Q4_1(QuantType, name="Q4_1"):
+    """fp16 d, fp16 m, 16 bytes of nibbles."""
+    block_size, type_size, sub_block_size, code_range = 32, 20, 32, (0, 15)
+    formula = "w[i] = d · q[i] + m  (32 weights, q in [0, 15], d and m float16)"
+    has_mins = min_plus = True
+
+    @classmethod
+    def decode_fields(cls, blocks):
+        d, m = f16(blocks[:, 0:2]), f16(blocks[:, 2:4])
+        codes = nibbles(blocks[:, 4:20]).reshape(-1, 32).astype(np.int32)
+        return dict(codes=codes, d=d, scales=_one_scale(d), dmin=m, mins=_one_scale(m))
+
+
+def _fifth_bits(raw: np.ndarray) -> np.ndarray:
+    """[n, 4] uint8 (a little-endian uint32) -> [n, 32]: bit i, weight i's fifth bit."""
+    qh = np.ascontiguousarray(raw).view("<u4").reshape(-1, 1)
+    return ((qh >> np.arange(32, dtype=np.uint32)) & 1).astype(np.int32)
+
+
+class Q5_0(QuantType, name="Q5_0"):
+    """fp16 d, qh (uint32 of fifth bits), 16 bytes of nibbles."""
+    block_size, type_size, sub_block_size, code_range = 32, 22, 32, (0, 31)
+    formula = "w[i] = d · (q[i] − 16)  (32 weights, q in [0, 31] = 4-bit nibble | bit i of qh << 4, d float16)"
+    level_text = "(q − 16)"
+
+    @classmethod
+    def decode_fields(cls, blocks):
+        d = f16(blocks[:, 0:2])
+        codes = nibbles(blocks[:, 6:22]).reshape(-1, 32).astype(np.int32) | (_fifth_bits(blocks[:, 2:6]) << 4)
+        return dict(codes=codes, d=d, scales=_one_scale(d))
+
+    @classmethod
+    def levels(cls, codes):
+        return (codes - 16).astype(np.float32)
+
+
+class Q5_1(QuantType, name="Q5_1"):
+    """fp16 d, fp16 m, qh (uint32 of fifth bits), 16 bytes of nibbles."""
+    block_size, type_size, sub_block_size, code_range = 32, 24, 32, (0, 31)
+    formula = "w[i] = d · q[i] + m  (32 weights, q in [0, 31] = 4-bit nibble | bit i of qh << 4, d and m float16)"
+    has_mins = min_plus = True
+
+    @classmethod
+    def decode_fields(cls, blocks):
+        d, m = f16(blocks[:, 0:2]), f16(blocks[:, 2:4])
+        codes = nibbles(blocks[:, 8:24]).reshape(-1, 32).astype(np.int32) | (_fifth_bits(blocks[:, 4:8]) << 4)
+        return dict(codes=codes, d=d, scales=_one_scale(d), dmin=m, mins=_one_scale(m))
 
 
 class IQ4_NL(QuantType, name="IQ4_NL"):
