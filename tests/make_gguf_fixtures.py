@@ -11,9 +11,15 @@ GGUF with gguf-py's GGUFWriter following llama.cpp's convert_hf_to_gguf.py conve
 metadata keys; Llama q/k rows permuted for llama.cpp's rotary; Gemma norms stored as 1 + w;
 GPT-2 Conv1D weights transposed to [out, in] and the head written as output.weight; tied models
 without output.weight; 1-D tensors in F32) and quantized with gguf.quants (Q8_0, Q4_0) or with
-the block packers below (Q4_K, Q6_K: simple round-to-nearest encoders of llama.cpp's exact
-layouts, checked by dequantizing with gguf.quants). "Q4_K_M" mixes Q4_K with Q6_K for the head
-(or tied embedding), attn_v and ffn_down of the first layer, as llama-quantize does.
+the project's block packers (tests/gguf_packers.py: Q2_K-Q6_K, IQ4_XS, IQ4_NL, MXFP4, simple
+round-to-nearest encoders of llama.cpp's exact layouts, checked by dequantizing with
+gguf.quants). The mixed schemes follow llama-quantize's choices, simplified (MIXES): "Q4_K_M"
+mixes Q4_K with Q6_K for the head (or tied embedding), attn_v and ffn_down of the first layer;
+"Q5_K_M" likewise with Q5_K; "Q3_K_M" has Q5_K for those two, "Q2_K" Q3_K; "IQ4_XS" keeps a
+Q6_K head; "IQ4_NL" on 64-wide rows a Q8_0 head; "MXFP4" is gpt-oss's MXFP4_MOE on a Llama
+shape: MXFP4 for every weight of the blocks, Q8_0 outside them.
+
+    python tests/make_gguf_fixtures.py --only llama_k --schemes Q5_K_M   # one file
 
 Then Hugging Face loads the file itself: `AutoModelForCausalLM.from_pretrained(dir,
 gguf_file=..., torch_dtype=float32, attn_implementation="eager")` and `AutoTokenizer
@@ -32,6 +38,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from make_fixtures import provenance, save_npz  # noqa: E402  (byte-stable npz writer)
+from gguf_packers import PACKERS, pack_q4_k, pack_q6_k  # noqa: E402,F401  (the project's block packers)
 
 OUT = HERE / "fixtures" / "gguf"
 SEED = 2027
@@ -43,57 +50,29 @@ WORDS = ("the of and to a in is it was he she for on bank river money deposit we
          "then sun set behind hills water boat city day old man counted his time flies like an "
          "arrow fruit banana return def x f").split()
 
-# ------------------------------------------------------------------ block packers (Q4_K, Q6_K)
-
-
-def pack_q6_k(x: np.ndarray) -> np.ndarray:
-    """[n, 256] float32 -> [n, 210] uint8: ql, qh, int8 scales of 16 sub-blocks, fp16 d."""
-    n = x.shape[0]
-    sub = x.reshape(n, 16, 16)
-    sub_scale = np.abs(sub).max(axis=2) / 31.0
-    d = (sub_scale.max(axis=1) / 127.0).astype(np.float16).astype(np.float32)
-    safe_d = np.where(d == 0, 1.0, d)
-    scales = np.clip(np.round(sub_scale / safe_d[:, None]), -128, 127).astype(np.int8)
-    step = d[:, None, None] * scales[:, :, None].astype(np.float32)
-    q = np.clip(np.round(sub / np.where(step == 0, 1.0, step)) + 32, 0, 63).astype(np.uint8).reshape(n, 256)
-    lo, hi = (q & 0xF).reshape(n, 2, 2, 64), (q >> 4).reshape(n, 2, 4, 32)
-    ql = (lo[:, :, 0] | (lo[:, :, 1] << 4)).reshape(n, 128)
-    qh = (hi[:, :, 0] | (hi[:, :, 1] << 2) | (hi[:, :, 2] << 4) | (hi[:, :, 3] << 6)).reshape(n, 64)
-    return np.concatenate([ql, qh, scales.view(np.uint8), d.astype(np.float16).reshape(n, 1).view(np.uint8)], axis=1)
-
-
-def pack_q4_k(x: np.ndarray) -> np.ndarray:
-    """[n, 256] float32 -> [n, 144] uint8: fp16 d, fp16 dmin, 12 bytes of 6-bit scales and
-    mins of 8 sub-blocks, 128 bytes of 4-bit codes; value = d*sc*q - dmin*m."""
-    n = x.shape[0]
-    sub = x.reshape(n, 8, 32)
-    lows = np.maximum(-sub.min(axis=2), 0.0)
-    scale = (sub.max(axis=2) + lows) / 15.0
-    d = (scale.max(axis=1) / 63.0).astype(np.float16).astype(np.float32)
-    dmin = (lows.max(axis=1) / 63.0).astype(np.float16).astype(np.float32)
-    sc = np.clip(np.round(scale / np.where(d == 0, 1, d)[:, None]), 0, 63).astype(np.uint8)
-    mn = np.clip(np.round(lows / np.where(dmin == 0, 1, dmin)[:, None]), 0, 63).astype(np.uint8)
-    step = (d[:, None] * sc).astype(np.float32)[:, :, None]
-    offset = (dmin[:, None] * mn).astype(np.float32)[:, :, None]
-    q = np.clip(np.round((sub + offset) / np.where(step == 0, 1, step)), 0, 15).astype(np.uint8)
-    q = q.reshape(n, 4, 2, 32)
-    qs = (q[:, :, 0] | (q[:, :, 1] << 4)).reshape(n, 128)
-    packed = np.concatenate([sc[:, :4] | ((sc[:, 4:] >> 4) << 6), mn[:, :4] | ((mn[:, 4:] >> 4) << 6),
-                             (sc[:, 4:] & 0xF) | ((mn[:, 4:] & 0xF) << 4)], axis=1)
-    head = np.stack([d, dmin], axis=1).astype(np.float16).view(np.uint8)
-    return np.concatenate([head, packed, qs], axis=1)
-
-
 def quantize(w: np.ndarray, qtype):
     import gguf
     from gguf import GGMLQuantizationType as Q
     if qtype in (Q.F32, Q.F16, Q.Q8_0, Q.Q4_0):
         return gguf.quants.quantize(w, qtype)
-    packer = {Q.Q4_K: pack_q4_k, Q.Q6_K: pack_q6_k}[qtype]
-    packed = packer(w.reshape(-1, 256)).reshape(w.shape[0], -1)
+    block_size = gguf.GGML_QUANT_SIZES[qtype][0]
+    packed = PACKERS[qtype.name](w.reshape(-1, block_size)).reshape(w.shape[0], -1)
     error = np.abs(gguf.quants.dequantize(packed, qtype) - w).max() / (np.abs(w).max() + 1e-12)
-    assert error < (0.1 if qtype == Q.Q4_K else 0.04), (qtype.name, error)  # the layout is right
+    assert error < MAX_ERROR[qtype.name], (qtype.name, error)  # the layout is right
     return packed
+
+
+# the largest error of a packed tensor relative to its largest weight: the layout is right
+MAX_ERROR = {"Q4_K": 0.1, "Q6_K": 0.04, "Q5_K": 0.05, "Q3_K": 0.25, "Q2_K": 0.35, "IQ4_XS": 0.1,
+             "IQ4_NL": 0.1, "MXFP4": 0.2}
+# llama-quantize's mixes, simplified: (the type of most 2-D weights, of the head, of layer 0's
+# attn_v and ffn_down); rows not a multiple of 256 fall back to Q8_0 for a K-type head
+MIXES = {"Q4_K_M": ("Q4_K", "Q6_K", "Q6_K"), "Q5_K_M": ("Q5_K", "Q6_K", "Q6_K"),
+         "Q3_K_M": ("Q3_K", "Q6_K", "Q5_K"), "Q2_K": ("Q2_K", "Q6_K", "Q3_K"),
+         "IQ4_XS": ("IQ4_XS", "Q6_K", "IQ4_XS"), "IQ4_NL": ("IQ4_NL", "Q6_K", "IQ4_NL"),
+         "MXFP4": ("MXFP4", "Q8_0", "MXFP4"), "Q4_0": ("Q4_0", "Q6_K", "Q4_0")}
+FILE_TYPES = {"F16": 1, "Q8_0": 7, "Q4_0": 2, "Q6_K": 18, "Q4_K_M": 15, "Q5_K_M": 17, "Q3_K_M": 12,
+              "Q2_K": 10, "IQ4_XS": 30, "IQ4_NL": 25, "MXFP4": 38}
 
 
 def tensor_type(name: str, w: np.ndarray, scheme: str, tied: bool):
@@ -102,10 +81,15 @@ def tensor_type(name: str, w: np.ndarray, scheme: str, tied: bool):
         return Q.F32
     if scheme in ("F16", "Q8_0", "Q6_K"):
         return getattr(Q, scheme)
+    most, head_type, first_type = MIXES[scheme]
     head = name == "output.weight" or (tied and name == "token_embd.weight")
-    if head or (scheme == "Q4_K_M" and name in ("blk.0.attn_v.weight", "blk.0.ffn_down.weight")):
-        return Q.Q6_K if w.shape[1] % 256 == 0 else Q.Q8_0
-    return Q.Q4_0 if scheme == "Q4_0" else Q.Q4_K
+    if scheme == "MXFP4":     # gpt-oss's MXFP4_MOE: MXFP4 inside the blocks, Q8_0 outside
+        return Q.MXFP4 if name.startswith("blk.") else Q.Q8_0
+    if head:
+        return Q[head_type] if w.shape[1] % 256 == 0 else Q.Q8_0
+    if name in ("blk.0.attn_v.weight", "blk.0.ffn_down.weight"):
+        return Q[first_type]
+    return Q[most]
 
 
 # ------------------------------------------------------------------ tokenizers
@@ -150,11 +134,11 @@ FIXTURES = {  # name: (arch, HF config overrides, tokenizer, pre, schemes)
     "llama_small": ("llama", dict(hidden_size=64, intermediate_size=128, num_attention_heads=4,
                                   num_key_value_heads=2, num_hidden_layers=2, rope_theta=10000.0,
                                   rms_norm_eps=1e-5, tie_word_embeddings=False),
-                    "spm", None, ("F16", "Q8_0", "Q4_0")),
+                    "spm", None, ("F16", "Q8_0", "Q4_0", "IQ4_NL", "MXFP4")),
     "llama_k": ("llama", dict(hidden_size=256, intermediate_size=256, num_attention_heads=4,
                               num_key_value_heads=2, num_hidden_layers=1, rope_theta=500000.0,
                               rms_norm_eps=1e-5, tie_word_embeddings=False),
-                "bpe", "llama-bpe", ("Q4_K_M",)),
+                "bpe", "llama-bpe", ("Q4_K_M", "Q5_K_M", "Q3_K_M", "Q2_K", "IQ4_XS")),
     "qwen2_small": ("qwen2", dict(hidden_size=64, intermediate_size=96, num_attention_heads=4,
                                   num_key_value_heads=2, num_hidden_layers=2, rope_theta=1000000.0,
                                   rms_norm_eps=1e-6, tie_word_embeddings=False),
@@ -280,7 +264,7 @@ def write_gguf(path: Path, arch: str, model, tensors, tok: str, pre, scheme: str
         if arch == "llama":
             writer.add_vocab_size(cfg.vocab_size)
             writer.add_rope_dimension_count(head_dim)
-    writer.add_file_type({"F16": 1, "Q8_0": 7, "Q4_0": 2, "Q6_K": 18, "Q4_K_M": 15}[scheme])
+    writer.add_file_type(FILE_TYPES[scheme])
     if tok == "spm":
         tokens, scores, types = spm_vocab(arch)
         writer.add_tokenizer_model("llama")
@@ -408,6 +392,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--only", nargs="*", help="fixture names to (re)write")
+    parser.add_argument("--schemes", nargs="*", help="quant schemes to (re)write (default: all)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     for index, (name, (arch, overrides, tok, pre, schemes)) in enumerate(FIXTURES.items()):
@@ -416,6 +401,8 @@ def main(argv=None) -> int:
         model = hf_model(arch, overrides, n_vocab_of(tok, arch), SEED + index)
         tensors = gguf_tensors(arch, model, model.config)
         for scheme in schemes:
+            if args.schemes and scheme not in args.schemes:
+                continue
             file_name = f"{name}.{scheme}.gguf"
             write_gguf(args.out / file_name, arch, model, tensors, tok, pre, scheme)
             arrays = hf_reference(args.out, file_name, model)

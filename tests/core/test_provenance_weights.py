@@ -17,7 +17,13 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gguf"
     ("llama_k.Q4_K_M.gguf", "h.0.mlp.proj.w", (200, 3), "Q6_K"),
     ("gpt2_small.Q4_0.gguf", "h.0.attn.k.w", (5, 9), "Q4_0"),
     ("llama_small.Q8_0.gguf", "wte", (42, 7), "Q8_0"),
-    ("gemma_k.Q6_K.gguf", "h.0.ln_1.g", (11,), "F32")])
+    ("gemma_k.Q6_K.gguf", "h.0.ln_1.g", (11,), "F32"),
+    ("llama_k.Q5_K_M.gguf", "h.0.mlp.up.w", (100, 7), "Q5_K"),
+    ("llama_k.Q3_K_M.gguf", "h.0.attn.k.w", (3, 70), "Q3_K"),
+    ("llama_k.Q2_K.gguf", "wte", (30, 255), "Q2_K"),
+    ("llama_k.IQ4_XS.gguf", "h.0.attn.o.w", (129, 4), "IQ4_XS"),
+    ("llama_small.IQ4_NL.gguf", "h.1.mlp.gate.w", (40, 90), "IQ4_NL"),
+    ("llama_small.MXFP4.gguf", "h.0.attn.q.w", (63, 17), "MXFP4")])
 def test_weight_provenance_equals_the_dequantized_value(file_name, param, index, kind):
     model = load_model(FIXTURES / file_name)
     trace = model.trace("The bank of the river.")

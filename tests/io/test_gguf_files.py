@@ -7,8 +7,10 @@ import gguf
 import numpy as np
 import pytest
 
+from tests.gguf_packers import PACKERS, pack
 from transformer_stepper import load_model
 from transformer_stepper.core.model.errors import ModelError
+from transformer_stepper.core.analysis.provenance.explain import explain
 from transformer_stepper.io.gguf.file import GGUFFile
 from transformer_stepper.io.gguf.model import Unpermute, shard_paths
 
@@ -18,12 +20,15 @@ D = 32
 
 
 def write(path: Path, arch="llama", drop=(), extra=None, n_tokens=None, tensors=None, qtype=None,
-          fixed=None, split=0):
-    """A one-layer Llama-layout GGUF (d_model 32, 2 heads); `drop` leaves metadata keys out,
-    `fixed` adds tensors with given values, `split` > 0 writes shards of that many tensors."""
+          fixed=None, split=0, width=D):
+    """A one-layer Llama-layout GGUF (d_model `width`, 2 heads); `drop` leaves metadata keys out,
+    `fixed` adds tensors with given values, `split` > 0 writes shards of that many tensors;
+    `qtype` quantizes the 2-D weights (with gguf-py, or the project's packers for the types
+    gguf-py cannot quantize)."""
     rng = np.random.default_rng(0)
     writer = gguf.GGUFWriter(str(path), arch, split_max_tensors=split)
-    kv = {"context_length": 64, "embedding_length": D, "block_count": 1, "feed_forward_length": 64,
+    D, F = width, max(64, width)             # (a 256-weight block type needs 256-wide rows)
+    kv = {"context_length": 64, "embedding_length": D, "block_count": 1, "feed_forward_length": F,
           "attention.head_count": 2, "attention.head_count_kv": 2,
           "attention.layer_norm_rms_epsilon": 1e-5}
     for key, value in kv.items():
@@ -41,11 +46,14 @@ def write(path: Path, arch="llama", drop=(), extra=None, n_tokens=None, tensors=
     shapes = tensors or {"token_embd.weight": (len(TOKENS), D), "output_norm.weight": (D,),
                          "blk.0.attn_norm.weight": (D,), "blk.0.ffn_norm.weight": (D,),
                          **{f"blk.0.attn_{n}.weight": (D, D) for n in "qkv"},
-                         "blk.0.attn_output.weight": (D, D), "blk.0.ffn_gate.weight": (64, D),
-                         "blk.0.ffn_up.weight": (64, D), "blk.0.ffn_down.weight": (D, 64)}
+                         "blk.0.attn_output.weight": (D, D), "blk.0.ffn_gate.weight": (F, D),
+                         "blk.0.ffn_up.weight": (F, D), "blk.0.ffn_down.weight": (D, F)}
     for name, shape in shapes.items():
         w = rng.standard_normal(shape).astype(np.float32)
-        if qtype is not None and w.ndim == 2:
+        if qtype is not None and w.ndim == 2 and qtype.name in PACKERS:
+            packed = pack(w, qtype.name)
+            writer.add_tensor(name, packed, raw_shape=packed.shape, raw_dtype=qtype)
+        elif qtype is not None and w.ndim == 2:
             writer.add_tensor(name, gguf.quants.quantize(w, qtype), raw_dtype=qtype)
         else:
             writer.add_tensor(name, w)
@@ -102,7 +110,46 @@ def test_tensor_offset_past_the_end_and_unknown_quant_type(tmp_path):
     reader.tensors[0].field.parts[4][0] = 99           # its type
     reader.data.flush()
     del reader
-    assert "unknown quant type 99" in refused(path)
+    assert "tensor token_embd.weight has unknown quant type 99 (a type newer than the installed gguf" in refused(path)
+
+
+def test_a_quant_type_the_gguf_package_cannot_dequantize_is_refused_naming_it(tmp_path):
+    """Q8_1 (llama.cpp's activation format) has no dequantizer in gguf-py: refused at open, in
+    one line naming the file, the tensor and the type."""
+    path = write(tmp_path / "q81.gguf")
+    reader = gguf.GGUFReader(path, "r+")
+    assert reader.tensors[0].name == "token_embd.weight"
+    reader.tensors[0].field.parts[4][0] = int(gguf.GGMLQuantizationType.Q8_1)
+    reader.data.flush()
+    del reader
+    message = refused(path)
+    assert message.startswith(f"{path}: tensor token_embd.weight has quant type Q8_1, which the installed "
+                              f"gguf package ("), message
+    assert message.endswith(") cannot dequantize")
+
+
+@pytest.mark.parametrize("qtype", ["Q5_K", "Q3_K", "Q2_K", "IQ4_XS", "IQ4_NL", "MXFP4", "Q4_1", "Q5_0", "Q5_1"])
+def test_files_of_the_newer_quant_types_open_and_run(tmp_path, qtype):
+    """Every 2-D weight of a tiny Llama packed in the type (tests/gguf_packers.py, or gguf-py's
+    quantizer for Q4_1/Q5_0/Q5_1; 256-wide rows for the 256-weight blocks): it opens, reads
+    gguf-py's dequantized weights and runs, and a weight's provenance (its block's arithmetic and
+    its Python) ends on the weight the forward pass reads."""
+    qtype = gguf.GGMLQuantizationType[qtype]
+    width = 256 if gguf.GGML_QUANT_SIZES[qtype][0] == 256 else D
+    path = write(tmp_path / f"tiny.{qtype.name}.gguf", qtype=qtype, width=width)
+    model = load_model(path)
+    embd = next(t for t in gguf.GGUFReader(path).tensors if t.name == "token_embd.weight")
+    assert embd.tensor_type == qtype
+    np.testing.assert_array_equal(model.params["wte"], gguf.quants.dequantize(embd.data, qtype))
+    trace = model.trace("ab a")
+    assert np.isfinite(trace.logits).all()
+    for param, index in (("h.0.attn.q.w", (5, 3)), ("h.0.mlp.proj.w", (width - 1, 7)), ("wte", (260, 1))):
+        e = explain(model, trace, "param:" + param, index)
+        assert f"({qtype.name})" in e.title and e.value == float(model.params[param][index])
+        assert any(s.label.startswith(f"q[") for s in e.steps)
+        scope = {"model": model}
+        exec(e.python, scope)
+        assert float(scope["value"]) == float(model.params[param][index])
 
 
 def test_missing_metadata_key(tmp_path):

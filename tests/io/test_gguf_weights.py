@@ -18,8 +18,12 @@ from transformer_stepper.io.gguf.weights import (
     why_not_gguf)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gguf"
+IQ4 = (-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)    # ggml's kvalues_iq4nl
+GRID_RANGE = {"Q8_0": (-128, 128), "Q4_0": (0, 16), "Q4_K": (0, 16), "Q6_K": (0, 64), "Q5_K": (0, 32),
+              "Q3_K": (0, 8), "Q2_K": (0, 4)}
 FILES = ["llama_k.Q4_K_M.gguf", "gemma_k.Q6_K.gguf", "gpt2_small.Q4_0.gguf", "llama_small.Q8_0.gguf",
-         "llama_small.F16.gguf"]
+         "llama_small.F16.gguf", "llama_k.Q5_K_M.gguf", "llama_k.Q3_K_M.gguf", "llama_k.Q2_K.gguf",
+         "llama_k.IQ4_XS.gguf", "llama_small.IQ4_NL.gguf", "llama_small.MXFP4.gguf"]
 
 
 @pytest.fixture(scope="module", params=FILES)
@@ -89,7 +93,10 @@ def test_non_gguf_models_say_why():
 
 @pytest.mark.parametrize("file_name, tensor, row, block", [
     ("llama_k.Q4_K_M.gguf", "blk.0.ffn_gate.weight", 9, 0), ("gemma_k.Q6_K.gguf", "blk.0.attn_q.weight", 3, 0),
-    ("llama_small.Q4_0.gguf", "blk.0.attn_k.weight", 2, 1), ("llama_small.F16.gguf", "blk.0.attn_q.weight", 1, 0)])
+    ("llama_small.Q4_0.gguf", "blk.0.attn_k.weight", 2, 1), ("llama_small.F16.gguf", "blk.0.attn_q.weight", 1, 0),
+    ("llama_k.Q5_K_M.gguf", "blk.0.attn_k.weight", 4, 0), ("llama_k.Q3_K_M.gguf", "blk.0.ffn_gate.weight", 1, 0),
+    ("llama_k.Q2_K.gguf", "blk.0.attn_q.weight", 7, 0), ("llama_k.IQ4_XS.gguf", "blk.0.ffn_up.weight", 2, 0),
+    ("llama_small.IQ4_NL.gguf", "blk.0.attn_q.weight", 5, 1), ("llama_small.MXFP4.gguf", "blk.1.ffn_down.weight", 3, 2)])
 def test_dequantization_readout_is_the_block_laid_out(file_name, tensor, row, block):
     """What the panel draws and prints: io/gguf_blocks' numbers, laid out by sub-block."""
     from transformer_stepper.io.gguf.dequantization import readout
@@ -99,7 +106,7 @@ def test_dequantization_readout_is_the_block_laid_out(file_name, tensor, row, bl
     model = load_model(FIXTURES / file_name)
     r = readout(model, tensor, row, block, position=5)
     b = block_of(GGUFFile(FIXTURES / file_name), tensor, row, block)
-    size = {"Q4_K": 32, "Q6_K": 16}.get(b.quant_type, 32)
+    size = {"Q4_K": 32, "Q6_K": 16, "Q5_K": 32, "Q3_K": 16, "Q2_K": 16, "IQ4_XS": 32}.get(b.quant_type, 32)
     np.testing.assert_array_equal(r.values, b.values.reshape(-1, size))
     assert r.value == float(b.values[5]) and r.numbers == formula_with_numbers(b, 5)
     assert r.formula == b.formula and r.source.quant_type == b.quant_type
@@ -108,7 +115,16 @@ def test_dequantization_readout_is_the_block_laid_out(file_name, tensor, row, bl
         return
     np.testing.assert_array_equal(r.codes, b.codes.reshape(-1, size))
     np.testing.assert_array_equal(r.grid[1], code_histogram(b)[1])
-    assert f"d = {b.d:.6g}" in r.scales_text
+    levels = {"IQ4_XS": IQ4, "IQ4_NL": IQ4, "MXFP4": (0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12)}
+    expected_labels = levels[b.quant_type] if b.quant_type in levels else range(*GRID_RANGE[b.quant_type])
+    assert r.grid_labels == tuple(str(v) for v in expected_labels)
+    assert f"d = {b.d:.6g}" in r.scales_text or f"= {b.d:.6g}, e = " in r.scales_text
     if b.sub_scales is not None:
         assert [int(row[1]) for row in r.sub_blocks] == b.sub_scales.tolist()
-        assert [float(row[2]) for row in r.sub_blocks] == [float(f"{s:.6g}") for s in b.scales]
+        effective = r.sub_headers.index(next(h for h in r.sub_headers if h.startswith("d·")))
+        assert [float(row[effective]) for row in r.sub_blocks] == [float(f"{s:.6g}") for s in b.scales]
+        if b.mins is not None:
+            assert r.sub_headers[-2:] == ("m", "dmin·m")
+            assert [int(row[-2]) for row in r.sub_blocks] == b.sub_mins.tolist()
+    else:
+        assert r.sub_blocks == [] and b.quant_type in ("Q8_0", "Q4_0", "IQ4_NL", "MXFP4")

@@ -1,5 +1,6 @@
 """GGUF files (tests/make_gguf_fixtures.py: tiny random models written the way llama.cpp's
-converter writes them, F16/Q8_0/Q4_0/Q6_K/Q4_K_M) against Hugging Face loading the same file
+converter writes them, F16/Q8_0/Q4_0/Q6_K/Q4_K_M, and Q5_K_M/Q3_K_M/Q2_K/IQ4_XS/IQ4_NL/MXFP4
+packed by tests/gguf_packers.py) against Hugging Face loading the same file
 (`from_pretrained(dir, gguf_file=...)`, fp32, eager): tokenizer ids on varied text, hidden
 states, attentions, logits and greedy generation within 1e-4."""
 from pathlib import Path
@@ -21,7 +22,8 @@ def test_every_architecture_and_quant_type_has_a_fixture():
     archs = {name.split("_")[0] for name in FILES}
     schemes = {name.split(".")[1] for name in FILES}
     assert archs == {"llama", "qwen2", "qwen3", "gemma", "gpt2"}
-    assert schemes == {"F16", "Q8_0", "Q4_0", "Q6_K", "Q4_K_M"}
+    assert schemes == {"F16", "Q8_0", "Q4_0", "Q6_K", "Q4_K_M", "Q5_K_M", "Q3_K_M", "Q2_K", "IQ4_XS",
+                       "IQ4_NL", "MXFP4"}
 
 
 @pytest.fixture(scope="module", params=FILES)

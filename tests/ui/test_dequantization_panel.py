@@ -5,6 +5,7 @@ model that is not GGUF it is disabled and says why."""
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
@@ -74,3 +75,27 @@ def test_not_gguf_disabled_with_the_reason(qtbot, loaded_window):
     view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=10_000)
     assert not view._dequantize.isVisible()
+
+
+@pytest.mark.parametrize("file_name, tensor", [("llama_k.Q3_K_M.gguf", "blk.0.attn_q.weight"),
+                                               ("llama_k.IQ4_XS.gguf", "blk.0.ffn_up.weight"),
+                                               ("llama_small.MXFP4.gguf", "blk.0.attn_k.weight")])
+def test_panel_shows_the_newer_types_blocks(qtbot, window, file_name, tensor):
+    """Q3_K's offset scales, IQ4_XS's and MXFP4's level tables: the panel prints the readout's
+    sub-block table under its own column names and labels the grid with the levels."""
+    window.session.set_text("The bank of the river.", immediate=True)
+    with qtbot.waitSignal(window.session.traceChanged, timeout=20_000):
+        window.open_model(str(FIXTURE.parent / file_name))
+    panel = window.dequantization_panel
+    panel.select(tensor, 3, 0, 21)
+    expected = readout(window.session.model, tensor, 3, 0, 21)
+    text = " ".join(panel.text.toPlainText().split())
+    assert " ".join(expected.numbers.split()) in text and expected.scales_text in text
+    if expected.sub_blocks:
+        assert " ".join(expected.sub_headers) in text
+        for row in expected.sub_blocks:
+            assert " ".join(row) in text
+    np.testing.assert_array_equal(panel.codes.values, expected.codes.astype(np.float32))
+    np.testing.assert_array_equal(panel.values.values, expected.values)
+    assert panel.histogram.labels == list(expected.grid_labels)
+    assert all(f.isVisibleTo(panel) for f in (panel.codes, panel.values, panel.histogram))

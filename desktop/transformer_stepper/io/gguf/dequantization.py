@@ -24,9 +24,12 @@ class Readout:
     grid: Optional[tuple[np.ndarray, np.ndarray]]    # (code, weights of the block using it)
     header: str                         # file, tensor, type, shape, conversion
     scales_text: str                    # d (and dmin), or why there are none
-    sub_blocks: list                    # (j, sc, d·sc[, m, dmin·m]) as text, K-quants only
+    sub_blocks: list                    # (j, sc, d·sc[, m, dmin·m]) as text, types with sub-block scales
     formula: str                        # the quant type's formula
     numbers: str                        # ... with the selected weight's numbers
+    sub_headers: tuple = ()             # the sub_blocks columns' names ("j", "sc", "d·sc" ...)
+    grid_labels: tuple = ()             # a label per grid code: the code, or its level (IQ4, MXFP4)
+    grid_title: str = ""                # what the histogram counts
 
     @property
     def value(self) -> float:
@@ -40,22 +43,22 @@ def _g(value) -> str:
 def _scales_text(block: Block) -> str:
     if block.codes is None:
         return block.note
-    if block.quant_type in ("Q8_0", "Q4_0"):
+    if block.quant_type == "MXFP4":
+        e = block.kind.exponent(block.d)
+        return (f"d = 2^(e − 128) = {_g(block.d)}, e = {e} (one 8-bit exponent for the block's "
+                f"{block.block_size} weights)")
+    if block.sub_scales is None and block.mins is not None:
+        return (f"d = {_g(block.d)}, m = {_g(block.dmin)} (one float16 scale and one float16 min for "
+                f"the block's {block.block_size} weights)")
+    if block.sub_scales is None:
         return f"d = {_g(block.d)} (one float16 scale for the block's {block.block_size} weights)"
     return f"d = {_g(block.d)}" + (f", dmin = {_g(block.dmin)}" if block.dmin is not None else "")
 
 
 def sub_block_rows(block: Block) -> list[tuple[str, ...]]:
-    """Per sub-block of a K-quant block: (j, sc, d·sc) and for Q4_K (m, dmin·m), as text."""
-    if block.sub_scales is None:
-        return []
-    rows = []
-    for j in range(block.n_sub_blocks):
-        row = (str(j), str(int(block.sub_scales[j])), _g(block.scales[j]))
-        if block.mins is not None:
-            row += (str(int(block.sub_mins[j])), _g(block.mins[j]))
-        rows.append(row)
-    return rows
+    """Per sub-block of a block with sub-block scales: (j, sc, d·sc) and for types with mins
+    (m, dmin·m); Q3_K and IQ4_XS add sc − 32 after sc. As text."""
+    return block.sub_block_table()[1]
 
 
 def readout(model, tensor: str, row: int, block: int, position: int = 0) -> Readout:
@@ -75,5 +78,21 @@ def readout(model, tensor: str, row: int, block: int, position: int = 0) -> Read
               f"{', '.join(source.params)}; read {source.fix}. Row {row}, block {block} of "
               f"{source.n_blocks()} (weights {block * decoded.block_size}–"
               f"{block * decoded.block_size + len(decoded.values) - 1} of the row)")
+    labels, title = _grid_text(decoded, grid)
     return Readout(source, decoded, position, values, codes, grid, header, _scales_text(decoded),
-                   sub_block_rows(decoded), decoded.formula, formula_with_numbers(decoded, position))
+                   sub_block_rows(decoded), decoded.formula, formula_with_numbers(decoded, position),
+                   decoded.sub_block_table()[0], labels, title)
+
+
+def _grid_text(block: Block, grid) -> tuple[tuple[str, ...], str]:
+    """The histogram's bar labels and title: codes, or for a type whose codes index a table of
+    levels (IQ4_NL, IQ4_XS, MXFP4) the level each code stands for, in code order."""
+    if grid is None:
+        return (), f"{block.quant_type}: no code grid"
+    codes = grid[0]
+    low, high = int(codes[0]), int(codes[-1])
+    table = block.kind.levels_table
+    if table is None:
+        return tuple(str(int(c)) for c in codes), f"Code grid {low}…{high}: weights per code"
+    return (tuple(str(table[int(c)]) for c in codes),
+            f"Codes {low}…{high} as the levels they pick ({block.kind.level_text}): weights per code")

@@ -69,8 +69,8 @@ class GGUFFile:
             self.metadata, tensors = read_header(self.path, size)
         except ModelError as exc:
             why = str(exc)
-            if why.startswith("a tensor has unknown quant type"):
-                why += f" (newer than the installed gguf package {_version()}?)"
+            if " has unknown quant type " in why:
+                why += f" (a type newer than the installed gguf package {_version()}?)"
             raise ModelError(f"{self.path}: {why}") from None
         except OSError as exc:
             raise ModelError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
@@ -117,8 +117,8 @@ class GGUFFile:
             return
         cls = getattr(quants, "_type_traits", {}).get(qtype)
         if cls is None or not hasattr(cls, "dequantize_blocks"):
-            raise ModelError(f"{self.path}: tensor {name} has quant type {kind}, which the "
-                             f"gguf package cannot dequantize")
+            raise ModelError(f"{self.path}: tensor {name} has quant type {kind}, which the installed "
+                             f"gguf package ({_version()}) cannot dequantize")
 
     def check_unchanged(self) -> None:
         check_unchanged(self.path, self.identity)      # before every read of the mapping

@@ -108,7 +108,7 @@ def read_header(path, size: int) -> tuple[dict[str, Any], list[Tensor]]:
         try:
             qtype = gguf.GGMLQuantizationType(code)
         except ValueError:
-            raise ModelError(f"a tensor has unknown quant type {code}") from None
+            raise ModelError(f"tensor {name} has unknown quant type {code}") from None
         if name in seen:
             raise ModelError(f"tensor {name} is listed twice")
         seen.add(name)

@@ -16,6 +16,7 @@ from typing import Optional
 import numpy as np
 
 from ...core.model.errors import ModelError
+from ...core.model.quant_types import QUANT_TYPES
 from .blocks import Block, arithmetic, block_of
 from .model import GGUFCheckpoint, MinusOne, Transposed, Unpermute
 from ..families.common import AddOne
@@ -43,8 +44,15 @@ class TensorSource:
 
     def n_blocks(self) -> int:
         """Blocks per row (float tensors are shown in runs of 32, as io/gguf_blocks does)."""
-        size = {"Q4_K": 256, "Q6_K": 256, "Q5_K": 256, "Q3_K": 256, "Q2_K": 256}.get(self.quant_type, 32)
-        return -(-self.row_length // size)
+        return -(-self.row_length // block_size_of(self.quant_type))
+
+
+def block_size_of(quant_type: str) -> int:
+    """Weights per block of a GGUF quant type (float types: runs of 32)."""
+    if quant_type in ("F32", "F16", "BF16", "F64"):
+        return 32
+    import gguf
+    return gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[quant_type]][0]
 
 
 def checkpoint_of(model) -> Optional[GGUFCheckpoint]:
@@ -194,19 +202,20 @@ def weight_steps(params, param: str, index):
     return WeightSteps(where, block.formula, tuple(steps), python, tuple(notes))
 
 
-_EXPRESSIONS = {"Q8_0": "block.scales[0] * q", "Q4_0": "block.scales[0] * (q - np.float32(8))",
-                "Q6_K": "block.scales[j] * (q - np.float32(32))", "Q4_K": "block.scales[j] * q - block.mins[j]"}
-
-
 def _python(params, param: str, index: tuple, kind: str, fix) -> str:
     """Lines that recompute the weight from the block's stored numbers (float32, as decoded)."""
     lines = ["import numpy as np",
              "from transformer_stepper.io.gguf.weights import block_at, place_of",
              f"place = place_of(model, {param!r}, {index})",
              "block = block_at(model, place.source.tensor, place.row, place.block)"]
-    if kind in _EXPRESSIONS:
-        lines += ["k = place.position; j = k // block.sub_block_size; q = np.float32(block.codes[k])",
-                  f"value = {_EXPRESSIONS[kind]}"]
+    if kind in QUANT_TYPES:    # scale · level(q) [− min], as core/model/quant_types computes it
+        kind_class = QUANT_TYPES[kind]
+        mins = (" + block.mins[j]" if kind_class.min_plus else " - block.mins[j]") if kind_class.has_mins else ""
+        lines += ["from transformer_stepper.core.model.quant_types import quant_type",
+                  "k = place.position; j = k // block.sub_block_size",
+                  f"level = quant_type({kind!r}).levels(np.array([block.codes[k]]))[0]   "
+                  f"# {QUANT_TYPES[kind].level_text} as float32",
+                  f"value = block.scales[j] * level{mins}"]
     else:
         lines.append("value = block.values[place.position]")
     if isinstance(fix, MinusOne):

@@ -156,8 +156,7 @@ class DequantizationPanel(QWidget):
         esc = html.escape
         table = ""
         if r.sub_blocks:
-            heads = ["j", "sc", "d·sc"] + (["m", "dmin·m"] if len(r.sub_blocks[0]) > 3 else [])
-            cells = "".join(f"<th align='right'>{h}</th>" for h in heads)
+            cells = "<tr>" + "".join(f"<th align='right'>{esc(h)}</th>" for h in r.sub_headers) + "</tr>"
             for j, row in enumerate(r.sub_blocks):
                 style = " style='background: #ffe0b2;'" if j == k // size else ""
                 cells += f"<tr{style}>" + "".join(f"<td align='right'>{esc(c)}</td>" for c in row) + "</tr>"
@@ -174,12 +173,15 @@ class DequantizationPanel(QWidget):
             self.codes.set_highlight(row=k // size, col=k % size)
             self.codes.set_title(f"Stored codes q ({sub} × {size}): q[{k}] = {int(r.block.codes[k])}")
             grid, counts = r.grid
-            self.histogram.set_data(counts, [str(int(g)) for g in grid],
-                                    highlight=int(r.block.codes[k] - grid[0]))
-            self.histogram.set_title(f"Code grid {int(grid[0])}…{int(grid[-1])}: weights per code")
+            notes = [f"code {int(g)} → level {label}" for g, label in zip(grid, r.grid_labels)] \
+                if r.block.kind.levels_table is not None else None
+            self.histogram.set_data(counts, list(r.grid_labels), highlight=int(r.block.codes[k] - grid[0]),
+                                    notes=notes)
+            self.histogram.set_title(r.grid_title)
+            self.histogram.set_axis_labels("code" if notes is None else "level the code picks (codes in order)")
         else:
             self.codes.set_title(r.block.note)
-            self.histogram.set_title(f"{r.block.quant_type}: no code grid")
+            self.histogram.set_title(r.grid_title)
         self.values.setVisible(True)
         for figure in (self.codes, self.histogram):
             figure.setVisible(r.codes is not None)
