@@ -27,7 +27,7 @@ class Stage:
     # belongs to the stage that computed it): what the interventions' difference grid compares
     computes: tuple[str, ...] = ()
     # the one core function that computes the stage, as a dotted name under the package
-    # ("core.forward.scores"): the stage list's tooltip, provenance and the README point at it
+    # ("core.forward.scores"): the stage list's tooltip, provenance and docs/architecture.md point at it
     function: str = ""
 
     def compute_function(self) -> Callable:
