@@ -1,4 +1,4 @@
-"""Render the README's positions-lab figure from the shipped results, with the Positions tab's
+"""Render the positions-lab figure of docs/guide.md from the shipped results, with the Positions tab's
 own figure code, offscreen:
 
     PYTHONPATH=desktop python tests/make_positions_figure.py

@@ -7,7 +7,7 @@ its own process per tool and length, rounds alternating which side runs first, b
 
 MODEL_DIR is a GPT-2 folder (config.json, model.safetensors, tokenizer.json), e.g. the
 GPT-2-small-shaped one from make_big_models.py. TransformerLens is never a dependency of the
-app: --tl-python names a Python that has it (README: "TransformerLens comparison"); it runs
+app: --tl-python names a Python that has it (docs/performance.md: "TransformerLens comparison"); it runs
 with HF_HUB_OFFLINE=1 and `TransformerBridge.boot_transformers(MODEL_DIR)` (float32, raw
 weights: the same arithmetic as the app; no LayerNorm folding). Both sides get the same ids.
 

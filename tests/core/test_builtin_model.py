@@ -123,7 +123,7 @@ def test_a_head_links_pronouns_to_their_antecedent(model, held_out, shipped):
     assert cases >= 100
     layer, head = np.unravel_index(int(np.argmax(scores)), scores.shape)
     assert scores[layer, head] >= 0.8, np.round(scores, 2)
-    recorded = shipped["result"]["heads"]["pronoun"]   # the head the README describes
+    recorded = shipped["result"]["heads"]["pronoun"]   # the head docs/models.md describes
     assert (recorded["layer"], recorded["head"]) == (layer, head)
 
 

@@ -141,7 +141,7 @@ def test_fixed_seed_is_reproducible_and_seeds_differ(kind):
 
 
 def test_stages_connect(kind, model, trace):
-    """Each recorded stage is computed from the previous ones exactly as the README says."""
+    """Each recorded stage is computed from the previous ones exactly as docs/architecture.md says."""
     p, c = model.params, model.config
     np.testing.assert_array_equal(trace["token_embeddings"], p["wte"][trace.input_ids])  # row selection
     if kind == "sinusoidal":

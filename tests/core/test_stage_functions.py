@@ -1,6 +1,6 @@
 """One stage, one function: the function core/model/stages.py names for a stage, called on the
 trace's own inputs, gives the trace's arrays bit for bit. So the stage list, the views,
-provenance's "Copy as Python" and the README point at the code the forward pass runs."""
+provenance's "Copy as Python" and docs/architecture.md point at the code the forward pass runs."""
 from pathlib import Path
 
 import numpy as np

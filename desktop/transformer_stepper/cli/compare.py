@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..core.analysis.compare import MIN_SENTENCES, checked_texts
 from ..core.model.errors import ModelError
+from ..io.export_formats import DEFAULT_FIGURE_FORMAT, figure_format_names
 from .console import check_scale, say
 
 
@@ -25,7 +26,7 @@ def add_parser(sub) -> None:
     parser.add_argument("--word", default="", help="the word compared (its first occurrence in each)")
     parser.add_argument("--text", action="append", required=True, help="a sentence; repeat, 2 to 8")
     parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--format", choices=("png", "svg"), default="png")
+    parser.add_argument("--format", choices=figure_format_names(), default=DEFAULT_FIGURE_FORMAT)
     parser.add_argument("--layer", type=int, default=None, help="attention plot's layer (default: last)")
     parser.add_argument("--head", type=int, default=0)
     parser.add_argument("--scale", type=float, default=1.0)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..core.model import stages
 from ..core.model.errors import ModelError
+from ..io.export_formats import DEFAULT_FIGURE_FORMAT, check_figure_format, figure_format_names
 from . import seq2seq
 from .console import check_scale, say, warn_non_finite
 
@@ -27,7 +28,7 @@ def add_parser(sub) -> None:
                                           "tokens), layer, head, selection, temperature and shown pass")
     seq2seq.add_arguments(parser)
     parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--format", choices=("png", "svg"), default="png")
+    parser.add_argument("--format", choices=figure_format_names(), default=DEFAULT_FIGURE_FORMAT)
     parser.add_argument("--layer", type=int, default=0)
     parser.add_argument("--head", type=int, default=0)
     parser.add_argument("--scale", type=float, default=1.0)
@@ -42,8 +43,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise ModelError("--session names its text; leave out --text and --source")
     if args.session is not None and args.model is not None:
         raise ModelError("--session names its model; leave out --model")
-    if args.format not in ("png", "svg"):
-        raise ModelError(f"--format {args.format}: must be png or svg")
+    check_figure_format(args.format)
 
 
 def _check_layer_head(args: argparse.Namespace, config) -> None:

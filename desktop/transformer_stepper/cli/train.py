@@ -1,6 +1,6 @@
 """`transformer-stepper train --out DIR [--recipe quick|builtin] [--steps N] [--seed S]
 [--snapshots K]`: train the teaching model from a recipe and write it as a model folder the
-loader opens, with its training history (history.npz: losses, E snapshots; see the README).
+loader opens, with its training history (history.npz: losses, E snapshots; see docs/cli.md, "Train").
 
 The folder is written under a temporary name beside DIR and renamed at the very end
 (io/model_folder.py), so an error or Ctrl-C never leaves a half-written model where a complete

@@ -1,6 +1,7 @@
 """Writing a trace's arrays: one stage's arrays as .npy or labelled .csv, the whole trace as .npz
-(the names of `transformer-stepper trace`). No Qt; every file is written to a temporary name
-beside its target and renamed, so a failure never leaves half a file.
+(the names of `transformer-stepper trace`); DATA_FORMATS is the registry the export dialog reads.
+No Qt; every file is written to a temporary name beside its target and renamed, so a failure
+never leaves half a file.
 
     for array in stage_arrays(trace, "scores", layer=0, head=1):
         save_csv(folder / array_file_name(stage("scores"), array.name, 0, 1, "csv"), array)
@@ -242,27 +243,47 @@ def _cells(table: np.ndarray) -> list[list[str]]:
 
 # -- a stage's arrays and the whole trace, into a folder ------------------------------------------
 TRACE_FILE = "trace.npz"
-DATA_FORMATS = ("csv", "npy", "npz")
+
+
+@dataclass(frozen=True)
+class DataFormat:
+    """How trace data is stored: per array of a stage (`write(path, StageArray)`) or, with
+    `whole_trace`, the whole trace in one file `file_name` (`write(path, Trace)`). The export
+    dialog offers one check box per entry, its `label` ("{stage}" names the stage shown)."""
+    name: str                   # the files' extension, and what callers ask for ("csv")
+    label: str
+    write: Callable[[Path, object], bool]
+    whole_trace: bool = False
+    file_name: str = ""
+
+
+# the data formats, in the order the dialog lists them and their files are written
+DATA_FORMATS: tuple[DataFormat, ...] = (
+    DataFormat("csv", "Arrays of {stage} as .csv, tokens on rows and columns", save_csv),
+    DataFormat("npy", "… and as .npy (exact float32)", lambda path, array: save_npy(path, array.values)),
+    DataFormat("npz", "The whole trace as trace.npz (the names of `transformer-stepper trace`)", save_npz,
+               whole_trace=True, file_name=TRACE_FILE),
+)
 
 
 def data_files(trace: Trace, stage: Stage, layer: int, head: int, formats: Sequence[str],
                vocabulary: Optional[Callable[[int], str]] = None) -> list[tuple[str, Callable[[Path], bool]]]:
-    """-> (file name, write(path) -> replaced) for the stage's arrays in each of `formats`
-    ("csv", "npy") and, with "npz", the whole trace as trace.npz."""
-    unknown = set(formats) - set(DATA_FORMATS)
+    """-> (file name, write(path) -> replaced) for the stage's arrays in each per-array format
+    of `formats` ("csv", "npy") and each whole-trace one ("npz": trace.npz)."""
+    unknown = set(formats) - {f.name for f in DATA_FORMATS}
     if unknown:
         raise ValueError(f"unknown data formats {sorted(unknown)}")
+    chosen = [f for f in DATA_FORMATS if f.name in formats]
+    per_array = [f for f in chosen if not f.whole_trace]
     files: list[tuple[str, Callable[[Path], bool]]] = []
-    arrays = stage_arrays(trace, stage.key, layer, head, vocabulary) if {"csv", "npy"} & set(formats) else []
+    arrays = stage_arrays(trace, stage.key, layer, head, vocabulary) if per_array else []
     for array in arrays:
-        if "csv" in formats:
-            files.append((array_file_name(stage, array.name, layer, head, "csv"),
-                          lambda path, a=array: save_csv(path, a)))
-        if "npy" in formats:
-            files.append((array_file_name(stage, array.name, layer, head, "npy"),
-                          lambda path, a=array: save_npy(path, a.values)))
-    if "npz" in formats:
-        files.append((TRACE_FILE, lambda path: save_npz(path, trace)))
+        for f in per_array:
+            files.append((array_file_name(stage, array.name, layer, head, f.name),
+                          lambda path, f=f, a=array: f.write(path, a)))
+    for f in chosen:
+        if f.whole_trace:
+            files.append((f.file_name, lambda path, f=f: f.write(path, trace)))
     return files
 
 

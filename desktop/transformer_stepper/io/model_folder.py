@@ -6,7 +6,7 @@ Used by `transformer-stepper train` and `positions-lab`, and by the Training vie
     config.json        model_type transformer-stepper, the core's ModelConfig
     model.safetensors  the core's parameter names
     tokenizer.json, recipe.json (how it was made, and what it measured)
-    history.npz        with a training history: losses, E snapshots (see the README)"""
+    history.npz        with a training history: losses, E snapshots (see docs/cli.md, "Train")"""
 from __future__ import annotations
 
 import json

@@ -144,7 +144,7 @@ def _bias(params, name: str, present: bool) -> Optional[np.ndarray]:
 
 
 # The attention stages, each one picoGPT-short function (core/model/stages.py names them; the
-# stepper's views, provenance and the README point at them). `attention` below runs them in
+# stepper's views, provenance and docs/architecture.md point at them). `attention` below runs them in
 # order and adds what is not math: recording, the KV cache, in-place buffers, interventions.
 
 def project_heads(params, config: ModelConfig, x, layer: int, name: str, n_heads: int):

@@ -5,10 +5,13 @@ it. As data, like core/model/stages.py; the one-stack stages keep their entries 
 from __future__ import annotations
 
 from .seq2seq import Seq2SeqConfig
-from .stages import Stage, available_stages
+from .stages import Stage, available_stages, stage
 
+# numbered as the output projection it follows inside a decoder block (the one-stack stages keep
+# their numbers in both sections)
 CROSS_ATTENTION = Stage(
-    "cross_attention", 9, "Cross-attention", per_layer=True, per_head=True,
+    "cross_attention", "Cross-attention", per_layer=True, per_head=True,
+    number=stage("output_projection").number,
     function="core.model.seq2seq.cross_attention",
     arrays=(("cross_q", "head"), ("cross_k", "head"), ("cross_v", "head"),
             ("cross_scores", "head"), ("cross_attn_weights", "head"), ("cross_head_outputs", "head"),

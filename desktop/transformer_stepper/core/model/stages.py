@@ -4,7 +4,7 @@ Each entry also names the trace arrays behind it, which the array export writes.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 from .config import ModelConfig
@@ -13,7 +13,6 @@ from .config import ModelConfig
 @dataclass(frozen=True)
 class Stage:
     key: str                   # stable identifier: view registry, explanation file, export names
-    number: int                # 1-based, as in DESIGN.md
     title: str
     per_layer: bool            # shown for the selected layer
     per_head: bool = False     # ... and for the selected head
@@ -27,8 +26,10 @@ class Stage:
     # belongs to the stage that computed it): what the interventions' difference grid compares
     computes: tuple[str, ...] = ()
     # the one core function that computes the stage, as a dotted name under the package
-    # ("core.model.forward.scores"): the stage list's tooltip, provenance and the README point at it
+    # ("core.model.forward.scores"): the stage list's tooltip, provenance and docs/architecture.md point at it
     function: str = ""
+    # 1-based, as the stepper shows it: the stage's place in STAGES (numbered below), not kept by hand
+    number: int = 0
 
     def compute_function(self) -> Callable:
         """The function `function` names (imported on use: core.trace.generate imports the model,
@@ -58,61 +59,66 @@ class Stage:
         return ""
 
 
-STAGES: tuple[Stage, ...] = (
-    Stage("tokenize", 1, "Tokenize", per_layer=False,
+def _numbered(*in_order: Stage) -> tuple[Stage, ...]:
+    """The stages with each one's number its place in the list (1-based)."""
+    return tuple(replace(stage, number=place) for place, stage in enumerate(in_order, 1))
+
+
+STAGES: tuple[Stage, ...] = _numbered(
+    Stage("tokenize", "Tokenize", per_layer=False,
           function="core.model.tokenize.Tokenizer.encode",
           arrays=(("input_ids", ""), ("offsets", ""), ("special_tokens_mask", ""),
                   ("token_type_ids", ""))),
-    Stage("embedding", 2, "Embedding lookup", per_layer=False,
+    Stage("embedding", "Embedding lookup", per_layer=False,
           function="core.model.forward.lookup",
           arrays=(("input_ids", ""), ("token_embeddings", "")),
           computes=("token_embeddings", "token_embeddings_scaled")),
-    Stage("position_encoding", 3, "Position encoding", per_layer=False, needs_positions=True,
+    Stage("position_encoding", "Position encoding", per_layer=False, needs_positions=True,
           function="core.model.forward.position_table",
           arrays=(("position_embeddings", ""), ("token_type_embeddings", "")),
           computes=("position_embeddings", "token_type_embeddings", "rope_angles")),
-    Stage("position_addition", 4, "Position addition", per_layer=False, needs_positions=True,
+    Stage("position_addition", "Position addition", per_layer=False, needs_positions=True,
           function="core.model.forward.embed",
           arrays=(("token_embeddings", ""), ("position_embeddings", ""),
                   ("token_type_embeddings", ""), ("embedding_sum", ""),
                   ("embedding_ln_normalized", ""), ("embedding_output", "")),
           computes=("embedding_sum", "embedding_output")),
-    Stage("qkv", 5, "Q/K/V projection", per_layer=True, per_head=True,
+    Stage("qkv", "Q/K/V projection", per_layer=True, per_head=True,
           function="core.model.forward.qkv",
           arrays=(("attn_in", "layer"), ("q", "head"), ("k", "head"), ("v", "head")),
           computes=("attn_in", "q_unrotated", "k_unrotated", "q", "k", "v")),
-    Stage("scores", 6, "Scores", per_layer=True, per_head=True,
+    Stage("scores", "Scores", per_layer=True, per_head=True,
           function="core.model.forward.scores",
           arrays=(("scores_raw", "head"), ("scores", "head"), ("mask", "")),
           computes=("scores_raw", "scores")),
-    Stage("softmax", 7, "Softmax", per_layer=True, per_head=True,
+    Stage("softmax", "Softmax", per_layer=True, per_head=True,
           function="core.model.forward.attention_weights",
           arrays=(("scores", "head"), ("attn_weights", "head")),
           computes=("attn_weights",)),
-    Stage("weighted_sum", 8, "Weighted sum", per_layer=True, per_head=True,
+    Stage("weighted_sum", "Weighted sum", per_layer=True, per_head=True,
           function="core.model.forward.weighted_sum",
           arrays=(("attn_weights", "head"), ("v", "head"), ("head_outputs", "head")),
           computes=("head_outputs",)),
-    Stage("output_projection", 9, "Output projection and residual", per_layer=True,
+    Stage("output_projection", "Output projection and residual", per_layer=True,
           function="core.model.forward.output_projection",
           arrays=(("heads_concat", "layer"), ("attn_out", "layer"), ("attn_residual", "layer"),
                   ("ln_1_out", "layer")),
           computes=("heads_concat", "attn_out", "attn_residual")),
-    Stage("feed_forward", 10, "Feed-forward and residual", per_layer=True,
+    Stage("feed_forward", "Feed-forward and residual", per_layer=True,
           function="core.model.forward.feed_forward",
           arrays=(("mlp_in", "layer"), ("mlp_pre_act", "layer"), ("mlp_act", "layer"),
                   ("mlp_out", "layer"), ("mlp_residual", "layer"), ("ln_2_out", "layer")),
           computes=("mlp_in", "mlp_pre_act", "mlp_act", "mlp_up", "mlp_gated", "mlp_out", "mlp_residual")),
-    Stage("layer_output", 11, "Layer output", per_layer=True,
+    Stage("layer_output", "Layer output", per_layer=True,
           function="core.model.forward.block",
           arrays=(("layer_in", "layer"), ("layer_out", "layer")),
           computes=("layer_out",)),
-    Stage("prediction", 12, "Prediction", per_layer=False, needs_lm_head=True,
+    Stage("prediction", "Prediction", per_layer=False, needs_lm_head=True,
           function="core.model.forward.lm_head",
           arrays=(("final_ln_out", ""), ("head_transform", ""), ("logits", "")),
           computes=("final_ln_out", "logits")),
     # the lens is not in the trace (it needs the model's head): io/array_export.py's _lens_arrays
-    Stage("logit_lens", 13, "Logit lens", per_layer=False, needs_lm_head=True,
+    Stage("logit_lens", "Logit lens", per_layer=False, needs_lm_head=True,
           function="core.trace.lens_blocks.lens_logits"),
 )
 

@@ -12,7 +12,7 @@ the scores when read (core/trace/layer_detail.py); `trace.head_array(name, i, h)
 
 Names follow Hugging Face where it has one (input_ids, hidden_states, attentions, logits).
 `trace.layer(name, i)` is one layer's array; `trace[name]` stacks every layer (a full pass's
-worth of detail and memory); see README "Trace arrays"."""
+worth of detail and memory); see docs/cli.md "Trace arrays"."""
 from __future__ import annotations
 
 import threading

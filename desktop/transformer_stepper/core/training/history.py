@@ -92,7 +92,7 @@ class TrainingHistory:
         return min(self.models, key=lambda s: (abs(s - step), s))
 
     def to_arrays(self, vocabulary: Sequence[str] = ()) -> dict[str, np.ndarray]:
-        """The history as named arrays (history.npz; keys documented in the README)."""
+        """The history as named arrays (history.npz; keys documented in docs/cli.md, "Train")."""
         n_vocab = len(self.classes)
         d_model = self.snapshots[0].shape[1] if self.snapshots else 0
         return {

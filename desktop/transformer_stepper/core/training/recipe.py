@@ -73,7 +73,7 @@ class Recipe:
 
 
 # A smaller model on shorter passages with more pronoun episodes and a higher learning rate:
-# about 45 s on one core, and it still learns the pronoun -> antecedent head (README).
+# about 45 s on one core, and it still learns the pronoun -> antecedent head (docs/guide.md, "Training").
 QUICK = Recipe(
     name="quick", steps=1000, d_model=48, n_head=4, n_layer=2, d_ff=192,
     optimizer=AdamConfig(lr=4e-3, warmup_steps=50),

@@ -3,7 +3,7 @@
 the second, not interleaved; computed at open, never stored), embeddings × √d_model, post-LN,
 SiLU ("swish"), one vocabulary shared by source and target, tied head + final_logits_bias.
 The positions are handed to the core as a fixed table of rows (position="learned" with the
-computed table): the same numbers HF adds, labelled in the README."""
+computed table): the same numbers HF adds, labelled in docs/models.md."""
 from __future__ import annotations
 
 import numpy as np

@@ -8,6 +8,7 @@ from typing import Callable, Optional
 from PySide6.QtGui import QAction
 
 from ...io.array_export import write_bytes
+from ...io.export_formats import FIGURE_FORMATS
 from ..export import menu
 from ..export.render import ExportOptions, encode, render
 from .bundle import CompareFigures, file_name
@@ -17,10 +18,10 @@ def install_menu(view, number: int, name: str, figure, where: Callable[[], tuple
     """Give `figure` the two export entries; `where()` is the (layer, head) shown now."""
     scene = figure.scene()
     actions = []
-    for file_format in ("png", "svg"):
-        action = QAction(f"Export as {file_format.upper()}…", scene)
+    for entry in FIGURE_FORMATS:
+        action = QAction(entry.menu_text, scene)
         action.triggered.connect(
-            lambda _=False, f=file_format: export_dialog(view, number, name, figure, f, *where()))
+            lambda _=False, f=entry.name: export_dialog(view, number, name, figure, f, *where()))
         actions.append(action)
     scene.contextMenu = actions
 

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QInputDialog
                                QVBoxLayout, QWidget)
 
 from ...core.model.errors import ModelError
+from ...io.export_formats import DEFAULT_FIGURE_FORMAT
 from ...state.frames import NOW
 from ..explain.explanation_panel import ExplanationPanel
 from ..session import Session
@@ -235,7 +236,7 @@ class CompareView(QWidget):
                 return []
         folder = Path(folder)
         layer, head = self._layer_head()
-        options = ExportOptions(format="png", scale=preferences.scale(self), dark=preferences.dark(self))
+        options = ExportOptions(format=DEFAULT_FIGURE_FORMAT, scale=preferences.scale(self), dark=preferences.dark(self))
         existing = [p.name for p in folder.glob("compare*") if p.is_file()]
         if existing and not ask_replace(self, folder, sorted(existing)):
             return []

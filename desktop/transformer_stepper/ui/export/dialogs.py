@@ -19,13 +19,14 @@ from shiboken6 import isValid
 
 from ...core.model import stages
 from ...core.model.errors import ModelError
-from ...io.array_export import data_files, prepare_folder, write_data_files
+from ...io.array_export import DATA_FORMATS, data_files, prepare_folder, write_data_files
 from ...state.export_run import LANE
 from ...state.scheduler import Job
 from ..workers import WorkerPool
 from . import preferences
 from .job import ExportJob, existing_exports
 from .menu import warn
+from ...io.export_formats import DEFAULT_FIGURE_FORMAT
 from .render import DEFAULT_SIZE, FORMATS, SCALES, ExportOptions
 from .snapshot import SnapshotSession
 from .waiting import when_shown_ready
@@ -144,7 +145,8 @@ class ExportFiguresDialog(QDialog):
         self.format = QComboBox()
         self.format.addItems([f.upper() for f in FORMATS])
         self.format.setCurrentIndex(FORMATS.index(preferences.get(window, "format")
-                                                  if preferences.get(window, "format") in FORMATS else "png"))
+                                                  if preferences.get(window, "format") in FORMATS
+                                                  else DEFAULT_FIGURE_FORMAT))
         form.addRow("Format:", self.format)
         self.scale = QComboBox()
         width, height = DEFAULT_SIZE
@@ -264,11 +266,9 @@ class ExportDataDialog(QDialog):
         form.addRow("Folder:", self.folder)
         where = (f", layer {session.layer}, head {session.head}" if stage.per_head else
                  f", layer {session.layer}" if stage.per_layer else "")
-        self.csv = QCheckBox(f"Arrays of stage {stage.number} ({stage.title}{where}) as .csv, "
-                             "tokens on rows and columns")
-        self.npy = QCheckBox("… and as .npy (exact float32)")
-        self.npz = QCheckBox("The whole trace as trace.npz (the names of `transformer-stepper trace`)")
-        for box in (self.csv, self.npy, self.npz):
+        shown = f"stage {stage.number} ({stage.title}{where})"
+        self.boxes = {f.name: QCheckBox(f.label.format(stage=shown)) for f in DATA_FORMATS}
+        for box in self.boxes.values():
             box.setChecked(True)
             form.addRow(box)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
@@ -278,8 +278,7 @@ class ExportDataDialog(QDialog):
         form.addRow(buttons)
 
     def formats(self) -> list[str]:
-        return [name for name, box in (("csv", self.csv), ("npy", self.npy), ("npz", self.npz))
-                if box.isChecked()]
+        return [name for name, box in self.boxes.items() if box.isChecked()]
 
 
 class DataExport(QObject):

@@ -27,6 +27,7 @@ from ...core.model import stages
 from ...core.model.errors import ModelError
 from ...core.model.interventions import describe_all
 from ...io.array_export import write_bytes
+from ...io.export_formats import figure_format
 from ...state.export_run import Detail, ExportRun, Write
 from ..collector import collect
 from ..stages import create_view
@@ -78,20 +79,15 @@ def existing_exports(folder: Path, stage_keys: Sequence[str], file_format: str) 
         return []
     prefixes = tuple(f"{stages.stage(k).number:02d}-{k}-" for k in stage_keys)
     return sorted(p for p in folder.iterdir()
-                  if p.name.startswith(prefixes) and p.suffix == f".{file_format}")
+                  if p.name.startswith(prefixes) and p.suffix == figure_format(file_format).extension)
 
 
 def encode_and_write(path: Path, rendered: Rendered, facts: Optional[dict] = None,
                      caption: bool = False) -> tuple[str, bool]:
     """Worker side: encode, add the figure's facts (metadata.py; with `caption`, a line under
     the figure too) and write atomically. -> (path, replaced an existing file)."""
-    if caption and facts:
-        line = metadata.caption_line(facts)
-        if rendered.image is not None:
-            rendered = Rendered(image=metadata.captioned_image(rendered.image, line))
-        else:
-            return str(path), write_bytes(path, metadata.svg_with_metadata(encode(rendered), facts, line))
-    return str(path), write_bytes(path, metadata.with_facts(encode(rendered), facts))
+    line = metadata.caption_line(facts) if caption and facts else None
+    return str(path), write_bytes(path, encode(rendered, facts, line))
 
 
 class ExportJob(QObject):

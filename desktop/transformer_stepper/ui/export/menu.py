@@ -15,10 +15,9 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from ...core.model.errors import ModelError
 from ...io.array_export import write_bytes
-from . import preferences
+from ...io.export_formats import FIGURE_FORMATS, figure_format
+from . import metadata, preferences
 from .render import ExportOptions, encode, plot_file_name, render
-
-FILTERS = {"png": "PNG image (*.png)", "svg": "SVG drawing (*.svg)"}
 
 
 def ask_save_path(parent: QWidget, caption: str, start: str, file_filter: str) -> str:
@@ -54,9 +53,9 @@ def install_plot_menu(view, name: str, figure) -> None:
     """Give `figure` (a Figure widget of `view`, exported under `name`) the two entries."""
     scene = figure.scene()
     actions = []
-    for file_format in ("png", "svg"):
-        action = QAction(f"Export as {file_format.upper()}…", scene)
-        action.triggered.connect(lambda _=False, f=file_format: export_plot_dialog(view, name, figure, f))
+    for entry in FIGURE_FORMATS:
+        action = QAction(entry.menu_text, scene)
+        action.triggered.connect(lambda _=False, f=entry.name: export_plot_dialog(view, name, figure, f))
         actions.append(action)
     scene.contextMenu = actions
 
@@ -74,13 +73,14 @@ def ask_and_export(view, name: str, item, file_format: str, default_name: str,
     """Ask where (starting at the last export folder, with `default_name`), then export `item`
     with the user's scale and background. -> the file written, or None."""
     folder = preferences.folder(view)
+    entry = figure_format(file_format)
     chosen = ask_save_path(view, f"Export “{name}” as {file_format.upper()}", str(folder / default_name),
-                           FILTERS[file_format])
+                           entry.file_filter)
     if not chosen:
         return None
     path = Path(chosen)
-    if path.suffix.lower() != f".{file_format}":
-        path = path.with_name(path.name + f".{file_format}")
+    if path.suffix.lower() != entry.extension:
+        path = path.with_name(path.name + entry.extension)
     preferences.set_folder(view, path.parent)
     options = ExportOptions(format=file_format, scale=preferences.scale(view),
                             dark=preferences.dark(view), size=None)
@@ -90,7 +90,10 @@ def ask_and_export(view, name: str, item, file_format: str, default_name: str,
 def export_plot(parent: QWidget, item, path: Path, options: ExportOptions, title: str = "") -> Optional[Path]:
     """Render and write one figure now (tens of milliseconds); a failure is a warning."""
     try:
-        write_bytes(path, _with_facts(parent, encode(render(item, options, title))))
+        rendered = render(item, options, title)
+        facts = _facts(parent)
+        caption = metadata.caption_line(facts) if facts and preferences.caption(parent) else None
+        write_bytes(path, encode(rendered, facts, caption))
     except ModelError as exc:
         warn(parent, "Could not export the plot", str(exc))
         return None
@@ -100,23 +103,11 @@ def export_plot(parent: QWidget, item, path: Path, options: ExportOptions, title
     return path
 
 
-def _with_facts(view, data: bytes) -> bytes:
-    """The figure's facts written in (metadata.py), when it is a stage view's plot."""
-    from . import metadata
-
+def _facts(view) -> Optional[dict]:
+    """The figure's facts (metadata.py) when it is a stage view's plot, else None."""
     session, key = getattr(view, "session", None), getattr(view, "stage_key", "")
     trace = getattr(session, "shown_trace", None)
     if trace is None or not key:
-        return data
-    facts = metadata.figure_facts(session.model, trace, key, session.layer, session.head,
-                                  session.selected_token)
-    if preferences.caption(view) and data.startswith(metadata.PNG_SIGNATURE):
-        from PySide6.QtGui import QImage
-
-        from .render import png_bytes
-
-        image = QImage.fromData(data, "PNG")
-        data = png_bytes(metadata.captioned_image(image, metadata.caption_line(facts)))
-    elif preferences.caption(view):
-        return metadata.svg_with_metadata(data, facts, metadata.caption_line(facts))
-    return metadata.with_facts(data, facts)
+        return None
+    return metadata.figure_facts(session.model, trace, key, session.layer, session.head,
+                                 session.selected_token)

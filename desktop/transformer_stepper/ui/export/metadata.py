@@ -153,10 +153,3 @@ def svg_with_metadata(data: bytes, facts: Mapping[str, str], caption: Optional[s
     end = text.rfind("</svg>")
     body = text[:root.start()] + tag + meta + text[root.end():end] + extra + text[end:]
     return body.encode("utf-8")
-
-
-def with_facts(data: bytes, facts: Optional[Mapping[str, str]]) -> bytes:
-    """An encoded PNG or SVG with its facts written in (None: as it is)."""
-    if not facts:
-        return data
-    return png_with_text(data, facts) if data.startswith(PNG_SIGNATURE) else svg_with_metadata(data, facts)

@@ -8,8 +8,10 @@ from typing import Any
 
 from PySide6.QtWidgets import QWidget
 
+from ...io.export_formats import DEFAULT_FIGURE_FORMAT
+
 _memory: dict[str, Any] = {}
-DEFAULTS = {"folder": str(Path.home()), "scale": 2, "dark": False, "format": "png",
+DEFAULTS = {"folder": str(Path.home()), "scale": 2, "dark": False, "format": DEFAULT_FIGURE_FORMAT,
             "all_layers_heads": False, "caption": False}
 
 

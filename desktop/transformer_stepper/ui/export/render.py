@@ -8,12 +8,13 @@ fixes what it writes so other renderers draw it as Qt does.
 
 A figure exported with a size is laid out at that size for the duration of the export (the
 on-screen figure is restored before the event loop runs again); `size=None` exports it as shown.
-Rendering must happen on the GUI thread; encoding the result (`encode`) may not."""
+Rendering must happen on the GUI thread; encoding the result (`encode`) may not. Each figure
+format is one writer in WRITERS, beside its entry in io/export_formats.py."""
 from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Mapping, Optional
 
 import pyqtgraph as pg
 from pyqtgraph.exporters import Exporter
@@ -24,9 +25,10 @@ from PySide6.QtWidgets import QGraphicsWidget
 
 from ...core.model.stages import Stage
 from ...io.array_export import layer_head_suffix
-from . import scaling, svg
+from ...io.export_formats import DEFAULT_FIGURE_FORMAT, figure_format_names
+from . import metadata, scaling, svg
 
-FORMATS = ("png", "svg")
+FORMATS = figure_format_names()        # io/export_formats.py: the menus, dialogs and --format read it
 SCALES = (1, 2, 4)
 DEFAULT_SIZE = (800, 600)          # logical pixels of a figure exported on its own
 LIGHT_BACKGROUND = QColor("#ffffff")
@@ -37,7 +39,7 @@ DARK_LEGEND = QColor(22, 22, 22, 210)
 
 @dataclass(frozen=True)
 class ExportOptions:
-    format: str = "png"                        # "png" or "svg"
+    format: str = DEFAULT_FIGURE_FORMAT        # a FORMATS name: "png" or "svg"
     scale: float = 1.0                         # PNG pixels per logical pixel (SVG: its size)
     dark: bool = False                         # dark background, light ink
     size: Optional[tuple[int, int]] = DEFAULT_SIZE   # None: the size the figure has now
@@ -62,22 +64,63 @@ def plot_file_name(stage: Stage, plot: str, layer: int, head: int, file_format: 
 # -- rendering ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Rendered:
-    """What the GUI thread hands to a writer: a PNG image, or the SVG text Qt wrote."""
+    """What the GUI thread hands to a writer: its format and what its renderer made (a PNG's
+    image, the SVG text Qt wrote)."""
+    format: str
     image: Optional[QImage] = None
     svg: Optional[bytes] = None
 
 
+Facts = Optional[Mapping[str, str]]
+
+
+@dataclass(frozen=True)
+class FigureWriter:
+    """How one figure format is made: `render(item, options, title, description)` paints the
+    figure (GUI thread); `finish(rendered, facts, caption)` makes the file's bytes with the
+    figure's facts (metadata.py) and, when given, a caption line under it written in (any
+    thread)."""
+    render: Callable[..., Rendered]
+    finish: Callable[[Rendered, Facts, Optional[str]], bytes]
+
+
 def render(item, options: ExportOptions, title: str = "", description: str = "") -> Rendered:
-    if options.format == "png":
-        return Rendered(image=render_png(item, options))
-    return Rendered(svg=render_svg(item, options, title, description))
+    return WRITERS[options.format].render(item, options, title, description)
 
 
-def encode(rendered: Rendered) -> bytes:
-    """The file's bytes (any thread): PNG-encode the image, or tidy the SVG."""
-    if rendered.image is not None:
-        return png_bytes(rendered.image)
-    return svg.finish(rendered.svg)
+def encode(rendered: Rendered, facts: Facts = None, caption: Optional[str] = None) -> bytes:
+    """The file's bytes (any thread): PNG-encode the image, or tidy the SVG; with `facts`, those
+    written in, and with `caption` too, a line under the figure."""
+    return WRITERS[rendered.format].finish(rendered, facts, caption if facts else None)
+
+
+def _render_png(item, options: ExportOptions, title: str = "", description: str = "") -> Rendered:
+    return Rendered("png", image=render_png(item, options))
+
+
+def _finish_png(rendered: Rendered, facts: Facts, caption: Optional[str]) -> bytes:
+    image = rendered.image if caption is None else metadata.captioned_image(rendered.image, caption)
+    data = png_bytes(image)
+    return metadata.png_with_text(data, facts) if facts else data
+
+
+def _render_svg(item, options: ExportOptions, title: str = "", description: str = "") -> Rendered:
+    return Rendered("svg", svg=render_svg(item, options, title, description))
+
+
+def _finish_svg(rendered: Rendered, facts: Facts, caption: Optional[str]) -> bytes:
+    data = svg.finish(rendered.svg)
+    return metadata.svg_with_metadata(data, facts, caption) if facts else data
+
+
+# one writer per registered figure format (io/export_formats.py)
+WRITERS: dict[str, FigureWriter] = {
+    "png": FigureWriter(_render_png, _finish_png),
+    "svg": FigureWriter(_render_svg, _finish_svg),
+}
+if set(WRITERS) != set(FORMATS):
+    raise TypeError(f"figure formats without a writer: {sorted(set(FORMATS) - set(WRITERS))}; "
+                    f"writers without a format: {sorted(set(WRITERS) - set(FORMATS))}")
 
 
 def render_png(item, options: ExportOptions) -> QImage:

@@ -7,13 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional
 
+from ...io.export_formats import DEFAULT_FIGURE_FORMAT
 from ...io.positions_lab import read_lab_folder
 from ..offscreen import ensure_application
 
 Say = Callable[[str], None]
 
 
-def write_lab_figures(folder: Path, say: Optional[Say] = None, file_format: str = "png",
+def write_lab_figures(folder: Path, say: Optional[Say] = None, file_format: str = DEFAULT_FIGURE_FORMAT,
                       scale: float = 1.0, out: Optional[Path] = None) -> list[Path]:
     """Read the lab folder at `folder`, write its figures into `out` (default: the same folder).
     -> the files written."""

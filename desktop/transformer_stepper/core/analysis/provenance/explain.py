@@ -13,7 +13,7 @@ Nothing here is a second forward pass: each explanation reads the operands the t
 (q, k, weights, v, the norm's input...) and the parameters the forward pass read, and redoes
 one scalar's arithmetic. An address is a trace array's name and its indices: per-layer arrays
 `(layer, *index into trace.layer(name, layer))`, whole-model ones `trace[name][index]`
-(README "Trace arrays"); a weight is "param:NAME" with its index into model.params[NAME] (a
+(docs/cli.md "Trace arrays"); a weight is "param:NAME" with its index into model.params[NAME] (a
 quantized weight's block arithmetic, core/analysis/provenance/params.py). Names that are another array under a second name (layer_out,
 attn_in, mlp_in, hidden_states, heads_concat) are explained as that array."""
 from __future__ import annotations
