@@ -149,3 +149,27 @@ def test_the_next_layer_is_prepared_only_when_it_fits_beside_the_shown_one(sessi
         scheduler.run_all()
         assert trace.is_ready(0), "the shown layer"
         assert trace.is_ready(1) == prefetched, budget
+
+
+def test_intervention_requests_rest_into_one_pass_and_a_new_model_drops_them(session, scheduler,
+                                                                             tiny_models):
+    # the Interventions tab's controls: several ticks in a row run one intervened pass, for the
+    # last set; a model opened meanwhile drops the request (its heads mean nothing there)
+    from transformer_stepper.core.model.interventions import AblateHead
+    from transformer_stepper.state.session import INTERVENTIONS_DEBOUNCE_MS
+    opened(session, scheduler, tiny_models["gpt2"])
+    changes = heard(session, "interventionsChanged")
+    session.request_interventions((AblateHead(0, 0),))
+    scheduler.advance(INTERVENTIONS_DEBOUNCE_MS - 1)
+    session.request_interventions((AblateHead(0, 0), AblateHead(0, 1)))
+    scheduler.advance(INTERVENTIONS_DEBOUNCE_MS - 1)
+    assert session.interventions == () and changes == [], "nothing while the controls move"
+    scheduler.advance(1)
+    assert session.interventions == (AblateHead(0, 0), AblateHead(0, 1)) and len(changes) == 1
+    scheduler.run_all()
+    assert session.intervention is not None
+    session.request_interventions((AblateHead(1, 0),))
+    session.open_model(str(tiny_models["gpt2"]))
+    scheduler.run_all()
+    scheduler.advance(INTERVENTIONS_DEBOUNCE_MS)
+    assert session.interventions == (), "the request for the old model was dropped"

@@ -44,6 +44,9 @@ RETURN_MEMORY_AFTER_MS = 250
 # draws the trace (a worker beside the GUI thread makes its turns up to twice as long on two
 # cores), nor for every keystroke of a text still being typed
 NEXT_LAYER_DELAY_MS = 300
+# the Interventions tab's controls (a checkbox, a spin box) settle this long before the
+# intervened pass runs: ticking several heads in a row runs one pass
+INTERVENTIONS_DEBOUNCE_MS = 60
 
 
 class SessionModel(ViewModel):
@@ -76,6 +79,9 @@ class SessionModel(ViewModel):
         self._show_intervened = False
         self._debounce = scheduler.timer(debounce_ms, self.compute_now)
         self._prepare_next = scheduler.timer(NEXT_LAYER_DELAY_MS, self._prepare_next_layer)
+        self._requested_interventions: tuple = ()
+        self._interventions_debounce = scheduler.timer(INTERVENTIONS_DEBOUNCE_MS,
+                                                       self._apply_requested_interventions)
 
     def _prepare_next_layer(self) -> None:
         self.prepare_next_layer()
@@ -117,6 +123,7 @@ class SessionModel(ViewModel):
         traced = result.text == self._text and result.trace is not None
         self._compute.drop()                      # any compute for the old model is stale now
         self._interventions, self._intervention, self._show_intervened = (), None, False
+        self._interventions_debounce.stop()
         self._intervening.drop()                  # the old model's heads and rows mean nothing now
         # the model and its trace (or none) are in place before anyone hears of either
         self._take_model(result.model, result.trace if traced else None)
@@ -309,9 +316,19 @@ class SessionModel(ViewModel):
         """... and it is there to show (not while it runs for a new text)."""
         return self._show_intervened and self._intervention is not None
 
+    def request_interventions(self, interventions) -> None:
+        """set_interventions once the controls rest (INTERVENTIONS_DEBOUNCE_MS after the last
+        request); the latest request wins."""
+        self._requested_interventions = tuple(interventions)
+        self._interventions_debounce.start()
+
+    def _apply_requested_interventions(self) -> None:
+        self.set_interventions(self._requested_interventions)
+
     def set_interventions(self, interventions) -> None:
         """Change the interventions: the intervened pass runs in a worker; none turns showing
-        it off."""
+        it off. A request still resting (request_interventions) is replaced."""
+        self._interventions_debounce.stop()
         interventions = tuple(interventions)
         if interventions == self._interventions:
             return
@@ -376,6 +393,7 @@ class SessionModel(ViewModel):
         """Drop every pending result and wait for the workers (teardown, window close)."""
         self._debounce.stop()
         self._prepare_next.stop()
+        self._interventions_debounce.stop()
         for latest in (self._load, self._compute, self._intervening):
             latest.drop()
         self._compute_again = False

@@ -23,7 +23,6 @@ from ..connections import Connections
 from .difference_map import DifferenceMap
 from ..plots import Bars
 from ..session import Session
-from ..timers import one_shot
 from ...core.analysis.labels import readable
 
 TOP_CHANGES = 6
@@ -125,7 +124,6 @@ class InterventionsView(QWidget):
         grid.setColumnStretch(1, 3)
         for figure in (self.changes, self.moved, self.stage_map.heatmap):
             figure.hovered.connect(self.summary.setToolTip)
-        self._debounce = one_shot(self, 60, self.run)
         self._connections = Connections([(session.modelChanged, self._on_model),
                                          (session.traceChanged, self._changed),
                                          (session.selectionChanged, self._draw),
@@ -209,7 +207,7 @@ class InterventionsView(QWidget):
         chosen = self.interventions()
         self.chips.setText("Active: " + lib.describe_all(chosen) if chosen else "No intervention.")
         self.clear.setEnabled(bool(chosen))
-        self._debounce.start()
+        self.session.request_interventions(chosen)      # runs once the controls rest
 
     @property
     def intervened(self):
@@ -225,10 +223,10 @@ class InterventionsView(QWidget):
 
     def _on_intervention(self) -> None:
         result = self.session.intervention
-        if result is self._drawn_result:
+        if result is self._drawn_result and (result is not None or not self.session.interventions):
             return
         self._drawn_result = result
-        self._draw()
+        self._draw()                        # the result, or that it runs in place of the plots
         if result is not None:
             self.resultReady.emit()
 
@@ -295,9 +293,6 @@ class InterventionsView(QWidget):
             f"(p = {p_clean[top_clean]:.3f}) → intervened <b>'{readable(tokenizer.id_to_token(top_after))}'</b> "
             f"(p = {p_after[top_after]:.3f}); the clean one now has p = {p_after[top_clean]:.3f}. "
             f"The last hidden state moved by {moved[-1]:.1%}.")
-
-    def shutdown(self) -> None:
-        self._debounce.stop()
 
     def close(self) -> bool:
         self._connections.disconnect_all()
