@@ -22,7 +22,7 @@ from typing import Callable, Mapping, Optional
 import numpy as np
 
 from . import interventions as interventions_lib
-from . import ops
+from . import moe, ops
 from .config import ModelConfig
 from .head import head_hidden, vocabulary_logits
 from .kv_cache import KVCache
@@ -333,7 +333,12 @@ def later_keys(config: ModelConfig, q: Optional[np.ndarray], k_later: Optional[n
 
 
 def feed_forward(params, config: ModelConfig, x, layer: int, record) -> np.ndarray:
-    # Stage 10. [n_seq, d_model] -> [n_seq, d_model]: proj(act(fc(x))), or gated: proj(act(gate(x)) * up(x))
+    # Stage 10. [n_seq, d_model] -> [n_seq, d_model]: proj(act(fc(x))), or gated: proj(act(gate(x)) * up(x));
+    # an MoE layer routes each token to its experts (core/moe.py)
+    if config.is_moe_layer(layer):
+        return moe.feed_forward(params, config, x, layer, record)
+    if config.is_moe:
+        record("router_logits", moe.no_router(x), layer)
     p = f"h.{layer}.mlp."
     activation = ops.ACTIVATIONS[config.activation]
     record("mlp_in", x, layer)

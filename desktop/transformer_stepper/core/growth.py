@@ -21,7 +21,7 @@ from .ops import quiet_floats
 from .rotary import rope_length_key
 from .tokenize import Encoded
 from .recorder import Recorder
-from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, Trace
+from .trace import DEFAULT_DETAIL_BUDGET, PASS_KEPT, Trace
 
 
 class Growth:
@@ -115,7 +115,7 @@ class Growth:
         blocks, the detail of `grow_layers` the pass recorded for the new rows; None when
         every row was computed afresh)."""
         start, n_new = trace.n_seq, len(new_ids)
-        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=grow_layers)
+        recorder = Recorder(per_layer=PASS_KEPT, detail_layers=grow_layers)
         cache = trace.kv_cache.copy()
         if rope_length_key(self.config, start) != rope_length_key(self.config, start + n_new):
             return self._fresh(np.concatenate([trace.input_ids, new_ids]),
@@ -140,7 +140,7 @@ class Growth:
         the rotary frequencies changed with the length (dynamic, longrope), so the cached keys
         and earlier rows no longer hold (transformers' Phi-3 drops its cache at that step too),
         or the blocks to merge began at the first row."""
-        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers)
+        recorder = Recorder(per_layer=PASS_KEPT, detail_layers=detail_layers)
         cache = KVCache(self.config.n_layer)
         with quiet_floats():
             ctx = context(self.config, len(ids), recorder)
