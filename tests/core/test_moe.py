@@ -101,8 +101,9 @@ def test_dense_layers_keep_the_dense_feed_forward():
     model = moe_model(dense_layers=(1,))
     trace = model.trace(TEXT)
     assert "h.1.mlp.gate.w" in model.params and "h.1.moe.router.w" not in model.params
-    assert "mlp_pre_act" in trace.detail(1) and "expert_ids" not in trace.detail(1)
-    assert trace.layer("router_logits", 1).shape == (trace.n_seq, 0)
+    assert "mlp_pre_act" in trace.detail(1) and "expert_outputs" not in trace.detail(1)
+    for name in ("router_logits", "expert_ids", "expert_gates"):      # no router: empty rows
+        assert trace.layer(name, 1).shape == (trace.n_seq, 0)
     assert trace.layer("router_logits", 0).shape == (trace.n_seq, 6)
 
 
@@ -153,3 +154,69 @@ def test_expert_load_counts_every_choice():
 def test_bad_expert_configs_are_refused(changes, message):
     with pytest.raises(ModelError, match=message):
         moe_config(**changes)
+
+
+def test_the_router_stage_function_reproduces_the_trace():
+    from transformer_stepper.core import stages
+
+    model = moe_model()
+    trace = model.trace(TEXT)
+    route = stages.stage("router").compute_function()
+    for layer in range(model.config.n_layer):
+        logits, probs, ids, gates = route(model.params, model.config, trace.layer("mlp_in", layer), layer)
+        for name, value in (("router_logits", logits), ("router_probs", probs), ("expert_ids", ids),
+                            ("expert_gates", gates)):
+            assert value.tobytes() == trace.layer(name, layer).tobytes(), name
+
+
+def test_router_numbering_keeps_dense_models_as_they_were():
+    from transformer_stepper.core import stages
+
+    dense, mixture = tiny_config("llama"), moe_config()
+    router, ffn, lens = stages.stage("router"), stages.stage("feed_forward"), stages.stage("logit_lens")
+    assert not router.available(dense) and router.available(mixture)
+    assert [s.number_for(dense) for s in stages.available_stages(dense)] == list(range(1, 14))
+    assert [s.number_for(mixture) for s in stages.available_stages(mixture)] == list(range(1, 15))
+    assert (router.number_for(mixture), ffn.number_for(mixture), lens.number_for(mixture)) == (10, 11, 14)
+    walk, here = [], ("qkv", 0)
+    while here is not None:
+        walk.append(here)
+        here = stages.step(*here, 1, mixture)
+    assert walk[walk.index(("output_projection", 0)) + 1:][:2] == [("router", 0), ("feed_forward", 0)]
+    assert ("router", 0) not in _walk(dense)
+
+
+def _walk(config):
+    from transformer_stepper.core import stages
+
+    walk, here = [], ("qkv", 0)
+    while here is not None:
+        walk.append(here)
+        here = stages.step(*here, 1, config)
+    return walk
+
+
+def test_load_path_and_readout():
+    from transformer_stepper.core import moe_readouts
+
+    model = moe_model(dense_layers=(1,), d_shared_expert=24, norm_topk=False)
+    trace = model.trace(TEXT, detail_budget=0)
+    token = 3
+    load = moe_readouts.expert_load(trace, token)
+    assert load.moe_layers.tolist() == [True, False]
+    assert load.counts[0].sum() == trace.n_seq * 2 and load.counts[1].sum() == 0
+    assert (load.path[1] == -1).all() and np.isnan(load.path_gates[1]).all()
+    ids = trace.layer("expert_ids", 0)
+    assert load.path[0].tolist() == ids[token].tolist()
+    for e in range(model.config.n_expert):
+        assert load.counts[0, e] == sum(e in row for row in ids.tolist())
+    matrix = moe_readouts.gate_matrix(ids, trace.layer("expert_gates", 0), model.config.n_expert)
+    assert (np.count_nonzero(matrix, axis=1) == 2).all()
+    np.testing.assert_array_equal(matrix[token, ids[token]], trace.layer("expert_gates", 0)[token])
+    readout = moe_readouts.router_readout(trace, 0, token)
+    probs = trace.layer("router_probs", 0)[token]
+    assert readout.experts == tuple(ids[token]) and not readout.normalised
+    assert readout.gates == pytest.approx(tuple(probs[ids[token]]))
+    assert readout.chosen_mass == pytest.approx(float(probs[ids[token]].sum()))
+    assert 0 < readout.shared_gate < 1
+    assert readout.busiest_count == load.counts[0].max() and readout.unused == int((load.counts[0] == 0).sum())

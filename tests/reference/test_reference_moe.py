@@ -52,7 +52,7 @@ def test_greedy_generation_and_kv_cache_equal(name, fixtures_dir):
     for layer in range(model.config.n_layer):      # the lazily recomputed detail, block by block
         np.testing.assert_allclose(grown.layer("mlp_out", layer), whole.layer("mlp_out", layer), atol=ATOL)
         if not model.config.is_moe_layer(layer):
-            assert grown.layer("router_logits", layer).shape == (12, 0)
+            assert grown.layer("router_logits", layer).shape == grown.layer("expert_ids", layer).shape == (12, 0)
             continue
         for name_ in ("router_logits", "expert_gates", "expert_outputs"):
             np.testing.assert_allclose(grown.layer(name_, layer), whole.layer(name_, layer), atol=ATOL)

@@ -337,8 +337,9 @@ def feed_forward(params, config: ModelConfig, x, layer: int, record) -> np.ndarr
     # an MoE layer routes each token to its experts (core/moe.py)
     if config.is_moe_layer(layer):
         return moe.feed_forward(params, config, x, layer, record)
-    if config.is_moe:
-        record("router_logits", moe.no_router(x), layer)
+    if config.is_moe:                                      # (the per-layer lists stay aligned)
+        for name, empty in moe.no_router(x).items():
+            record(name, empty, layer)
     p = f"h.{layer}.mlp."
     activation = ops.ACTIVATIONS[config.activation]
     record("mlp_in", x, layer)

@@ -16,12 +16,12 @@ h.{i}.moe.expert.{e}.{gate,up}.w [d_model, d_expert], h.{i}.moe.expert.{e}.proj.
 [d_model, 1]. Only the experts some token is routed to are read (a lazy store widens only
 those).
 
-Recorded (each layer of an MoE model): router_logits [n_seq, n_expert] (also kept for every
-layer by the pass: the experts' load over the text and a token's path need every layer's),
-router_probs, expert_ids [n_seq, k] (int64), expert_gates [n_seq, k], expert_outputs
+Recorded (each layer of an MoE model): router_logits [n_seq, n_expert], router_probs,
+expert_ids [n_seq, k] (int64), expert_gates [n_seq, k] (these three also kept for every layer
+by the pass: the experts' load over the text and a token's path need every layer's), expert_outputs
 [k, n_seq, d_model] (slot s: each token's s-th chosen expert's output, before its gate),
 shared_expert_out, shared_expert_gate [n_seq, 1], mlp_out. A dense layer of an MoE model records
-router_logits as [n_seq, 0] (no router), so the per-layer list stays one entry a layer."""
+them as [n_seq, 0] (no router), so the per-layer lists stay one entry a layer."""
 from __future__ import annotations
 
 from typing import Optional
@@ -89,7 +89,7 @@ def shared_expert(params, layer: int, x):
 
 
 def route(params, config: ModelConfig, x, layer: int, edits=None):
-    # [n_seq, d_model] -> (router_logits, probs, expert_ids, gates): the router stage.
+    # Stage 10. [n_seq, d_model] -> (router_logits, probs, expert_ids, gates): the Router.
     # `edits` (core/moe_edits.py) disables experts or forces tokens to one before the top-k.
     logits = router_logits(x, params[f"h.{layer}.moe.router.w"])
     probs = router_probs(logits)
@@ -99,7 +99,8 @@ def route(params, config: ModelConfig, x, layer: int, edits=None):
 
 
 def feed_forward(params, config: ModelConfig, x, layer: int, record, edits=None) -> np.ndarray:
-    # Stage 10 of an MoE layer. [n_seq, d_model] -> [n_seq, d_model]
+    # an MoE layer's feed-forward (the Router, then the chosen experts: forward.feed_forward
+    # calls it). [n_seq, d_model] -> [n_seq, d_model]
     record("mlp_in", x, layer)
     logits, probs, ids, gates = route(params, config, x, layer, edits)
     for name, value in (("router_logits", logits), ("router_probs", probs), ("expert_ids", ids),
@@ -117,9 +118,11 @@ def feed_forward(params, config: ModelConfig, x, layer: int, record, edits=None)
     return out
 
 
-def no_router(x: np.ndarray) -> np.ndarray:
-    # a dense layer of an MoE model: [n_seq, 0], the per-layer router list's entry
-    return np.zeros((len(x), 0), dtype=F32)
+def no_router(x: np.ndarray) -> dict[str, np.ndarray]:
+    # a dense layer of an MoE model: [n_seq, 0] entries of the per-layer router lists
+    return {"router_logits": np.zeros((len(x), 0), dtype=F32),
+            "expert_ids": np.zeros((len(x), 0), dtype=np.int64),
+            "expert_gates": np.zeros((len(x), 0), dtype=F32)}
 
 
 def load(expert_ids: np.ndarray, n_expert: int, rows: Optional[np.ndarray] = None) -> np.ndarray:

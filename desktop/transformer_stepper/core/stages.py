@@ -19,6 +19,7 @@ class Stage:
     per_head: bool = False     # ... and for the selected head
     needs_lm_head: bool = False
     needs_positions: bool = False      # nothing to show for a model without position information
+    needs_experts: bool = False        # only for a mixture-of-experts model (the Router)
     # the trace arrays behind the stage, as (trace name, indexing): "layer" takes [layer], "head"
     # [layer, head], "" the whole array; "mask" is Trace.mask; names a family lacks are skipped
     # (what an export of the stage writes)
@@ -45,6 +46,14 @@ class Stage:
             return owner
         raise LookupError(f"stage {self.key}: no function {self.function}")
 
+    def number_for(self, config: Optional[ModelConfig]) -> int:
+        """The stage's number for this model: `number` (a dense model's, as DESIGN.md lists
+        them), one more after the Router for a mixture-of-experts model."""
+        if (config is not None and getattr(config, "is_moe", False) and not self.needs_experts
+                and self.number >= ROUTER_NUMBER):
+            return self.number + 1
+        return self.number
+
     def available(self, config: Optional[ModelConfig]) -> bool:
         return not self.unavailable_because(config)
 
@@ -55,8 +64,12 @@ class Stage:
             return "has no position information (only the causal mask orders the tokens)"
         if self.needs_lm_head and not (config is not None and config.lm_head):
             return "has no language-model head"
+        if self.needs_experts and not (config is not None and getattr(config, "is_moe", False)):
+            return "has no mixture of experts (one feed-forward for every token)"
         return ""
 
+
+ROUTER_NUMBER = 10       # the Router's number; a mixture-of-experts model's later stages count on by one
 
 STAGES: tuple[Stage, ...] = (
     Stage("tokenize", 1, "Tokenize", per_layer=False,
@@ -98,11 +111,18 @@ STAGES: tuple[Stage, ...] = (
           arrays=(("heads_concat", "layer"), ("attn_out", "layer"), ("attn_residual", "layer"),
                   ("ln_1_out", "layer")),
           computes=("heads_concat", "attn_out", "attn_residual")),
+    Stage("router", ROUTER_NUMBER, "Router (mixture of experts)", per_layer=True, needs_experts=True,
+          function="core.moe.route",
+          arrays=(("mlp_in", "layer"), ("router_logits", "layer"), ("router_probs", "layer"),
+                  ("expert_ids", "layer"), ("expert_gates", "layer"), ("expert_outputs", "layer"),
+                  ("shared_expert_out", "layer"), ("shared_expert_gate", "layer")),
+          computes=("router_logits", "router_probs", "expert_ids", "expert_gates")),
     Stage("feed_forward", 10, "Feed-forward and residual", per_layer=True,
           function="core.forward.feed_forward",
           arrays=(("mlp_in", "layer"), ("mlp_pre_act", "layer"), ("mlp_act", "layer"),
                   ("mlp_out", "layer"), ("mlp_residual", "layer"), ("ln_2_out", "layer")),
-          computes=("mlp_in", "mlp_pre_act", "mlp_act", "mlp_up", "mlp_gated", "mlp_out", "mlp_residual")),
+          computes=("mlp_in", "mlp_pre_act", "mlp_act", "mlp_up", "mlp_gated", "expert_outputs",
+                    "shared_expert_out", "shared_expert_gate", "mlp_out", "mlp_residual")),
     Stage("layer_output", 11, "Layer output", per_layer=True,
           function="core.forward.block",
           arrays=(("layer_in", "layer"), ("layer_out", "layer")),

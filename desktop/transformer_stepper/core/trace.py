@@ -28,8 +28,10 @@ from .layer_detail import LayerDetail
 # Per-layer names of the residual stream: kept by the pass itself, never recomputed.
 RESIDUAL_NAMES = ("layer_in", "layer_out")
 # ... and what an MoE model's pass keeps of every layer besides (core/moe.py): the router's
-# logits, [n_seq, n_expert] a layer, so the experts' load and a token's path read every layer
-PASS_KEPT = RESIDUAL_NAMES + ("router_logits",)
+# logits [n_seq, n_expert] and choices [n_seq, k] a layer, so the experts' load and a token's
+# path read every layer without computing its detail
+ROUTER_KEPT = ("router_logits", "expert_ids", "expert_gates")
+PASS_KEPT = RESIDUAL_NAMES + ROUTER_KEPT
 DEFAULT_DETAIL_BUDGET = 1 << 30      # bytes of layer detail a trace keeps (1 GiB)
 
 

@@ -59,6 +59,8 @@ def plan(session: SnapshotSession, stage_keys: Sequence[str],
         if stage.key not in wanted:
             continue
         reason = stage.unavailable_because(config)
+        if reason and stage.needs_experts:      # a stage the model's list does not have
+            continue
         if reason:
             notes.append(f"skipped {stage.number:02d}-{stage.key}: {config.name or 'this model'} {reason}")
             continue
@@ -196,11 +198,12 @@ class ExportJob(QObject):
             if problem:                       # said, never skipped in silence
                 self.problems.append(f"{unit.stage.number:02d}-{unit.stage.key}: not drawn: {problem}")
             for k, (name, item) in enumerate(plots):
-                path = self.folder / plot_file_name(unit.stage, name, unit.layer, unit.head, options.format)
+                path = self.folder / plot_file_name(unit.stage, name, unit.layer, unit.head, options.format,
+                                                           model.config)
                 report(index * STEPS_PER_UNIT + k * STEPS_PER_UNIT // len(plots), self.total, path.name)
                 where = f"layer {unit.layer}, head {unit.head}" if unit.stage.per_head else \
                     f"layer {unit.layer}" if unit.stage.per_layer else ""
-                title = f"{unit.stage.number}. {unit.stage.title}: {name}" + (f" ({where})" if where else "")
+                title = f"{unit.stage.number_for(model.config)}. {unit.stage.title}: {name}" + (f" ({where})" if where else "")
                 description = f"Transformer Stepper · {model.name} · {session.trace.text!r}"
                 if session.trace.interventions:       # the intervened pass, as the stepper showed it
                     description += f" · intervened: {describe_all(session.trace.interventions)}"
