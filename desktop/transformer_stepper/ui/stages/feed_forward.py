@@ -59,6 +59,10 @@ class FeedForwardView(StageView):
         config = trace.config
         self.moe_layer = config.is_moe_layer(layer)
         self.distribution.unused = self.shape.unused = self.moe_layer
+        hidden_axis = "expert" if self.moe_layer else "hidden unit"
+        if getattr(self, "_hidden_axis", "hidden unit") != hidden_axis:   # (a new label re-lays out)
+            self._hidden_axis = hidden_axis
+            self.hidden.set_axis_labels(hidden_axis)
         if self.moe_layer:
             self._draw_experts()
             return
