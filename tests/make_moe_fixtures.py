@@ -222,8 +222,9 @@ def make_moe_seeded(name: str, out: Path, attempt: int) -> None:
     ids0 = arrays["input_ids_0"]
     first = arrays["expert_ids_0"][edit_layer]
     disabled = int(np.bincount(first.ravel(), minlength=n_expert).argmax())   # the busiest expert
-    token = len(ids0) - 1
-    forced = int(next(e for e in range(n_expert) if e not in first[token]))
+    token = int(arrays["expert_gates_0"][edit_layer].max(axis=1).argmin())     # its gates the most spread
+    ranked = np.argsort(-arrays["router_logits_0"][edit_layer][token], kind="stable")
+    forced = int(ranked[k])             # the token's best expert not chosen: a visible change
     for prefix, edit in (("disabled", dict(disabled=disabled)), ("forced", dict(forced=(token, forced)))):
         for key, value in intervened(model, ids0, edit_layer, normalize, **edit).items():
             arrays[f"{prefix}_{key}_0"] = value

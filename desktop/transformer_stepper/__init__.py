@@ -13,11 +13,13 @@
 from .core.compare import Comparison, compare
 from .core.config import ModelConfig
 from .core.errors import ModelError
-from .core.interventions import AblateHead, HeadTemperature, NoPositions, ShufflePositions, SwapEmbedding
+from .core.interventions import (AblateHead, DisableExpert, ForceExpert, HeadTemperature, NoPositions,
+                                 ShufflePositions, SwapEmbedding)
 from .core.model import Model
 from .core.trace import Trace
 from .io.loader import load_model
 
 __all__ = ["load_model", "compare", "Comparison", "Model", "ModelConfig", "ModelError", "Trace",
-           "AblateHead", "HeadTemperature", "NoPositions", "ShufflePositions", "SwapEmbedding"]
+           "AblateHead", "HeadTemperature", "NoPositions", "ShufflePositions", "SwapEmbedding", "DisableExpert",
+           "ForceExpert"]
 __version__ = "0.2.0"

@@ -220,3 +220,45 @@ def test_load_path_and_readout():
     assert readout.chosen_mass == pytest.approx(float(probs[ids[token]].sum()))
     assert 0 < readout.shared_gate < 1
     assert readout.busiest_count == load.counts[0].max() and readout.unused == int((load.counts[0] == 0).sum())
+
+
+@pytest.mark.parametrize("edit, message", [
+    ("DisableExpert(5, 0)", "layer 5 is out of range"),
+    ("DisableExpert(1, 0)", "layer 1 has no experts"),
+    ("DisableExpert(0, 6)", "expert 6 is out of range"),
+    ("ForceExpert(0, 99, 1)", "position 99 is outside the text's"),
+])
+def test_bad_expert_interventions_are_refused(edit, message):
+    from transformer_stepper import DisableExpert, ForceExpert  # noqa: F401  (eval)
+
+    model = moe_model(dense_layers=(1,))
+    with pytest.raises(ModelError, match=message):
+        model.trace(TEXT, interventions=[eval(edit)])
+
+
+def test_disabling_an_expert_reroutes_only_its_tokens():
+    from transformer_stepper import DisableExpert
+
+    model = moe_model()
+    clean = model.trace(TEXT)
+    ids = clean.layer("expert_ids", 0)
+    busiest = int(np.bincount(ids.ravel()).argmax())
+    edited = model.intervene(clean, [DisableExpert(0, busiest)])
+    new_ids = edited.layer("expert_ids", 0)
+    assert busiest not in new_ids
+    untouched = ~(ids == busiest).any(axis=1)
+    assert untouched.any() and (~untouched).any()
+    np.testing.assert_array_equal(new_ids[untouched], ids[untouched])
+    # (equal up to rounding: an expert given other rows multiplies a matrix of another shape)
+    np.testing.assert_allclose(edited.layer("mlp_out", 0)[untouched], clean.layer("mlp_out", 0)[untouched], atol=1e-6)
+    assert not np.allclose(edited.layer("mlp_out", 0)[~untouched], clean.layer("mlp_out", 0)[~untouched])
+
+
+def test_expert_interventions_survive_a_session_file(tmp_path):
+    from transformer_stepper import DisableExpert, ForceExpert
+    from transformer_stepper.io.session_file import SessionData, read_session, to_json
+
+    edits = (DisableExpert(2, 5), ForceExpert(0, 3, 7))
+    path = tmp_path / "s.stepper"
+    path.write_text(to_json(SessionData(None, "m", "builtin", "a text", interventions=edits)))
+    assert read_session(path).interventions == edits

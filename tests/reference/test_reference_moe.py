@@ -93,3 +93,33 @@ def test_the_shared_expert_and_its_gate_are_needed(fixtures_dir):
     shared = gate * trace.layer("shared_expert_out", 0)
     np.testing.assert_allclose(trace.layer("mlp_out", 0), routed + shared, atol=1e-5)
     assert np.abs(shared).max() > 0.1                # not a negligible term
+
+
+@pytest.mark.parametrize("name", MOE)
+def test_expert_interventions_equal_a_hugging_face_router_hook(name, fixtures_dir):
+    """Disabling an expert, and sending a token to an expert, equal transformers with a forward
+    hook on that layer's router doing the same (tests/make_moe_fixtures.py); the intervened
+    trace from that layer on equals a whole intervened pass."""
+    from transformer_stepper import DisableExpert, ForceExpert
+
+    reference = load_reference(HF_OUTPUTS / f"{name}.npz")
+    model = load_model(fixtures_dir / name)
+    layer, moe_layers = int(reference["edit_layer"]), [int(i) for i in reference["moe_layers"]]
+    clean = model.trace(str(reference["text_0"]))
+    edits = {"disabled": DisableExpert(layer, int(reference["disabled_expert"])),
+             "forced": ForceExpert(layer, int(reference["forced_token"]), int(reference["forced_expert"]))}
+    for prefix, edit in edits.items():
+        trace = model.intervene(clean, [edit])
+        np.testing.assert_allclose(trace.hidden_states, reference[f"{prefix}_hidden_states_0"], atol=ATOL, rtol=0)
+        np.testing.assert_allclose(trace.logits, reference[f"{prefix}_logits_0"], atol=ATOL, rtol=0)
+        for position, moe_layer in enumerate(moe_layers):
+            np.testing.assert_array_equal(trace.layer("expert_ids", moe_layer),
+                                          reference[f"{prefix}_expert_ids_0"][position])
+        changed = np.abs(trace.layer("mlp_out", layer) - clean.layer("mlp_out", layer)).max()
+        assert changed > 1e-3                         # it changed something (float noise: ~1e-6)
+        whole = model.trace(str(reference["text_0"]), interventions=[edit])
+        np.testing.assert_allclose(whole.logits, trace.logits, atol=1e-5)
+    ids = model.intervene(clean, [edits["disabled"]]).layer("expert_ids", layer)
+    assert int(reference["disabled_expert"]) not in ids
+    forced = model.intervene(clean, [edits["forced"]]).layer("expert_ids", layer)
+    assert int(reference["forced_expert"]) in forced[int(reference["forced_token"])]

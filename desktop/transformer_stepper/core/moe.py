@@ -88,17 +88,43 @@ def shared_expert(params, layer: int, x):
     return expert(params, p + "shared.", x), F32(1) / (F32(1) + np.exp(-logit))
 
 
-def route(params, config: ModelConfig, x, layer: int, edits=None):
+def route(params, config: ModelConfig, x, layer: int, edits: Optional["RouterEdits"] = None):
     # Stage 10. [n_seq, d_model] -> (router_logits, probs, expert_ids, gates): the Router.
-    # `edits` (core/moe_edits.py) disables experts or forces tokens to one before the top-k.
+    # `edits` (interventions) disable experts or force tokens to one (RouterEdits below).
     logits = router_logits(x, params[f"h.{layer}.moe.router.w"])
-    probs = router_probs(logits)
     if edits is not None:
-        return (logits, probs) + edits.top_k(probs, config.n_expert_used, config.norm_topk)
+        return (logits,) + edits.route(logits, config.n_expert_used, config.norm_topk)
+    probs = router_probs(logits)
     return (logits, probs) + top_k(probs, config.n_expert_used, config.norm_topk)
 
 
-def feed_forward(params, config: ModelConfig, x, layer: int, record, edits=None) -> np.ndarray:
+class RouterEdits:
+    """One layer's router interventions (core/interventions.py DisableExpert, ForceExpert), as a
+    forward hook on transformers' router recomputing its top-k from its logits would apply them:
+    a disabled expert's logit is -inf before the softmax; a forced token's k-th choice is
+    replaced by the expert (unless chosen already), its gate that expert's probability, then
+    the k gates normalised where the model normalises."""
+
+    def __init__(self, disabled: frozenset, forced: dict) -> None:
+        self.disabled, self.forced = disabled, dict(forced)
+
+    def route(self, logits, k: int, normalize: bool):
+        # [n_seq, n_expert] -> (probs, expert_ids, gates) as edited
+        masked = logits.astype(F32, copy=True)
+        masked[:, sorted(self.disabled)] = -np.inf
+        probs = router_probs(masked)
+        ids, _ = top_k(probs, k, normalize=False)
+        for position, expert in self.forced.items():
+            if position < len(ids) and expert not in ids[position]:
+                ids[position, -1] = expert
+        gates = np.take_along_axis(probs, ids, axis=-1)
+        if normalize:
+            gates = gates / gates.sum(axis=-1, keepdims=True)
+        return probs, ids, gates.astype(F32, copy=False)
+
+
+def feed_forward(params, config: ModelConfig, x, layer: int, record,
+                 edits: Optional[RouterEdits] = None) -> np.ndarray:
     # an MoE layer's feed-forward (the Router, then the chosen experts: forward.feed_forward
     # calls it). [n_seq, d_model] -> [n_seq, d_model]
     record("mlp_in", x, layer)

@@ -21,8 +21,8 @@ from typing import Optional
 
 from ..core import stages
 from ..core.errors import ModelError
-from ..core.interventions import (AblateHead, HeadTemperature, NoPositions, ShufflePositions,
-                                  SwapEmbedding)
+from ..core.interventions import (AblateHead, DisableExpert, ForceExpert, HeadTemperature, NoPositions,
+                                  ShufflePositions, SwapEmbedding)
 from ..core.walks import TABS
 
 FORMAT = "transformer-stepper session"
@@ -85,7 +85,8 @@ class SessionData:
 
 def _intervention_dict(item) -> dict:
     kinds = {AblateHead: "ablate_head", HeadTemperature: "head_temperature", NoPositions: "no_positions",
-             ShufflePositions: "shuffle_positions", SwapEmbedding: "swap_embedding"}
+             ShufflePositions: "shuffle_positions", SwapEmbedding: "swap_embedding",
+             DisableExpert: "disable_expert", ForceExpert: "force_expert"}
     return {"kind": kinds[type(item)], **asdict(item)}
 
 
@@ -222,6 +223,13 @@ def _interventions(c: _Checker, items) -> tuple:
         elif kind == "swap_embedding":
             made.append(SwapEmbedding(c.integer(item.get("position"), f"{where}.position"),
                                       c.integer(item.get("token_id"), f"{where}.token_id")))
+        elif kind == "disable_expert":
+            made.append(DisableExpert(c.integer(item.get("layer"), f"{where}.layer"),
+                                      c.integer(item.get("expert"), f"{where}.expert")))
+        elif kind == "force_expert":
+            made.append(ForceExpert(c.integer(item.get("layer"), f"{where}.layer"),
+                                    c.integer(item.get("position"), f"{where}.position"),
+                                    c.integer(item.get("expert"), f"{where}.expert")))
         else:
             c.fail(f"{where}.kind", f"{kind!r} is not an intervention")
     return tuple(made)
