@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core.errors import ModelError
 from .gguf_blocks import Block, arithmetic, block_of
-from .gguf_model import GGUFCheckpoint, MinusOne, Transposed, Unpermute
+from .gguf_model import ExpertSlice, GGUFCheckpoint, MinusOne, Transposed, Unpermute
 from .families.common import AddOne
 from .keymaps import Columns, Transform, Transpose
 
@@ -83,6 +83,9 @@ def tensor_sources(model) -> dict[str, TensorSource]:
     out: dict[str, TensorSource] = {}
     for hf_name, params in by_hf.items():
         f, stored, fix = ckpt.where[hf_name]
+        if stored in out:       # a 3-D experts tensor: every expert's parameters read from it
+            params = list(out[stored].params) + params
+            hf_name = out[stored].hf_name
         out[stored] = TensorSource(stored, str(f.path), f.quant_type(stored), f.shape(stored),
                                    hf_name, fix.name, tuple(params))
     return out
@@ -139,6 +142,9 @@ def place_of(model, param: str, index) -> WeightPlace:
         raise IndexError(f"{param}: index {index} is outside the shape {tuple(shape)}")
     hf_name, transform = model.params.entries[param]
     fix = ckpt.fix_of(hf_name)
+    if isinstance(fix, ExpertSlice):
+        raise ModelError(f"{param}: a weight of a 3-D experts tensor ({ckpt.stored_name(hf_name)}); "
+                         f"its blocks are not decoded here")
     stored = _stored_index(fix, _hf_index(transform, shape, index), ckpt.shape(hf_name)[0])
     source = tensor_sources(model)[ckpt.stored_name(hf_name)]
     row, column = (0, stored[0]) if len(stored) == 1 else stored
