@@ -262,3 +262,27 @@ def test_expert_interventions_survive_a_session_file(tmp_path):
     path = tmp_path / "s.stepper"
     path.write_text(to_json(SessionData(None, "m", "builtin", "a text", interventions=edits)))
     assert read_session(path).interventions == edits
+
+
+def test_provenance_names_the_experts_and_gates():
+    from transformer_stepper.core.provenance import explain
+
+    model = moe_model(d_shared_expert=24)
+    trace = model.trace(TEXT)
+    i, c = 4, 7
+    e = explain(model, trace, "mlp_out", (0, i, c))
+    ids, gates = trace.layer("expert_ids", 0)[i], trace.layer("expert_gates", 0)[i]
+    assert [t.label.split(":")[0] for t in e.terms[:2]] == [f"E{ids[0]}", f"E{ids[1]}"]
+    assert e.terms[-1].label.startswith("shared expert")
+    assert e.matches(1e-5) and f"E{ids[0]} (gate {gates[0]:.4f})" in e.notes[0]
+    scope = {"model": model, "trace": trace}
+    exec(e.python, scope)
+    assert scope["value"] == pytest.approx(e.traced, abs=1e-5)
+    for name, index in (("router_logits", (0, i, 3)), ("expert_gates", (0, i, 1))):
+        explained = explain(model, trace, name, index)
+        assert explained.matches(1e-5), name
+        scope = {"model": model, "trace": trace}
+        exec(explained.python, scope)
+        assert scope["value"] == pytest.approx(explained.traced, abs=1e-5)
+    dense = moe_model(dense_layers=(1,))
+    assert explain(dense, dense.trace(TEXT), "mlp_out", (1, 2, 3)).formula.startswith("out[c] = h · W_down")
