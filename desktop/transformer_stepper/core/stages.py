@@ -116,7 +116,7 @@ STAGES: tuple[Stage, ...] = (
           arrays=(("mlp_in", "layer"), ("router_logits", "layer"), ("router_probs", "layer"),
                   ("expert_ids", "layer"), ("expert_gates", "layer"), ("expert_outputs", "layer"),
                   ("shared_expert_out", "layer"), ("shared_expert_gate", "layer")),
-          computes=("router_logits", "router_probs", "expert_ids", "expert_gates")),
+          computes=("router_logits", "router_probs", "expert_gates")),   # (ids: no distance to measure)
     Stage("feed_forward", 10, "Feed-forward and residual", per_layer=True,
           function="core.forward.feed_forward",
           arrays=(("mlp_in", "layer"), ("mlp_pre_act", "layer"), ("mlp_act", "layer"),
