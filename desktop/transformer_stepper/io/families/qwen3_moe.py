@@ -51,4 +51,4 @@ def keymap(config: ModelConfig, names: set[str]) -> KeyMap:
 
 
 def infer_hf_config(shape, names: set[str]) -> dict:
-    raise needs_config("Qwen3-MoE")
+    raise needs_config("Qwen3-MoE (or OLMoE: their tensor names are alike)")
