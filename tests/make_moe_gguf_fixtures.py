@@ -13,8 +13,9 @@ hf_outputs/qwen3_moe_tiny.npz, is the GGUF's), qwen3_moe_tiny.Q8_0.gguf (every 2
 tensor whose rows are a multiple of 32 wide in Q8_0, the rest F32) with
 qwen3_moe_tiny.Q8_0.npz: transformers' Qwen3MoeForCausalLM run with the GGUF's weights
 dequantized by gguf.quants (hidden_states_t, logits_t, expert_ids_t for the texts' ids), and
-mixtral_tiny.F32.gguf. The tokenizer metadata is the fixture's own vocabulary (byte-level BPE
-for Qwen3-MoE; Mixtral's Metaspace BPE written as llama.cpp's `llama` model with scores
+mixtral_tiny.F32.gguf, qwen2_moe_tiny.F32.gguf (the shared expert as ffn_*_shexp, its gate
+ffn_gate_inp_shexp [d_model]) and olmoe_tiny.F32.gguf. The tokenizer metadata is the fixture's own vocabulary (byte-level BPE
+for Qwen3-MoE, Qwen2-MoE and OLMoE; Mixtral's Metaspace BPE written as llama.cpp's `llama` model with scores
 -id): the reference tests feed the HF reference's ids."""
 from __future__ import annotations
 
@@ -42,7 +43,9 @@ _LEAF = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
          "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
          "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm",
          "self_attn.k_norm": "attn_k_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
-         "mlp.down_proj": "ffn_down", "mlp.gate": "ffn_gate_inp", "block_sparse_moe.gate": "ffn_gate_inp"}
+         "mlp.down_proj": "ffn_down", "mlp.gate": "ffn_gate_inp", "block_sparse_moe.gate": "ffn_gate_inp",
+         "mlp.shared_expert.gate_proj": "ffn_gate_shexp", "mlp.shared_expert.up_proj": "ffn_up_shexp",
+         "mlp.shared_expert.down_proj": "ffn_down_shexp", "mlp.shared_expert_gate": "ffn_gate_inp_shexp"}
 _EXPERT_LEAF = {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps", "down_proj": "ffn_down_exps",
                 "w1": "ffn_gate_exps", "w3": "ffn_up_exps", "w2": "ffn_down_exps"}
 
@@ -61,12 +64,14 @@ def gguf_tensors(state: dict, cfg: dict, mixtral: bool) -> list[tuple[str, np.nd
             e, projection = rest.split(".experts.")[1].split(".")[:2]
             experts.setdefault((i, _EXPERT_LEAF[projection]), {})[int(e)] = w
             continue
-        part = rest.rsplit(".", 1)[0]
+        part, kind = rest.rsplit(".", 1)
         if mixtral and part == "self_attn.q_proj":
             w = permute(w, cfg["num_attention_heads"])
         if mixtral and part == "self_attn.k_proj":
             w = permute(w, cfg["num_key_value_heads"])
-        out.append((f"blk.{i}.{_LEAF[part]}.weight", w))
+        if part == "mlp.shared_expert_gate":         # llama.cpp's {n_embd}
+            w = w.reshape(-1)
+        out.append((f"blk.{i}.{_LEAF[part]}.{kind}", w))
     for (i, leaf), by_expert in sorted(experts.items()):
         out.append((f"blk.{i}.{leaf}.weight", np.stack([by_expert[e] for e in sorted(by_expert)])))
     return out
@@ -89,8 +94,11 @@ def write(path: Path, arch: str, cfg: dict, tensors, tokenizer_file: Path, schem
     if arch == "qwen3moe":
         writer.add_key_length(head_dim)
         writer.add_value_length(head_dim)
+    if arch in ("qwen3moe", "qwen2moe"):
         writer.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
-    else:
+    if arch == "qwen2moe":
+        writer.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
+    if arch == "llama":
         writer.add_vocab_size(cfg["vocab_size"])
         writer.add_rope_dimension_count(head_dim)
     writer.add_expert_count(cfg.get("num_experts") or cfg["num_local_experts"])
@@ -116,7 +124,7 @@ def _tokenizer(writer, tokenizer_file: Path, arch: str) -> None:
     tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
     specials = {t["content"] for t in doc.get("added_tokens", [])}
     types = [3 if t in specials else 1 for t in tokens]
-    if arch == "qwen3moe":
+    if arch != "llama":
         merges = [" ".join(m) if isinstance(m, list) else m for m in doc["model"]["merges"]]
         writer.add_tokenizer_model("gpt2")
         writer.add_tokenizer_pre("qwen2")
@@ -211,7 +219,8 @@ def main() -> int:
     torch.set_num_threads(1)
     transformers.utils.logging.set_verbosity_error()
     OUT.mkdir(parents=True, exist_ok=True)
-    for fixture, arch, schemes in (("qwen3_moe_tiny", "qwen3moe", ("F32", "Q8_0")), ("mixtral_tiny", "llama", ("F32",))):
+    for fixture, arch, schemes in (("qwen3_moe_tiny", "qwen3moe", ("F32", "Q8_0")), ("mixtral_tiny", "llama", ("F32",)),
+                                   ("qwen2_moe_tiny", "qwen2moe", ("F32",)), ("olmoe_tiny", "olmoe", ("F32",))):
         folder = FIXTURES / fixture
         cfg = json.loads((folder / "config.json").read_text())
         state = _state(folder)

@@ -103,7 +103,8 @@ def _expert_config(f: GGUFFile, arch: str, tensor_names: set, n_layer: int) -> d
            "num_experts_per_tok": f.integer(f"{arch}.expert_used_count"),
            "norm_topk_prob": bool(f.value(f"{arch}.expert_weights_norm", _NORM_TOPK[arch]))}
     if model_type == "olmoe":            # an expert is intermediate_size wide
-        cfg["intermediate_size"] = f.integer(f"{arch}.expert_feed_forward_length", cfg.get("intermediate_size"))
+        cfg["intermediate_size"] = f.integer(f"{arch}.expert_feed_forward_length",
+                                             f.integer(f"{arch}.feed_forward_length"))
         cfg["clip_qkv"] = None
     elif model_type in ("qwen3_moe", "qwen2_moe"):
         cfg["moe_intermediate_size"] = f.integer(f"{arch}.expert_feed_forward_length")
