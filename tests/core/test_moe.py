@@ -286,3 +286,15 @@ def test_provenance_names_the_experts_and_gates():
         assert scope["value"] == pytest.approx(explained.traced, abs=1e-5)
     dense = moe_model(dense_layers=(1,))
     assert explain(dense, dense.trace(TEXT), "mlp_out", (1, 2, 3)).formula.startswith("out[c] = h · W_down")
+
+
+def test_whole_trace_arrays_with_dense_layers():
+    mixed = moe_model(dense_layers=(1,)).trace(TEXT)
+    arrays = mixed.to_dict()
+    assert arrays["expert_ids_layer0"].shape == (mixed.n_seq, 2) and "expert_ids_layer1" not in arrays
+    assert arrays["mlp_gated_layer1"].shape == (mixed.n_seq, 48) and "mlp_gated_layer0" not in arrays
+    assert arrays["mlp_out"].shape == (2, mixed.n_seq, 32)          # every layer has it alike
+    with pytest.raises(KeyError, match="differs between this mixture-of-experts model's routed and dense"):
+        mixed["expert_outputs"]
+    routed = moe_model().trace(TEXT)
+    assert routed["expert_outputs"].shape == (2, 2, routed.n_seq, 32)
