@@ -74,11 +74,12 @@ def plan(session: SnapshotSession, stage_keys: Sequence[str],
     return units, notes
 
 
-def existing_exports(folder: Path, stage_keys: Sequence[str], file_format: str) -> list[Path]:
-    """Files an export of these stages may replace (`NN-stage-….png` already in the folder)."""
+def existing_exports(folder: Path, stage_keys: Sequence[str], file_format: str, config=None) -> list[Path]:
+    """Files an export of these stages may replace (`NN-stage-….png` already in the folder;
+    NN numbered for `config`'s model: Stage.number_for)."""
     if not folder.is_dir():
         return []
-    prefixes = tuple(f"{stages.stage(k).number:02d}-{k}-" for k in stage_keys)
+    prefixes = tuple(f"{stages.stage(k).number_for(config):02d}-{k}-" for k in stage_keys)
     return sorted(p for p in folder.iterdir()
                   if p.name.startswith(prefixes) and p.suffix == f".{file_format}")
 
