@@ -92,9 +92,11 @@ def tensor_sources(model) -> dict[str, TensorSource]:
 
 
 def layer_tensors(model, layer: int) -> list[TensorSource]:
-    """The stored tensors of layer `layer` (blk.N.*), then token_embd and output (if stored)."""
+    """The stored 2-D and 1-D tensors of layer `layer` (blk.N.*), then token_embd and output (if
+    stored)."""
     sources = tensor_sources(model)
-    mine = [s for name, s in sources.items() if name.startswith(f"blk.{layer}.")]
+    # (a layer's 3-D experts tensors are left out: their rows are [expert, row], not listed here)
+    mine = [s for name, s in sources.items() if name.startswith(f"blk.{layer}.") and len(s.stored_shape) <= 2]
     return mine + [sources[n] for n in ("token_embd.weight", "output.weight") if n in sources]
 
 
