@@ -56,7 +56,15 @@ class Family:
 FAMILIES: tuple[Family, ...] = tuple(Family.of(m) for m in (
     stepper, bert, roberta, distilbert, gpt2, gemma3, gemma2, olmo2, mixtral, qwen2_moe, qwen3_moe, olmoe,
     llama, gemma, smollm3, phi3, gpt_neox, t5, bart, marian))
-REFUSED: dict[str, str] = {}  # model types people have that this version does not compute, and why
+# model types people have that this version does not compute, and why
+REFUSED: dict[str, str] = {
+    "gpt_oss": ("a mixture of experts with attention sinks and a clamped SwiGLU, not computed yet "
+                "(Mixtral, Qwen3-MoE, Qwen2-MoE and OLMoE are)"),
+    "deepseek_v2": ("multi-head latent attention (keys and values from a compressed latent) is not "
+                    "computed yet"),
+    "deepseek_v3": ("multi-head latent attention (keys and values from a compressed latent) is not "
+                    "computed yet"),
+}
 
 
 def supported_model_types() -> list[str]:
