@@ -123,3 +123,16 @@ def test_expert_interventions_equal_a_hugging_face_router_hook(name, fixtures_di
     assert int(reference["disabled_expert"]) not in ids
     forced = model.intervene(clean, [edits["forced"]]).layer("expert_ids", layer)
     assert int(reference["forced_expert"]) in forced[int(reference["forced_token"])]
+
+
+@pytest.mark.parametrize("name, family", [("mixtral_tiny", "Mixtral"), ("qwen2_moe_tiny", "Qwen2-MoE"),
+                                          ("qwen3_moe_tiny", "Qwen3-MoE")])
+def test_a_lone_moe_file_without_config_is_refused_naming_it(name, family, fixtures_dir, tmp_path):
+    import shutil
+
+    from transformer_stepper.core.errors import ModelError
+
+    lone = tmp_path / f"{name}.safetensors"
+    shutil.copy(fixtures_dir / name / "model.safetensors", lone)
+    with pytest.raises(ModelError, match=f"{lone}: a {family}.* checkpoint without its config.json"):
+        load_model(lone)
