@@ -15,6 +15,8 @@ from .core.model.config import ModelConfig
 from .core.model.errors import ModelError
 from .core.model.interventions import (
     AblateHead,
+    DisableExpert,
+    ForceExpert,
     HeadTemperature,
     NoPositions,
     ShufflePositions,
@@ -24,5 +26,6 @@ from .core.trace.trace import Trace
 from .io.loader import load_model
 
 __all__ = ["load_model", "compare", "Comparison", "Model", "ModelConfig", "ModelError", "Trace",
-           "AblateHead", "HeadTemperature", "NoPositions", "ShufflePositions", "SwapEmbedding"]
+           "AblateHead", "HeadTemperature", "NoPositions", "ShufflePositions", "SwapEmbedding", "DisableExpert",
+           "ForceExpert"]
 __version__ = "0.2.0"

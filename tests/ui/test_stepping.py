@@ -37,7 +37,9 @@ HF_FAMILIES = {"mistral_tiny": None, "qwen2_tiny": None, "qwen3_tiny": None, "ge
                "gemma2_tiny": ["local (window 4)", "global", "local (window 4)"],
                "gemma3_tiny": ["local (window 4, rope base 10000)"] * 2 + ["global (rope base 1e+06)",
                                                                         "local (window 4, rope base 10000)"],
-               "olmo2_tiny": None, "smollm3_tiny": [None, None, None, "no rope"]}
+               "olmo2_tiny": None, "smollm3_tiny": [None, None, None, "no rope"],
+               "mixtral_tiny": None, "qwen2_moe_tiny": None, "olmoe_tiny": None,
+               "qwen3_moe_tiny": [None, "dense feed-forward", None]}
 HF_TEXT = "the bank of the river was steep and green"
 WALKED = list(MODELS) + list(FIXTURE_FAMILIES) + [n for n in HF_FAMILIES if n not in FIXTURE_FAMILIES]
 
@@ -62,7 +64,7 @@ def test_step_through_every_stage(qtbot, window, loaded_window, kind):
         loaded_window(kind)
     session, config = window.session, window.session.model.config
     seen = walk(session)
-    per_layer = [s for s in stages.STAGES if s.per_layer]
+    per_layer = [s for s in stages.available_stages(config) if s.per_layer]
     expected = len(stages.available_stages(config)) + (config.n_layer - 1) * len(per_layer)
     assert len(seen) == expected
     assert [layer for key, layer in seen if key == "layer_output"] == list(range(config.n_layer))

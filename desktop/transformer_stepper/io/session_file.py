@@ -23,6 +23,8 @@ from ..core.model import stages
 from ..core.model.errors import ModelError
 from ..core.model.interventions import (
     AblateHead,
+    DisableExpert,
+    ForceExpert,
     HeadTemperature,
     NoPositions,
     ShufflePositions,
@@ -89,7 +91,8 @@ class SessionData:
 
 def _intervention_dict(item) -> dict:
     kinds = {AblateHead: "ablate_head", HeadTemperature: "head_temperature", NoPositions: "no_positions",
-             ShufflePositions: "shuffle_positions", SwapEmbedding: "swap_embedding"}
+             ShufflePositions: "shuffle_positions", SwapEmbedding: "swap_embedding",
+             DisableExpert: "disable_expert", ForceExpert: "force_expert"}
     return {"kind": kinds[type(item)], **asdict(item)}
 
 
@@ -226,6 +229,13 @@ def _interventions(c: _Checker, items) -> tuple:
         elif kind == "swap_embedding":
             made.append(SwapEmbedding(c.integer(item.get("position"), f"{where}.position"),
                                       c.integer(item.get("token_id"), f"{where}.token_id")))
+        elif kind == "disable_expert":
+            made.append(DisableExpert(c.integer(item.get("layer"), f"{where}.layer"),
+                                      c.integer(item.get("expert"), f"{where}.expert")))
+        elif kind == "force_expert":
+            made.append(ForceExpert(c.integer(item.get("layer"), f"{where}.layer"),
+                                    c.integer(item.get("position"), f"{where}.position"),
+                                    c.integer(item.get("expert"), f"{where}.expert")))
         else:
             c.fail(f"{where}.kind", f"{kind!r} is not an intervention")
     return tuple(made)

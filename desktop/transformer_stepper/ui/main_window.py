@@ -377,7 +377,7 @@ class MainWindow(QMainWindow):
         self.next_action.setEnabled(stepping and stages.step(stage.key, session.layer, +1, config) is not None)
         where = f" — layer {session.layer}" if stage.per_layer and config else ""
         where += " · intervened" if session.show_intervened else ""
-        self.stage_title.setText(f"{stage.number}. {stage.title}{where}"
+        self.stage_title.setText(f"{stage.number_for(config)}. {stage.title}{where}"
                                  if self.tabs.current_key() == "stepper" else "")
         self.stepper.update_explanation()
 

@@ -171,7 +171,8 @@ def stage_differences(clean, intervened) -> dict[tuple[str, Optional[int]], Diff
         for layer in range(clean.config.n_layer):
             clean_detail, intervened_detail = clean.detail(layer), intervened.detail(layer)
             for name in names:
-                if name in clean_detail and name in intervened_detail:
+                if name in clean_detail and name in intervened_detail and clean_detail[name].size:
+                    # (a dense layer of an MoE model keeps an empty router entry)
                     add(name, layer, clean_detail[name], intervened_detail[name])
     return out
 

@@ -24,7 +24,8 @@ def readable(piece: str) -> str:
 
 def layer_kind(config, layer: int) -> str:
     """What sets a layer apart where layers differ: "local (window 4)", "global", "no rope"
-    (Gemma 2/3's local and global layers, SmolLM3's NoPE layers); "" where every layer is alike."""
+    (Gemma 2/3's local and global layers, SmolLM3's NoPE layers), "dense feed-forward" (a
+    mixture-of-experts model's layer without a router); "" where every layer is alike."""
     kinds = []
     if config.local_layers:
         if config.is_local(layer):
@@ -35,6 +36,8 @@ def layer_kind(config, layer: int) -> str:
             kinds.append("global" + (f" (rope base {config.rope_theta:g})" if config.rope_local_theta else ""))
     if config.position == "rotary" and not config.has_rope(layer):
         kinds.append("no rope")
+    if getattr(config, "is_moe", False) and not config.is_moe_layer(layer):
+        kinds.append("dense feed-forward")
     return ", ".join(kinds)
 
 

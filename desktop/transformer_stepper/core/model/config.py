@@ -27,10 +27,11 @@ LENGTH_DEPENDENT_ROPE = ("dynamic", "longrope")   # frequencies change with the 
 LIMITS = {"n_vocab": 1 << 24, "n_ctx": 1 << 24, "d_model": 1 << 17, "n_head": 1 << 12,
           "n_layer": 1 << 12, "d_ff": 1 << 19, "n_kv_head": 1 << 12, "head_dim": 1 << 14,
           "position_offset": 1 << 24, "sliding_window": 1 << 24, "d_position": 1 << 17,
-          "n_token_types": 1 << 16, "rope_original_n_ctx": 1 << 24, "rotary_dim": 1 << 14}
+          "n_token_types": 1 << 16, "rope_original_n_ctx": 1 << 24, "rotary_dim": 1 << 14,
+          "n_expert": 1 << 12, "n_expert_used": 1 << 12, "d_expert": 1 << 19, "d_shared_expert": 1 << 19}
 _FLAGS = ("embed_norm", "causal", "gated_mlp", "final_norm", "lm_head", "lm_head_transform",
           "tied_head", "qkv_bias", "o_bias", "mlp_bias", "qk_norm", "skip_pad_positions",
-          "parallel_residual", "rope_truncate")
+          "parallel_residual", "rope_truncate", "norm_topk")
 # float fields -> must they be > 0 (else >= 0)
 _NUMBERS = {"ln_eps": False, "embed_scale": True, "rope_theta": True, "rope_factor": True,
             "rope_low_freq_factor": True, "rope_high_freq_factor": True,
@@ -99,6 +100,14 @@ class ModelConfig:
                                      # (Gemma 2/3); () = every layer (Mistral's window)
     rope_local_theta: float = 0.0    # local layers' rope base, unscaled (Gemma 3); 0 = rope_theta
     nope_layers: tuple = ()          # layers whose q and k are not rotated (SmolLM3's NoPE layers)
+    # mixture of experts (core/model/moe.py): 0 experts = a dense feed-forward in every layer
+    n_expert: int = 0                # routed experts per MoE layer (Mixtral 8, Qwen3-30B-A3B 128)
+    n_expert_used: int = 0           # top-k: experts each token is sent to
+    d_expert: int = 0                # one expert's hidden width (0 = d_ff)
+    norm_topk: bool = False          # the k chosen probabilities divided by their sum (Mixtral: always)
+    dense_layers: tuple = ()         # layers of an MoE model with the dense feed-forward (d_ff wide)
+    d_shared_expert: int = 0         # a shared expert every token passes through, with its sigmoid
+                                     # gate (Qwen2-MoE); 0 = none
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -129,12 +138,19 @@ class ModelConfig:
 
     def _check_layer_kinds(self) -> None:
         # per-layer attention (local/global windows, rope bases, NoPE layers) and soft-capping
-        for field in ("local_layers", "nope_layers"):
+        for field in ("local_layers", "nope_layers", "dense_layers"):
             layers = getattr(self, field)
             if not isinstance(layers, tuple) or any(type(i) is not int for i in layers) or \
                     list(layers) != sorted(set(layers)) or any(not 0 <= i < self.n_layer for i in layers):
                 raise ModelError(f"config: {field} must be increasing layer indices below "
                                  f"n_layer={self.n_layer}, got {layers!r}")
+        if self.n_expert and not 0 < self.n_expert_used <= self.n_expert:
+            raise ModelError(f"config: n_expert_used={self.n_expert_used} must be between 1 and "
+                             f"n_expert={self.n_expert}")
+        if not self.n_expert and (self.n_expert_used or self.dense_layers or self.d_shared_expert):
+            raise ModelError("config: n_expert_used, dense_layers and d_shared_expert need n_expert")
+        if self.n_expert and not self.gated_mlp:
+            raise ModelError("config: experts are gated feed-forwards (gated_mlp)")
         if self.local_layers and not (self.sliding_window or self.rope_local_theta):
             raise ModelError("config: local_layers need a sliding_window or a rope_local_theta")
         for field in ("query_scale", "attn_softcap", "final_softcap", "rope_local_theta"):
@@ -147,6 +163,20 @@ class ModelConfig:
         if self.local_layers:
             return layer in self.local_layers
         return bool(self.sliding_window)
+
+    @property
+    def is_moe(self) -> bool:
+        """A mixture-of-experts model (some layers route each token to n_expert_used experts)."""
+        return self.n_expert > 0
+
+    def is_moe_layer(self, layer: int) -> bool:
+        """Is this layer's feed-forward routed to experts (core/model/moe.py)?"""
+        return self.n_expert > 0 and layer not in self.dense_layers
+
+    @property
+    def d_expert_ff(self) -> int:
+        """Hidden width of one routed expert."""
+        return self.d_expert or self.d_ff
 
     def has_rope(self, layer: int) -> bool:
         """Are this layer's q and k rotated? (rotary models, except their NoPE layers)"""
@@ -188,7 +218,8 @@ class ModelConfig:
             if type(value) is not int or value <= 0:
                 raise ModelError(f"config: {field} must be a positive integer, got {value!r}")
         for field in ("n_kv_head", "head_dim", "position_offset", "sliding_window", "d_position",
-                      "n_token_types", "rotary_dim"):
+                      "n_token_types", "rotary_dim", "n_expert", "n_expert_used", "d_expert",
+                      "d_shared_expert"):
             value = getattr(self, field)
             if type(value) is not int or value < 0:
                 raise ModelError(f"config: {field} must be a non-negative integer, got {value!r}")
@@ -261,6 +292,6 @@ class ModelConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ModelError(f"config: unknown field(s) {', '.join(unknown)}")
-        data = {k: tuple(v) if k in ("local_layers", "nope_layers") and isinstance(v, list) else v
+        data = {k: tuple(v) if k in ("local_layers", "nope_layers", "dense_layers") and isinstance(v, list) else v
                 for k, v in data.items()}
         return cls(**data)

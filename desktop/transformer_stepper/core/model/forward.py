@@ -22,7 +22,7 @@ from typing import Callable, Mapping, Optional
 import numpy as np
 
 from . import interventions as interventions_lib
-from . import ops
+from . import moe, ops
 from .config import ModelConfig
 from .head import head_hidden, vocabulary_logits
 from .kv_cache import KVCache
@@ -332,8 +332,15 @@ def later_keys(config: ModelConfig, q: Optional[np.ndarray], k_later: Optional[n
     return {name: value for name, value in out.items() if name in names}
 
 
-def feed_forward(params, config: ModelConfig, x, layer: int, record) -> np.ndarray:
-    # Stage 10. [n_seq, d_model] -> [n_seq, d_model]: proj(act(fc(x))), or gated: proj(act(gate(x)) * up(x))
+def feed_forward(params, config: ModelConfig, x, layer: int, record, interventions: tuple = ()) -> np.ndarray:
+    # Stage 10. [n_seq, d_model] -> [n_seq, d_model]: proj(act(fc(x))), or gated: proj(act(gate(x)) * up(x));
+    # an MoE layer routes each token to its experts (core/model/moe.py)
+    if config.is_moe_layer(layer):
+        return moe.feed_forward(params, config, x, layer, record,
+                                interventions_lib.router_edits(interventions, layer))
+    if config.is_moe:                                      # (the per-layer lists stay aligned)
+        for name, empty in moe.no_router(x).items():
+            record(name, empty, layer)
     p = f"h.{layer}.mlp."
     activation = ops.ACTIVATIONS[config.activation]
     record("mlp_in", x, layer)
@@ -377,7 +384,7 @@ def _branch_norms(params, config: ModelConfig, x, ctx: Context, layer: int, reco
     x = x + _norm(params, config, "post_attn_ln", a, layer, record)
     record("attn_residual", x, layer)
     m = _norm(params, config, "ln_2", x, layer, record) if branch_in else x
-    m = feed_forward(params, config, m, layer, record)
+    m = feed_forward(params, config, m, layer, record, ctx.interventions)
     x = x + _norm(params, config, "post_mlp_ln", m, layer, record)
     record("mlp_residual", x, layer)
     return x
@@ -395,13 +402,14 @@ def block(params, config: ModelConfig, x, ctx: Context, layer: int, record,
         x = x + attention(params, config, _norm(params, config, "ln_1", x, layer, record), ctx,
                           layer, record, cache)
         record("attn_residual", x, layer)
-        x = x + feed_forward(params, config, _norm(params, config, "ln_2", x, layer, record), layer, record)
+        x = x + feed_forward(params, config, _norm(params, config, "ln_2", x, layer, record), layer, record,
+                             ctx.interventions)
         record("mlp_residual", x, layer)
     else:
         x = x + attention(params, config, x, ctx, layer, record, cache)
         record("attn_residual", x, layer)
         x = _norm(params, config, "ln_1", x, layer, record)
-        x = x + feed_forward(params, config, x, layer, record)
+        x = x + feed_forward(params, config, x, layer, record, ctx.interventions)
         record("mlp_residual", x, layer)
         x = _norm(params, config, "ln_2", x, layer, record)
     record("layer_out", x, layer)
@@ -415,7 +423,8 @@ def parallel_residual(params, config: ModelConfig, x, ctx: Context, layer: int, 
     # attn_residual = x + attn, then + mlp: the same sum, recorded in two steps
     attn_out = attention(params, config, _norm(params, config, "ln_1", x, layer, record), ctx,
                          layer, record, cache)
-    mlp_out = feed_forward(params, config, _norm(params, config, "ln_2", x, layer, record), layer, record)
+    mlp_out = feed_forward(params, config, _norm(params, config, "ln_2", x, layer, record), layer, record,
+                           ctx.interventions)
     x = x + attn_out
     record("attn_residual", x, layer)
     x = x + mlp_out

@@ -55,7 +55,27 @@ class SwapEmbedding:
     token_id: int
 
 
-Intervention = AblateHead | HeadTemperature | NoPositions | ShufflePositions | SwapEmbedding
+@dataclass(frozen=True)
+class DisableExpert:
+    """A mixture-of-experts layer's expert switched off: its router logit set to -inf before the
+    softmax, so every token goes to its next best expert instead."""
+    layer: int
+    expert: int
+
+
+@dataclass(frozen=True)
+class ForceExpert:
+    """The token at `position` sent to `expert` in a mixture-of-experts layer: the expert takes
+    the place of the token's k-th choice (when not chosen already), with its softmax probability
+    as its gate (then normalised where the model normalises the top-k)."""
+    layer: int
+    position: int
+    expert: int
+
+
+Intervention = (AblateHead | HeadTemperature | NoPositions | ShufflePositions | SwapEmbedding | DisableExpert
+                | ForceExpert)
+LAYER_EDITS = (AblateHead, HeadTemperature, DisableExpert, ForceExpert)     # act inside one layer
 
 
 def describe(intervention: Intervention) -> str:
@@ -68,6 +88,10 @@ def describe(intervention: Intervention) -> str:
         return "no positions"
     if isinstance(intervention, ShufflePositions):
         return f"positions shuffled (seed {intervention.seed})"
+    if isinstance(intervention, DisableExpert):
+        return f"expert {intervention.expert} of layer {intervention.layer} disabled"
+    if isinstance(intervention, ForceExpert):
+        return f"position {intervention.position} sent to expert {intervention.expert} in layer {intervention.layer}"
     return f"position {intervention.position} looked up as token {intervention.token_id}"
 
 
@@ -95,10 +119,35 @@ def check(interventions: Sequence[Intervention], config: ModelConfig, n_seq: int
                 raise ModelError(f"{where}: position {item.position} is outside the text's {n_seq} tokens")
             if not 0 <= item.token_id < config.n_vocab:
                 raise ModelError(f"{where}: token id {item.token_id} is outside the vocabulary of {config.n_vocab}")
+        elif isinstance(item, (DisableExpert, ForceExpert)):
+            _check_expert(item, where, config, n_seq)
         elif not isinstance(item, (NoPositions, ShufflePositions)):
             raise ModelError(f"unknown intervention {item!r}")
         checked.append(item)
     return tuple(checked)
+
+
+def _check_expert(item, where: str, config: ModelConfig, n_seq: int) -> None:
+    if not 0 <= item.layer < config.n_layer:
+        raise ModelError(f"{where}: layer {item.layer} is out of range (0..{config.n_layer - 1})")
+    if not config.is_moe_layer(item.layer):
+        raise ModelError(f"{where}: layer {item.layer} has no experts (a dense feed-forward)")
+    if not 0 <= item.expert < config.n_expert:
+        raise ModelError(f"{where}: expert {item.expert} is out of range (0..{config.n_expert - 1})")
+    if isinstance(item, ForceExpert) and not 0 <= item.position < n_seq:
+        raise ModelError(f"{where}: position {item.position} is outside the text's {n_seq} tokens")
+    if isinstance(item, DisableExpert) and config.n_expert - 1 < config.n_expert_used:
+        raise ModelError(f"{where}: each token needs {config.n_expert_used} of the other "
+                         f"{config.n_expert - 1} experts")
+
+
+def router_edits(interventions: Sequence[Intervention], layer: int):
+    """-> core.model.moe.RouterEdits for one layer (experts disabled, tokens forced), or None."""
+    from .moe import RouterEdits
+
+    disabled = frozenset(i.expert for i in interventions if isinstance(i, DisableExpert) and i.layer == layer)
+    forced = {i.position: i.expert for i in interventions if isinstance(i, ForceExpert) and i.layer == layer}
+    return RouterEdits(disabled, forced) if disabled or forced else None
 
 
 def position_order(interventions: Sequence[Intervention], n_seq: int) -> Optional[np.ndarray]:
@@ -124,7 +173,7 @@ def head_edits(interventions: Sequence[Intervention], layer: int):
 def first_layer(interventions: Sequence[Intervention]) -> Optional[int]:
     """The first layer an intervention acts in when every one acts inside a layer (heads);
     None when one acts before the layers (positions, rows of E) or there is none."""
-    if not interventions or not all(isinstance(i, (AblateHead, HeadTemperature)) for i in interventions):
+    if not interventions or not all(isinstance(i, LAYER_EDITS) for i in interventions):
         return None
     return min(i.layer for i in interventions)
 

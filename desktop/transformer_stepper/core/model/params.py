@@ -15,6 +15,8 @@ Parameters use one naming scheme for every family (the loaders map checkpoints o
                                                     branch_out)
   h.{i}.mlp.fc.{w[,b]} [d_model, d_ff]  h.{i}.mlp.proj.{w[,b]} [d_ff, d_model]
   h.{i}.mlp.gate.{w[,b]}, h.{i}.mlp.up.{w[,b]} [d_model, d_ff] (gated_mlp: instead of fc)
+  h.{i}.moe.router.w [d_model, n_expert]  h.{i}.moe.expert.{e}.{gate,up,proj}.w (an MoE layer
+  instead of mlp.*: core/model/moe.py)  h.{i}.moe.shared.{gate,up,proj}.w  h.{i}.moe.shared_gate.w
   head.transform.{w,b}  head.ln.{g,b}  head.bias   (BERT's masked-LM head)
 """
 from __future__ import annotations
@@ -110,6 +112,9 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
         if config.norms_branch_output:
             norm_shapes(p + "post_attn_ln")
             norm_shapes(p + "post_mlp_ln")
+        if config.is_moe_layer(i):
+            shapes.update(moe_shapes(config, i))
+            continue
         for name in (("gate", "up") if config.gated_mlp else ("fc",)):
             linear(p + "mlp." + name, d, f, config.mlp_bias)
         linear(p + "mlp.proj", f, d, config.mlp_bias)
@@ -120,4 +125,19 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     if config.lm_head_transform:
         shapes.update({"head.transform.w": (d, d), "head.transform.b": (d,),
                        "head.ln.g": (d,), "head.ln.b": (d,), "head.bias": (config.n_vocab,)})
+    return shapes
+
+
+def moe_shapes(config: ModelConfig, layer: int) -> dict[str, tuple[int, ...]]:
+    """An MoE layer's router, experts and shared expert (core/model/moe.py), without biases."""
+    d, f = config.d_model, config.d_expert_ff
+    p = f"h.{layer}.moe."
+    shapes = {p + "router.w": (d, config.n_expert)}
+    experts = [(f"expert.{e}.", f) for e in range(config.n_expert)]
+    if config.d_shared_expert:
+        experts.append(("shared.", config.d_shared_expert))
+        shapes[p + "shared_gate.w"] = (d, 1)
+    for name, width in experts:
+        shapes.update({p + name + "gate.w": (d, width), p + name + "up.w": (d, width),
+                       p + name + "proj.w": (width, d)})
     return shapes

@@ -18,6 +18,7 @@ class Stage:
     per_head: bool = False     # ... and for the selected head
     needs_lm_head: bool = False
     needs_positions: bool = False      # nothing to show for a model without position information
+    needs_experts: bool = False        # only for a mixture-of-experts model (the Router)
     # the trace arrays behind the stage, as (trace name, indexing): "layer" takes [layer], "head"
     # [layer, head], "" the whole array; "mask" is Trace.mask; names a family lacks are skipped
     # (what an export of the stage writes)
@@ -46,6 +47,14 @@ class Stage:
             return owner
         raise LookupError(f"stage {self.key}: no function {self.function}")
 
+    def number_for(self, config: Optional[ModelConfig]) -> int:
+        """The stage's number for this model: `number` (a dense model's, as DESIGN.md lists
+        them), one more after the Router for a mixture-of-experts model."""
+        if (config is not None and getattr(config, "is_moe", False) and not self.needs_experts
+                and self.number >= ROUTER_NUMBER):
+            return self.number + 1
+        return self.number
+
     def available(self, config: Optional[ModelConfig]) -> bool:
         return not self.unavailable_because(config)
 
@@ -56,12 +65,21 @@ class Stage:
             return "has no position information (only the causal mask orders the tokens)"
         if self.needs_lm_head and not (config is not None and config.lm_head):
             return "has no language-model head"
+        if self.needs_experts and not (config is not None and getattr(config, "is_moe", False)):
+            return "has no mixture of experts (one feed-forward for every token)"
         return ""
 
 
 def _numbered(*in_order: Stage) -> tuple[Stage, ...]:
-    """The stages with each one's number its place in the list (1-based)."""
-    return tuple(replace(stage, number=place) for place, stage in enumerate(in_order, 1))
+    """The stages with each one's number its place in the list (1-based) among the stages every
+    model has: the Router (a mixture-of-experts model's alone) takes the number of the stage it
+    comes before, and number_for counts on by one after it for such a model."""
+    numbered, place = [], 0
+    for stage in in_order:
+        if not stage.needs_experts:
+            place += 1
+        numbered.append(replace(stage, number=place + (1 if stage.needs_experts else 0)))
+    return tuple(numbered)
 
 
 STAGES: tuple[Stage, ...] = _numbered(
@@ -104,11 +122,18 @@ STAGES: tuple[Stage, ...] = _numbered(
           arrays=(("heads_concat", "layer"), ("attn_out", "layer"), ("attn_residual", "layer"),
                   ("ln_1_out", "layer")),
           computes=("heads_concat", "attn_out", "attn_residual")),
+    Stage("router", "Router (mixture of experts)", per_layer=True, needs_experts=True,
+          function="core.model.moe.route",
+          arrays=(("mlp_in", "layer"), ("router_logits", "layer"), ("router_probs", "layer"),
+                  ("expert_ids", "layer"), ("expert_gates", "layer"), ("expert_outputs", "layer"),
+                  ("shared_expert_out", "layer"), ("shared_expert_gate", "layer")),
+          computes=("router_logits", "router_probs", "expert_gates")),   # (ids: no distance to measure)
     Stage("feed_forward", "Feed-forward and residual", per_layer=True,
           function="core.model.forward.feed_forward",
           arrays=(("mlp_in", "layer"), ("mlp_pre_act", "layer"), ("mlp_act", "layer"),
                   ("mlp_out", "layer"), ("mlp_residual", "layer"), ("ln_2_out", "layer")),
-          computes=("mlp_in", "mlp_pre_act", "mlp_act", "mlp_up", "mlp_gated", "mlp_out", "mlp_residual")),
+          computes=("mlp_in", "mlp_pre_act", "mlp_act", "mlp_up", "mlp_gated", "expert_outputs",
+                    "shared_expert_out", "shared_expert_gate", "mlp_out", "mlp_residual")),
     Stage("layer_output", "Layer output", per_layer=True,
           function="core.model.forward.block",
           arrays=(("layer_in", "layer"), ("layer_out", "layer")),
@@ -121,6 +146,9 @@ STAGES: tuple[Stage, ...] = _numbered(
     Stage("logit_lens", "Logit lens", per_layer=False, needs_lm_head=True,
           function="core.trace.lens_blocks.lens_logits"),
 )
+# the Router's number (the feed-forward's in a dense model); a mixture-of-experts model's later
+# stages count on by one (Stage.number_for)
+ROUTER_NUMBER = next(stage.number for stage in STAGES if stage.needs_experts)
 
 _BY_KEY = {stage.key: stage for stage in STAGES}
 

@@ -23,7 +23,7 @@ from ..model.ops import quiet_floats
 from ..model.rotary import rope_length_key
 from ..model.tokenize import Encoded
 from .recorder import Recorder
-from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, Trace
+from .trace import DEFAULT_DETAIL_BUDGET, PASS_KEPT, Trace
 
 
 class TraceParts(NamedTuple):
@@ -126,7 +126,7 @@ def _grown(model, trace: Trace, new_ids: np.ndarray, types: np.ndarray,
     `grow_layers` the pass recorded for the new rows (None when every row was computed
     afresh)."""
     start, n_new = trace.n_seq, len(new_ids)
-    recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=grow_layers)
+    recorder = Recorder(per_layer=PASS_KEPT, detail_layers=grow_layers)
     cache = trace.kv_cache.copy()
     if rope_length_key(model.config, start) != rope_length_key(model.config, start + n_new):
         return _fresh(model, np.concatenate([trace.input_ids, new_ids]),
@@ -152,7 +152,7 @@ def _fresh(model, ids: np.ndarray, all_types: np.ndarray, after_layer=None,
     the rotary frequencies changed with the length (dynamic, longrope), so the cached keys
     and earlier rows no longer hold (transformers' Phi-3 drops its cache at that step too),
     or the blocks to merge began at the first row."""
-    recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers)
+    recorder = Recorder(per_layer=PASS_KEPT, detail_layers=detail_layers)
     cache = KVCache(model.config.n_layer)
     with quiet_floats():
         ctx = context(model.config, len(ids), recorder)

@@ -22,7 +22,7 @@ from . import growth
 from .growth import TraceParts
 from ..model.ops import quiet_floats
 from .recorder import Recorder
-from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, Trace
+from .trace import DEFAULT_DETAIL_BUDGET, PASS_KEPT, Trace
 
 
 def check_params(params: Mapping[str, np.ndarray], config: ModelConfig,
@@ -132,7 +132,7 @@ class Model:
         # every layer's detail that fits the budget is recorded by the pass (visiting a layer
         # then computes nothing); the rest is computed from its stored input when asked for
         n_seq = len(ids)
-        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=detail_layers,
+        recorder = Recorder(per_layer=PASS_KEPT, detail_layers=detail_layers,
                             budget=detail_budget if record_budget is None else min(record_budget, detail_budget),
                             first_estimate=self.config.n_head * n_seq * n_seq * 4,   # the weights
                             derive=self.derived_names, per_head_over=detail_budget)
@@ -167,7 +167,7 @@ class Model:
                               token_type_ids=trace.arrays["token_type_ids"], offsets=trace.offsets,
                               special_tokens_mask=trace.special_tokens_mask, truncated=trace.truncated)
             return self.trace_encoded(encoded, trace.text, trace.cache.budget, detail_layers, interventions)
-        recorder = Recorder(per_layer=RESIDUAL_NAMES, detail_layers=tuple(l for l in detail_layers if l >= first),
+        recorder = Recorder(per_layer=PASS_KEPT, detail_layers=tuple(l for l in detail_layers if l >= first),
                             derive=self.derived_names)
         with quiet_floats():
             ctx = context(self.config, trace.n_seq, interventions=interventions)
@@ -177,7 +177,7 @@ class Model:
             finish(self.params, self.config, x, recorder, logits=False)
         arrays, residual = recorder.finish()
         arrays = {**trace.arrays, **arrays}
-        residual = {name: trace.residual[name][:first] + residual[name] for name in RESIDUAL_NAMES}
+        residual = {name: trace.residual[name][:first] + residual[name] for name in residual}
         details = {l: trace.detail(l) for l in detail_layers if l < first}
         details.update(self._details(recorder, ctx))
         compute = self._layer_computer(residual["layer_in"], ctx)

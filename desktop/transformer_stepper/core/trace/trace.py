@@ -27,6 +27,11 @@ from .layer_detail import LayerDetail
 
 # Per-layer names of the residual stream: kept by the pass itself, never recomputed.
 RESIDUAL_NAMES = ("layer_in", "layer_out")
+# ... and what an MoE model's pass keeps of every layer besides (core/model/moe.py): the router's
+# logits [n_seq, n_expert] and choices [n_seq, k] a layer, so the experts' load and a token's
+# path read every layer without computing its detail
+ROUTER_KEPT = ("router_logits", "expert_ids", "expert_gates")
+PASS_KEPT = RESIDUAL_NAMES + ROUTER_KEPT
 DEFAULT_DETAIL_BUDGET = 1 << 30      # bytes of layer detail a trace keeps (1 GiB)
 
 
@@ -128,10 +133,31 @@ class Trace:
         return self.detail(layer).rows_ready(name, row)
 
     def layer_names(self) -> tuple[str, ...]:
-        """Per-layer names in the order the forward pass produces them."""
+        """Per-layer names in the order the forward pass produces them (a mixture-of-experts
+        model with dense layers: those of its first dense and first routed layer)."""
         if self._layer_names is None:
-            self._layer_names = tuple(self.detail(0))
+            names = dict.fromkeys(self.detail(0))
+            for layer in self._differing_layers():
+                names.update(dict.fromkeys(self.detail(layer)))
+            self._layer_names = tuple(names)
         return self._layer_names
+
+    def _differing_layers(self) -> list[int]:
+        # the first routed and the first dense layer of an MoE model that has both
+        config = self.config
+        if not config.is_moe or not config.dense_layers:
+            return []
+        routed = [i for i in range(config.n_layer) if config.is_moe_layer(i)]
+        return [routed[0], config.dense_layers[0]] if routed else []
+
+    def uniform(self, name: str) -> bool:
+        """Whether every layer has `name` with one shape (so trace[name] stacks them): not the
+        router's and experts' arrays, nor the dense feed-forward's, of an MoE model with dense
+        layers."""
+        if not self._differing_layers():
+            return True
+        routed, dense = (self.detail(i) for i in self._differing_layers())
+        return name in routed and name in dense and routed[name].shape == dense[name].shape
 
     # -- Hugging Face's conventions -------------------------------------------------------
     @property
@@ -237,6 +263,9 @@ class Trace:
         if cached is None:
             if name not in self.residual and name not in self.layer_names():
                 raise KeyError(f"no array named {name!r}")
+            if not self.uniform(name):
+                raise KeyError(f"{name!r} differs between this mixture-of-experts model's routed and dense "
+                               f"layers: read trace.layer({name!r}, i) a layer at a time")
             first = self.layer(name, 0)
             cached = np.empty((self.config.n_layer, *first.shape), dtype=first.dtype)
             for i in range(self.config.n_layer):   # one layer at a time, within the budget
@@ -267,7 +296,15 @@ class Trace:
 
     def to_dict(self) -> dict[str, np.ndarray]:
         """Everything, as named arrays with no Python objects (for .npz without pickle)."""
-        out = {name: self[name] for name in self.names()}
+        out = {}
+        for name in self.names():
+            if self.uniform(name):
+                out[name] = self[name]
+                continue
+            for layer in range(self.config.n_layer):    # a routed or a dense layer's own array
+                value = self.layer(name, layer) if name in self.detail(layer) or name in self.residual else None
+                if value is not None and value.size:
+                    out[f"{name}_layer{layer}"] = value
         out.update({
             "input_ids": self.input_ids,
             "tokens": np.array(self.tokens, dtype=np.str_),

@@ -137,6 +137,11 @@ class GGUFFile:
         spans two rows in GGUF)."""
         return self._dequantize(name, self.stored(name)[index])
 
+    def expert(self, name: str, expert: int) -> np.ndarray:
+        """Expert `expert`'s [out, in] slice of a 3-D experts tensor as float32, dequantizing
+        only its blocks (a block never spans two rows, so never two experts)."""
+        return self._dequantize(name, self.stored(name)[expert])
+
     def _dequantize(self, name: str, data: np.ndarray) -> np.ndarray:
         self.check_readable(name)
         qtype = self.tensors[name].tensor_type

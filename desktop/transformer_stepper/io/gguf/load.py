@@ -13,7 +13,7 @@ from ...core.trace.model import Model
 from .. import families
 from ..checkpoint_params import CheckpointParams
 from .file import GGUFFile
-from .model import GGUFCheckpoint, architecture, map_tensors, open_files
+from .model import MOE_ARCHITECTURES, GGUFCheckpoint, architecture, map_tensors, open_files
 from .tokenizer import tokenizer_from_gguf
 from .weights import weight_steps
 from ..keymaps import IDENTITY
@@ -72,7 +72,7 @@ def hf_config(files: list[GGUFFile], arch: str) -> dict:
            "rope_theta": f.number(f"{arch}.rope.freq_base", 10000.0),
            "tie_word_embeddings": "output.weight" not in tensor_names}
     d_head = f.integer(f"{arch}.attention.key_length", d_model // n_head)
-    if d_head * n_head != d_model or arch in ("gemma", "qwen3"):
+    if d_head * n_head != d_model or arch in ("gemma", "qwen3", "qwen3moe"):
         cfg["head_dim"] = d_head
     if arch == "llama":
         cfg["attention_bias"] = "blk.0.attn_q.bias" in tensor_names
@@ -84,6 +84,35 @@ def hf_config(files: list[GGUFFile], arch: str) -> dict:
         scaling = _llama3_from_rope_freqs(f, owner.get("rope_freqs.weight"), d_head, cfg["rope_theta"])
     if scaling is not None:
         cfg["rope_scaling"] = scaling
+    if f.value(f"{arch}.expert_count", 0):
+        cfg.update(_expert_config(f, arch, tensor_names, cfg["num_hidden_layers"]))
+    return cfg
+
+
+# whether llama.cpp divides the top-k gates by their sum (its build_moe_ffn norm_w) when the file
+# has no {arch}.expert_weights_norm: as the Hugging Face configs of the released models say
+_NORM_TOPK = {"qwen3moe": True, "qwen2moe": False, "olmoe": False, "llama": True}
+
+
+def _expert_config(f: GGUFFile, arch: str, tensor_names: set, n_layer: int) -> dict:
+    """The mixture-of-experts fields of config.json from llama.cpp's {arch}.expert_* keys; a
+    layer stored with a dense ffn_gate instead of ffn_gate_exps is a dense layer."""
+    model_type = MOE_ARCHITECTURES[arch]
+    count_key = "num_local_experts" if model_type == "mixtral" else "num_experts"
+    cfg = {"model_type": model_type, count_key: f.integer(f"{arch}.expert_count"),
+           "num_experts_per_tok": f.integer(f"{arch}.expert_used_count"),
+           "norm_topk_prob": bool(f.value(f"{arch}.expert_weights_norm", _NORM_TOPK[arch]))}
+    if model_type == "olmoe":            # an expert is intermediate_size wide
+        cfg["intermediate_size"] = f.integer(f"{arch}.expert_feed_forward_length",
+                                             f.integer(f"{arch}.feed_forward_length"))
+        cfg["clip_qkv"] = None
+    elif model_type in ("qwen3_moe", "qwen2_moe"):
+        cfg["moe_intermediate_size"] = f.integer(f"{arch}.expert_feed_forward_length")
+        cfg["mlp_only_layers"] = [i for i in range(n_layer) if f"blk.{i}.ffn_gate_exps.weight" not in tensor_names]
+        cfg["decoder_sparse_step"] = 1
+    if model_type == "qwen2_moe":
+        cfg["shared_expert_intermediate_size"] = f.integer(f"{arch}.expert_shared_feed_forward_length")
+        cfg["qkv_bias"] = "blk.0.attn_q.bias" in tensor_names
     return cfg
 
 
@@ -131,11 +160,13 @@ def load_gguf(path: Path) -> Model:
     cfg = hf_config(files, arch)
     n_kv = cfg.get("num_key_value_heads", cfg.get("n_head"))
     n_head = cfg.get("num_attention_heads", cfg.get("n_head"))
-    ckpt = GGUFCheckpoint(files, map_tensors(files, arch, n_head, n_kv), str(path))
+    ckpt = GGUFCheckpoint(files, map_tensors(files, arch, n_head, n_kv, mixtral=cfg["model_type"] == "mixtral"),
+                          str(path))
     _check_vocab(files, ckpt, "wte.weight" if arch == "gpt2" else "model.embed_tokens.weight",
                  cfg["vocab_size"])
     warnings: list[str] = []
-    config = families.by_model_type(arch, str(path)).config_from_hf(cfg, str(path), ckpt.names(), warnings)
+    config = families.by_model_type(cfg["model_type"], str(path)).config_from_hf(cfg, str(path), ckpt.names(),
+                                                                               warnings)
     if arch == "gpt2":  # llama.cpp writes GPT-2's head as its own output.weight (quantized apart)
         warnings.clear()
         config = config.replace(lm_head=True, tied_head="lm_head.weight" not in ckpt.where)

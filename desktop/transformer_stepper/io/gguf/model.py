@@ -6,6 +6,10 @@ per tensor, on read:
   gemma     RMSNorm gains stored as 1 + w -> w (the family adds the 1 again)
   gpt2      Conv1D weights stored [out, in] -> [in, out]; output.weight is its own head
   qwen2/3   stored as Hugging Face has them
+  experts   a mixture-of-experts layer's experts stored as one 3-D tensor each for gate, up and
+            down (ffn_{gate,up,down}_exps [n_expert, out, in]): each expert is its own Hugging
+            Face name, read as one slice of it (only the experts a pass routes to are read and
+            dequantized); Mixtral is `llama` with llama.expert_count
 Sharded files (name-00001-of-0000N.gguf) open as one model. Anything else is refused in one line."""
 from __future__ import annotations
 
@@ -18,7 +22,8 @@ import numpy as np
 from ...core.model.errors import ModelError
 from .file import GGUFFile
 
-ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma", "gpt2")
+ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma", "gpt2", "qwen3moe", "qwen2moe", "olmoe")
+MOE_ARCHITECTURES = {"qwen3moe": "qwen3_moe", "qwen2moe": "qwen2_moe", "olmoe": "olmoe", "llama": "mixtral"}
 _SHARD = re.compile(r"^(?P<stem>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 
 # GGUF leaf -> HF name inside a block, for the Llama layout and for GPT-2
@@ -27,6 +32,12 @@ _LLAMA_BLOCK = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_laye
                 "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
                 "attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",
                 "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+# the experts' tensors: GGUF leaf -> (HF projection per layout); the routers and shared expert
+_EXPERTS = {"ffn_gate_exps": ("gate_proj", "w1"), "ffn_up_exps": ("up_proj", "w3"),
+            "ffn_down_exps": ("down_proj", "w2")}
+_MOE_BLOCK = {"ffn_gate_inp": "mlp.gate", "ffn_gate_shexp": "mlp.shared_expert.gate_proj",
+              "ffn_up_shexp": "mlp.shared_expert.up_proj", "ffn_down_shexp": "mlp.shared_expert.down_proj",
+              "ffn_gate_inp_shexp": "mlp.shared_expert_gate"}
 _LLAMA_TOP = {"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
 _GPT2_BLOCK = {"attn_norm": "ln_1", "ffn_norm": "ln_2", "attn_qkv": "attn.c_attn",
                "attn_output": "attn.c_proj", "ffn_up": "mlp.c_fc", "ffn_down": "mlp.c_proj"}
@@ -82,6 +93,23 @@ class Transposed(Fix):
         return w.T
 
 
+class ExpertSlice(Fix):
+    """One expert of a 3-D experts tensor: slice `expert` of [n_expert, out, in], dequantized
+    alone (the other experts' blocks are not read)."""
+
+    def __init__(self, expert: int) -> None:
+        self.expert = expert
+        self.name = f"expert {expert}'s slice of the 3-D experts tensor"
+
+
+class AsRow(Fix):
+    """Qwen2-MoE's shared-expert gate, stored [d_model] by llama.cpp, is Hugging Face's [1, d_model]."""
+    name = "as one row [1, d_model]"
+
+    def __call__(self, w):
+        return w.reshape(1, -1)
+
+
 AS_STORED = Fix()
 
 
@@ -129,10 +157,16 @@ class GGUFCheckpoint:
     def shape(self, name: str) -> tuple[int, ...]:
         f, stored, fix = self.where[name]
         shape = f.shape(stored)
+        if isinstance(fix, ExpertSlice):
+            return shape[1:]
+        if isinstance(fix, AsRow):
+            return (1, int(np.prod(shape)))
         return shape[::-1] if isinstance(fix, Transposed) else shape
 
     def get(self, name: str) -> np.ndarray:
         f, stored, fix = self.where[name]
+        if isinstance(fix, ExpertSlice):
+            return f.expert(stored, fix.expert)
         return fix(f.get(stored))
 
     def rows(self, name: str, index) -> np.ndarray:
@@ -143,7 +177,7 @@ class GGUFCheckpoint:
 
     def is_float32(self, name: str) -> bool:
         f, stored, fix = self.where[name]
-        return fix is AS_STORED and f.is_float32(stored)
+        return (fix is AS_STORED or isinstance(fix, ExpertSlice)) and f.is_float32(stored)
 
     def check_readable(self, name: str) -> None:
         f, stored, _ = self.where[name]
@@ -166,15 +200,19 @@ def architecture(first: GGUFFile) -> str:
     if kind == "mmproj" or arch == "clip":
         raise ModelError(f"{first.path}: only a vision tower / projector (mmproj), not a language "
                          f"model; open the model's text GGUF")
-    if arch not in ARCHITECTURES:
-        raise ModelError(f"{first.path}: GGUF architecture {arch!r} is not supported "
-                         f"(supported: {', '.join(ARCHITECTURES)})")
+    experts = first.value(f"{arch}.expert_count", 0)
+    if arch not in ARCHITECTURES or (experts and arch not in MOE_ARCHITECTURES):
+        declared = f" with {experts} experts (a mixture of experts)" if experts else ""
+        raise ModelError(f"{first.path}: GGUF architecture {arch!r}{declared} is not supported "
+                         f"(supported: {', '.join(ARCHITECTURES)}, and llama with experts: Mixtral)")
     return arch
 
 
-def _hf_name(arch: str, name: str) -> Optional[tuple[str, str]]:
+def _hf_name(arch: str, name: str, mixtral: bool = False) -> Optional[tuple[str, str]]:
     """(HF name, GGUF leaf) of a GGUF tensor name, or None for tensors the model does not use."""
-    top, block = (_GPT2_TOP, _GPT2_BLOCK) if arch == "gpt2" else (_LLAMA_TOP, _LLAMA_BLOCK)
+    top, block = (_GPT2_TOP, _GPT2_BLOCK) if arch == "gpt2" else (_LLAMA_TOP, {**_LLAMA_BLOCK, **_MOE_BLOCK})
+    if mixtral:
+        block = {**block, "ffn_gate_inp": "block_sparse_moe.gate"}
     match = re.match(r"^blk\.(\d+)\.([a-z_0-9]+)\.(weight|bias)$", name)
     if match:
         index, leaf, kind = match.groups()
@@ -188,12 +226,31 @@ def _hf_name(arch: str, name: str) -> Optional[tuple[str, str]]:
     return None
 
 
-def map_tensors(files: list[GGUFFile], arch: str, n_head: int, n_kv: int) -> dict:
+def _experts(f: GGUFFile, name: str, mixtral: bool) -> dict:
+    """A 3-D experts tensor (blk.N.ffn_*_exps.weight) as one HF name per expert."""
+    match = re.match(r"^blk\.(\d+)\.(ffn_(?:gate|up|down)_exps)\.weight$", name)
+    if match is None:
+        return {}
+    layer, leaf = match.groups()
+    qwen, legacy = _EXPERTS[leaf]
+    n_expert = f.shape(name)[0]
+    if mixtral:
+        return {f"model.layers.{layer}.block_sparse_moe.experts.{e}.{legacy}.weight": (f, name, ExpertSlice(e))
+                for e in range(n_expert)}
+    return {f"model.layers.{layer}.mlp.experts.{e}.{qwen}.weight": (f, name, ExpertSlice(e))
+            for e in range(n_expert)}
+
+
+def map_tensors(files: list[GGUFFile], arch: str, n_head: int, n_kv: int, mixtral: bool = False) -> dict:
     where: dict[str, tuple[GGUFFile, str, Fix]] = {}
     permute = {"attn_q": Unpermute(n_head), "attn_k": Unpermute(n_kv)}
     for f in files:
         for name in f.tensors:
-            mapped = _hf_name(arch, name)
+            experts = _experts(f, name, mixtral)
+            if experts:
+                where.update(experts)
+                continue
+            mapped = _hf_name(arch, name, mixtral)
             if mapped is None:
                 continue
             hf, leaf = mapped
@@ -204,5 +261,7 @@ def map_tensors(files: list[GGUFFile], arch: str, n_head: int, n_kv: int) -> dic
                 fix = MinusOne()
             elif arch == "gpt2" and leaf in _GPT2_TRANSPOSED and hf.endswith(".weight"):
                 fix = Transposed()
+            elif leaf == "ffn_gate_inp_shexp" and len(f.shape(name)) == 1:
+                fix = AsRow()
             where[hf] = (f, name, fix)
     return where

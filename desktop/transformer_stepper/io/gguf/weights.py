@@ -18,7 +18,7 @@ import numpy as np
 from ...core.model.errors import ModelError
 from ...core.model.quant_types import QUANT_TYPES
 from .blocks import Block, arithmetic, block_of
-from .model import GGUFCheckpoint, MinusOne, Transposed, Unpermute
+from .model import ExpertSlice, GGUFCheckpoint, MinusOne, Transposed, Unpermute
 from ..families.common import AddOne
 from ..keymaps import Columns, Transform, Transpose
 
@@ -91,15 +91,20 @@ def tensor_sources(model) -> dict[str, TensorSource]:
     out: dict[str, TensorSource] = {}
     for hf_name, params in by_hf.items():
         f, stored, fix = ckpt.where[hf_name]
+        if stored in out:       # a 3-D experts tensor: every expert's parameters read from it
+            params = list(out[stored].params) + params
+            hf_name = out[stored].hf_name
         out[stored] = TensorSource(stored, str(f.path), f.quant_type(stored), f.shape(stored),
                                    hf_name, fix.name, tuple(params))
     return out
 
 
 def layer_tensors(model, layer: int) -> list[TensorSource]:
-    """The stored tensors of layer `layer` (blk.N.*), then token_embd and output (if stored)."""
+    """The stored 2-D and 1-D tensors of layer `layer` (blk.N.*), then token_embd and output (if
+    stored)."""
     sources = tensor_sources(model)
-    mine = [s for name, s in sources.items() if name.startswith(f"blk.{layer}.")]
+    # (a layer's 3-D experts tensors are left out: their rows are [expert, row], not listed here)
+    mine = [s for name, s in sources.items() if name.startswith(f"blk.{layer}.") and len(s.stored_shape) <= 2]
     return mine + [sources[n] for n in ("token_embd.weight", "output.weight") if n in sources]
 
 
@@ -147,6 +152,9 @@ def place_of(model, param: str, index) -> WeightPlace:
         raise IndexError(f"{param}: index {index} is outside the shape {tuple(shape)}")
     hf_name, transform = model.params.entries[param]
     fix = ckpt.fix_of(hf_name)
+    if isinstance(fix, ExpertSlice):
+        raise ModelError(f"{param}: a weight of a 3-D experts tensor ({ckpt.stored_name(hf_name)}); "
+                         f"its blocks are not decoded here")
     stored = _stored_index(fix, _hf_index(transform, shape, index), ckpt.shape(hf_name)[0])
     source = tensor_sources(model)[ckpt.stored_name(hf_name)]
     row, column = (0, stored[0]) if len(stored) == 1 else stored

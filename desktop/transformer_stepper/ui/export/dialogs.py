@@ -198,7 +198,8 @@ def start_figures_export(window, dialog: ExportFiguresDialog) -> Optional[Export
         warn(window, "Could not export", str(exc))
         return None
     preferences.set_folder(window, folder)
-    existing = existing_exports(folder, keys, options.format)
+    existing = existing_exports(folder, keys, options.format,
+                                window.session.model.config if window.session.model else None)
     if existing and not ask_replace(window, folder, [p.name for p in existing]):
         return None
     return when_shown_ready(window, lambda: _export_figures(window, folder, keys, options, all_layers_heads),

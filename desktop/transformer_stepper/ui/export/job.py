@@ -60,6 +60,8 @@ def plan(session: SnapshotSession, stage_keys: Sequence[str],
         if stage.key not in wanted:
             continue
         reason = stage.unavailable_because(config)
+        if reason and stage.needs_experts:      # a stage the model's list does not have
+            continue
         if reason:
             notes.append(f"skipped {stage.number:02d}-{stage.key}: {config.name or 'this model'} {reason}")
             continue
@@ -73,11 +75,12 @@ def plan(session: SnapshotSession, stage_keys: Sequence[str],
     return units, notes
 
 
-def existing_exports(folder: Path, stage_keys: Sequence[str], file_format: str) -> list[Path]:
-    """Files an export of these stages may replace (`NN-stage-….png` already in the folder)."""
+def existing_exports(folder: Path, stage_keys: Sequence[str], file_format: str, config=None) -> list[Path]:
+    """Files an export of these stages may replace (`NN-stage-….png` already in the folder;
+    NN numbered for `config`'s model: Stage.number_for)."""
     if not folder.is_dir():
         return []
-    prefixes = tuple(f"{stages.stage(k).number:02d}-{k}-" for k in stage_keys)
+    prefixes = tuple(f"{stages.stage(k).number_for(config):02d}-{k}-" for k in stage_keys)
     return sorted(p for p in folder.iterdir()
                   if p.name.startswith(prefixes) and p.suffix == figure_format(file_format).extension)
 
@@ -192,11 +195,12 @@ class ExportJob(QObject):
             if problem:                       # said, never skipped in silence
                 self.problems.append(f"{unit.stage.number:02d}-{unit.stage.key}: not drawn: {problem}")
             for k, (name, item) in enumerate(plots):
-                path = self.folder / plot_file_name(unit.stage, name, unit.layer, unit.head, options.format)
+                path = self.folder / plot_file_name(unit.stage, name, unit.layer, unit.head, options.format,
+                                                           model.config)
                 report(index * STEPS_PER_UNIT + k * STEPS_PER_UNIT // len(plots), self.total, path.name)
                 where = f"layer {unit.layer}, head {unit.head}" if unit.stage.per_head else \
                     f"layer {unit.layer}" if unit.stage.per_layer else ""
-                title = f"{unit.stage.number}. {unit.stage.title}: {name}" + (f" ({where})" if where else "")
+                title = f"{unit.stage.number_for(model.config)}. {unit.stage.title}: {name}" + (f" ({where})" if where else "")
                 description = f"Transformer Stepper · {model.name} · {session.trace.text!r}"
                 if session.trace.interventions:       # the intervened pass, as the stepper showed it
                     description += f" · intervened: {describe_all(session.trace.interventions)}"

@@ -63,9 +63,10 @@ def install_plot_menu(view, name: str, figure) -> None:
 def export_plot_dialog(view, name: str, figure, file_format: str) -> Optional[Path]:
     """Ask where, then export the figure as shown. -> the file written, or None."""
     session, stage = view.session, view.stage
-    default = plot_file_name(stage, name, session.layer, session.head, file_format)
+    config = session.model.config if session.model else None
+    default = plot_file_name(stage, name, session.layer, session.head, file_format, config)
     return ask_and_export(view, name, figure.figure, file_format, default,
-                          title=f"{stage.number}. {stage.title}: {name}")
+                          title=f"{stage.number_for(config)}. {stage.title}: {name}")
 
 
 def ask_and_export(view, name: str, item, file_format: str, default_name: str,

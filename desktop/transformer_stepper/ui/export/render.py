@@ -55,10 +55,12 @@ class ExportOptions:
         return DARK_BACKGROUND if self.dark else LIGHT_BACKGROUND
 
 
-def plot_file_name(stage: Stage, plot: str, layer: int, head: int, file_format: str) -> str:
+def plot_file_name(stage: Stage, plot: str, layer: int, head: int, file_format: str, config=None) -> str:
     """`07-softmax-attention_weights-L0H3.png`: stage number (two digits, so files sort in
-    stepping order), stage, plot, and the layer and head where the stage depends on them."""
-    return f"{stage.number:02d}-{stage.key}-{plot}{layer_head_suffix(stage, layer, head)}.{file_format}"
+    stepping order; numbered for `config`'s model: Stage.number_for), stage, plot, and the
+    layer and head where the stage depends on them."""
+    return (f"{stage.number_for(config):02d}-{stage.key}-{plot}{layer_head_suffix(stage, layer, head)}"
+            f".{file_format}")
 
 
 # -- rendering ----------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from ..plots import Heatmap
 SHORT = {"embedding": "embedding", "position_encoding": "positions", "position_addition": "e + p",
          "qkv": "q, k, v", "scores": "scores", "softmax": "softmax", "weighted_sum": "weights · V",
          "output_projection": "W_O + residual", "feed_forward": "feed-forward",
-         "layer_output": "layer output", "prediction": "prediction"}
+         "layer_output": "layer output", "prediction": "prediction", "router": "router"}
 CELL_LABEL_LIMIT = 240           # more cells than this: the numbers are on hover only
 
 
@@ -92,7 +92,8 @@ class DifferenceMap(QWidget):
         top = top if top > 0 else 1.0
         shown = np.where(np.isinf(grid.values), top, grid.values)      # ∞ (a zero clean norm): darkest
         by_stage = {s.key: s for s in stages.STAGES}
-        rows = [f"{by_stage[key].number} {SHORT.get(key, by_stage[key].title)}" for key in grid.stages]
+        rows = [f"{by_stage[key].number_for(self._config)} {SHORT.get(key, by_stage[key].title)}"
+                for key in grid.stages]
         cols = [f"layer {l}" for l in range(self._config.n_layer)]
         self.heatmap.set_data(shown, rows, cols, levels=(0.0, top), describe=self._describe)
         names = [[percent(v) for v in row] for row in grid.values]
@@ -105,11 +106,14 @@ class DifferenceMap(QWidget):
         key = grid.stages[row]
         stage = stages.stage(key)
         cell = grid.cells[row][col]
+        if not cell and stage.needs_experts:
+            return f"{stage.title}: layer {col} has no router (a dense feed-forward)"
         if not cell:
             return f"{stage.title}: runs once, not in layer {col} (its cell is in the first or last column)"
         where = f"layer {col}, " if stage.per_layer else ""
         scope = "over every token" if grid.position is None else f"at '{self._token}'"
-        lines = [f"{stage.number}. {stage.title} ({where}{scope}); click to open it in the Stepper"]
+        lines = [f"{stage.number_for(self._config)}. {stage.title} ({where}{scope}); click to open it in the "
+                 f"Stepper"]
         for d in cell:
             relative, max_abs = d.at(grid.position)
             lines.append(f"  {d.name}: ‖Δ‖/‖clean‖ = {percent(relative) if relative else '0'}"

@@ -1,5 +1,6 @@
 """The Interventions tab: switch a part of the model off (ablate heads, remove or shuffle the
-positions, look a token up as another) and see what changes: the intervened forward pass runs
+positions, look a token up as another; in a mixture-of-experts model disable an expert or send a
+token to one) and see what changes: the intervened forward pass runs
 in a worker beside the session's clean trace, which is left as it is; at the selected token the
 tab shows which next tokens gained or lost probability, how far each hidden state moved, and
 the difference at every stage and layer (ui/interventions/difference_map.py; a click opens that stage in the
@@ -83,10 +84,14 @@ class InterventionsView(QWidget):
         controls.addLayout(shuffle_row)
         controls.addLayout(swap_row)
         controls.addLayout(temper_row)
-        for box in (self.no_positions, self.shuffle, self.swap, self.temper):
+        expert_rows = self._expert_controls()
+        for row_widget in expert_rows:
+            controls.addWidget(row_widget)
+        for box in (self.no_positions, self.shuffle, self.swap, self.temper, self.disable, self.force):
             box.toggled.connect(lambda _: self._changed())
         for spin in (self.seed, self.swap_position, self.swap_token, self.temper_layer,
-                     self.temper_head, self.temper_value):
+                     self.temper_head, self.temper_value, self.disable_layer, self.disable_expert,
+                     self.force_position, self.force_expert, self.force_layer):
             spin.valueChanged.connect(lambda _: self._changed())
         chips = QHBoxLayout()
         self.chips = QLabel("No intervention.")
@@ -131,6 +136,27 @@ class InterventionsView(QWidget):
                                          (session.interventionFailed, self._on_failed)])
         self._on_model()
 
+    def _expert_controls(self) -> list[QWidget]:
+        """Mixture-of-experts models: disable an expert of a layer (its router logit −∞), or send a
+        position to an expert (in place of its last choice); hidden for other models."""
+        self.disable, self.force = QCheckBox("Disable expert"), QCheckBox("Send position")
+        self.disable_expert, self.disable_layer = QSpinBox(), QSpinBox()
+        self.force_position, self.force_expert, self.force_layer = QSpinBox(), QSpinBox(), QSpinBox()
+        self.disable.setToolTip("its router logit is −∞ before the softmax: every token goes to its next best expert")
+        self.force.setToolTip("the expert takes the place of the token's last choice, its gate its probability")
+        self.expert_rows = []
+        for widgets in ((self.disable, self.disable_expert, QLabel("of layer"), self.disable_layer),
+                        (self.force, self.force_position, QLabel("to expert"), self.force_expert,
+                         QLabel("in layer"), self.force_layer)):
+            row_widget = QWidget()
+            row = QHBoxLayout(row_widget)
+            row.setContentsMargins(0, 0, 0, 0)
+            for widget in widgets:
+                row.addWidget(widget)
+            row.addStretch(1)
+            self.expert_rows.append(row_widget)
+        return self.expert_rows
+
     # -- the interventions the controls describe ---------------------------------------------
     def interventions(self) -> tuple:
         chosen = []
@@ -149,6 +175,11 @@ class InterventionsView(QWidget):
         if self.temper.isChecked():
             chosen.append(lib.HeadTemperature(self.temper_layer.value(), self.temper_head.value(),
                                               float(self.temper_value.value())))
+        if self.disable.isChecked():
+            chosen.append(lib.DisableExpert(self.disable_layer.value(), self.disable_expert.value()))
+        if self.force.isChecked():
+            chosen.append(lib.ForceExpert(self.force_layer.value(), self.force_position.value(),
+                                          self.force_expert.value()))
         return tuple(chosen)
 
     def set_head_ablated(self, layer: int, head: int, ablated: bool = True) -> None:
@@ -160,7 +191,7 @@ class InterventionsView(QWidget):
             for head in range(self.heads.columnCount()):
                 self.heads.item(layer, head).setCheckState(Qt.CheckState.Unchecked)
         self.heads.blockSignals(False)
-        for box in (self.no_positions, self.shuffle, self.swap, self.temper):
+        for box in (self.no_positions, self.shuffle, self.swap, self.temper, self.disable, self.force):
             box.blockSignals(True)
             box.setChecked(False)
             box.blockSignals(False)
@@ -187,6 +218,16 @@ class InterventionsView(QWidget):
             self.swap_token.setRange(0, model.config.n_vocab - 1)
             self.temper_layer.setRange(0, n_layer - 1)
             self.temper_head.setRange(0, n_head - 1)
+        moe = model is not None and model.config.is_moe
+        for row_widget in self.expert_rows:
+            row_widget.setVisible(moe)
+        if moe:
+            first = next(l for l in range(n_layer) if model.config.is_moe_layer(l))
+            for spin in (self.disable_layer, self.force_layer):
+                spin.setRange(0, n_layer - 1)
+                spin.setValue(first)
+            for spin in (self.disable_expert, self.force_expert):
+                spin.setRange(0, model.config.n_expert - 1)
         self._changed()
         self._draw()
 
@@ -204,6 +245,7 @@ class InterventionsView(QWidget):
         trace = self.session.trace
         if trace is not None:
             self.swap_position.setRange(0, trace.n_seq - 1)
+            self.force_position.setRange(0, trace.n_seq - 1)
         chosen = self.interventions()
         self.chips.setText("Active: " + lib.describe_all(chosen) if chosen else "No intervention.")
         self.clear.setEnabled(bool(chosen))

@@ -123,7 +123,9 @@ def guide_html() -> str:
              "for the open model and text.</p>"]
     for stage in stages.STAGES:
         text = explanations.render_stage(stage.key, SYMBOLS, {})
-        parts.append(f"<h2>{stage.number}. {stage.title}</h2>" + _markdown(generic(text)))
+        only = (" <small>(mixture-of-experts models only; the stages after it then count one more)</small>"
+                if stage.needs_experts else "")
+        parts.append(f"<h2>{stage.number}. {stage.title}{only}</h2>" + _markdown(generic(text)))
     return "\n".join(parts)
 
 

@@ -21,6 +21,7 @@ from .position_addition import PositionAdditionView
 from .position_encoding import PositionEncodingView
 from .prediction import PredictionView
 from .qkv import QKVView
+from .router import RouterView
 from .scores import ScoresView
 from .softmax import SoftmaxView
 from .tokenize import TokenizeView
@@ -28,7 +29,7 @@ from .weighted_sum import WeightedSumView
 
 VIEWS: dict[str, type[StageView]] = {view.stage_key: view for view in (
     TokenizeView, EmbeddingView, PositionEncodingView, PositionAdditionView, QKVView, ScoresView,
-    SoftmaxView, WeightedSumView, OutputProjectionView, FeedForwardView, LayerOutputView,
+    SoftmaxView, WeightedSumView, OutputProjectionView, RouterView, FeedForwardView, LayerOutputView,
     PredictionView, LogitLensView)}
 
 missing = [s.key for s in STAGES if s.key not in VIEWS]

@@ -12,6 +12,8 @@ def intervention_note(interventions, stage: stages.Stage, layer: int, head: int)
     """What the interventions of the trace shown change here, in a line ('' for nothing)."""
     from ...core.model.interventions import (
         AblateHead,
+        DisableExpert,
+        ForceExpert,
         HeadTemperature,
         NoPositions,
         ShufflePositions,
@@ -31,6 +33,12 @@ def intervention_note(interventions, stage: stages.Stage, layer: int, head: int)
                              "before W_O; its weights and values are still computed")
             else:
                 notes.append(f"head {item.head}'s softmax is softmax(scores / {item.temperature:g})")
+        elif (isinstance(item, (DisableExpert, ForceExpert)) and item.layer == layer
+              and stage.key in ("router", "feed_forward")):
+            notes.append(f"expert {item.expert} is disabled: its router logit is −∞ before the softmax"
+                         if isinstance(item, DisableExpert) else
+                         f"position {item.position} is sent to expert {item.expert} (in place of its "
+                         f"last choice, gate = that expert's probability)")
         elif isinstance(item, SwapEmbedding) and stage.key in ("embedding", "position_addition"):
             notes.append(f"position {item.position} is looked up as token id {item.token_id} "
                          "(the labels still show the typed token)")

@@ -140,9 +140,14 @@ class StepperView(QWidget):
     def _mark_stages(self) -> None:
         """The stages this model has are enabled; the others say why not."""
         model = self.session.model
+        config = model.config if model else None
         for row, stage in enumerate(stages.STAGES):
             item = self.stage_list.item(row)
-            reason = stage.unavailable_because(model.config if model else None)
+            reason = stage.unavailable_because(config)
+            # numbered for this model (a mixture of experts adds the Router); a stage only some
+            # architectures have (the Router) is left out of the others' list
+            item.setText(f"{stage.number_for(config):>2}  {stage.title}")
+            item.setHidden(bool(reason) and stage.needs_experts)
             flags = item.flags()
             item.setFlags(flags & ~Qt.ItemFlag.ItemIsEnabled if reason else flags | Qt.ItemFlag.ItemIsEnabled)
             item.setToolTip(f"this model {reason}" if reason
@@ -298,23 +303,24 @@ class StepperView(QWidget):
         key = self.session.stage_key
         view = self.views.get(key)
         stage = stages.stage(key)
+        number = stage.number_for(self.session.model.config if self.session.model else None)
         if view is None or self.session.trace is None:
-            self.explanation.show_markdown(f"## {stage.number}. {stage.title}\n\n*No trace yet.*")
+            self.explanation.show_markdown(f"## {number}. {stage.title}\n\n*No trace yet.*")
             return
         view.ensure_current()
         waiting = view.waiting_for()
         if waiting:      # a layer computed in a worker: its numbers are quoted once it is drawn
-            self.explanation.show_markdown(f"## {stage.number}. {stage.title}\n\n*{waiting}*")
+            self.explanation.show_markdown(f"## {number}. {stage.title}\n\n*{waiting}*")
             return
         try:
             values, flags = view.explanation_values()
         except ModelError as exc:   # the numbers it quotes need weights that are gone
-            self.explanation.show_markdown(f"## {stage.number}. {stage.title}\n\n⚠ {exc}")
+            self.explanation.show_markdown(f"## {number}. {stage.title}\n\n⚠ {exc}")
             return
         where = (f" · layer {self.session.layer}, head {self.session.head}" if stage.per_head else
                  f" · layer {self.session.layer}" if stage.per_layer else "")
         body = explanations.render_stage(key, values, flags)
-        self.explanation.show_markdown(f"## {stage.number}. {stage.title}{where}\n\n{body}")
+        self.explanation.show_markdown(f"## {number}. {stage.title}{where}\n\n{body}")
 
     def stop_building(self) -> None:
         """Window close: the builders stop (the idle builder goes on by itself: left running,

@@ -35,6 +35,7 @@ from .dense import (
     explain_norm,
     explain_output_linear,
     explain_residual)
+from .moe import explain_gate, explain_moe_output, explain_router_logit
 from .params import PARAM, explain_parameter
 from .terms import Explanation, Step, Term
 
@@ -46,7 +47,8 @@ KINDS: dict[str, Explainer] = {
     "head_outputs": explain_head_output, "heads_concat": explain_heads_concat,
     "q": explain_projection, "k": explain_projection, "v": explain_projection,
     "q_unrotated": explain_projection, "k_unrotated": explain_projection,
-    "attn_out": explain_output_linear, "mlp_out": explain_output_linear,
+    "attn_out": explain_output_linear, "mlp_out": lambda *a: _feed_forward_output(*a),
+    "router_logits": explain_router_logit, "expert_gates": explain_gate,
     "mlp_pre_act": explain_mlp_pre, "mlp_up": explain_mlp_pre,
     "mlp_act": explain_activation, "mlp_gated": explain_activation,
     "ln_1_out": explain_norm, "ln_1_normalized": explain_norm, "ln_2_out": explain_norm,
@@ -59,6 +61,15 @@ KINDS: dict[str, Explainer] = {
     "token_embeddings_scaled": explain_lookup, "position_embeddings": explain_lookup,
     "logits": explain_logit,
 }
+
+
+def _feed_forward_output(model, trace, name: str, index: tuple) -> Explanation:
+    # an MoE layer's output is the gated sum of its experts (core/analysis/provenance/moe.py)
+    if trace.config.is_moe_layer(index[0]):
+        return explain_moe_output(model, trace, name, index)
+    return explain_output_linear(model, trace, name, index)
+
+
 ALIASES = ("layer_out", "attn_in", "mlp_in", "hidden_states", "layer_in")
 
 

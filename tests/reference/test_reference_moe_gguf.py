@@ -1,0 +1,82 @@
+"""Mixture-of-experts GGUF files (tests/make_moe_gguf_fixtures.py): llama.cpp's 3-D expert
+tensors read one expert at a time; the F32 files equal the Hugging Face fixtures' references
+(the same weights), the Q8_0 file equals transformers run with its dequantized weights; only
+the experts a pass routes to are dequantized; a GGUF declaring experts of an unsupported
+architecture is refused saying so."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from reference_helpers import ATOL, HF_OUTPUTS, load_reference
+from test_reference_generation import prompt_trace
+from transformer_stepper import load_model
+from transformer_stepper.core.model.errors import ModelError
+
+pytestmark = pytest.mark.reference
+
+
+@pytest.mark.parametrize("name", ["qwen3_moe_tiny.F32", "mixtral_tiny.F32", "qwen2_moe_tiny.F32", "olmoe_tiny.F32",
+                                  "qwen3_moe_tiny.Q8_0"])
+def test_moe_gguf_equals_hugging_face(name, fixtures_dir):
+    fixture, scheme = name.split(".")
+    model = load_model(fixtures_dir / "gguf_moe" / f"{name}.gguf")
+    hf = load_model(fixtures_dir / fixture)
+    assert (model.config.n_expert, model.config.n_expert_used, model.config.norm_topk,
+            model.config.dense_layers, model.config.d_expert_ff) == \
+        (hf.config.n_expert, hf.config.n_expert_used, hf.config.norm_topk, hf.config.dense_layers,
+         hf.config.d_expert_ff)
+    reference = load_reference(HF_OUTPUTS / f"{fixture}.npz") if scheme == "F32" else \
+        load_reference(fixtures_dir / "gguf_moe" / f"{name}.npz")
+    moe_layers = [i for i in range(model.config.n_layer) if model.config.is_moe_layer(i)]
+    for t in range(3):
+        trace = prompt_trace(model, reference[f"input_ids_{t}"])
+        np.testing.assert_allclose(trace.hidden_states, reference[f"hidden_states_{t}"], atol=ATOL, rtol=0)
+        np.testing.assert_allclose(trace.logits, reference[f"logits_{t}"], atol=ATOL, rtol=0)
+        for position, layer in enumerate(moe_layers):
+            np.testing.assert_array_equal(trace.layer("expert_ids", layer), reference[f"expert_ids_{t}"][position])
+
+
+def test_only_the_routed_experts_are_dequantized(fixtures_dir):
+    model = load_model(fixtures_dir / "gguf_moe" / "qwen3_moe_tiny.Q8_0.gguf")
+    ckpt = model.params.ckpt
+    read: list[tuple[str, int]] = []
+    for f in ckpt.files:
+        original = f.expert
+
+        def counting(name, expert, original=original):
+            read.append((name, expert))
+            return original(name, expert)
+        f.expert = counting
+    trace = prompt_trace(model, np.array([5, 9], dtype=np.int64))
+    chosen = {(layer, int(e)) for layer in (0, 2) for e in np.unique(trace.layer("expert_ids", layer))}
+    touched = {(int(name.split(".")[1]), e) for name, e in read}
+    assert touched == chosen and len(chosen) < 2 * model.config.n_expert
+    assert {name.split(".")[2] for name, _ in read} == {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}
+
+
+def test_experts_of_an_unsupported_architecture_are_refused(tmp_path):
+    import gguf
+
+    path = tmp_path / "x.gguf"
+    writer = gguf.GGUFWriter(str(path), "deepseek2")
+    writer.add_expert_count(64)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 8), np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(ModelError, match=r"x.gguf: GGUF architecture 'deepseek2' with 64 experts \(a mixture of "
+                                         r"experts\) is not supported"):
+        load_model(path)
+
+
+def test_the_dequantization_panel_lists_no_3d_expert_tensor(fixtures_dir):
+    from transformer_stepper.io.gguf.weights import layer_tensors, place_of
+
+    model = load_model(fixtures_dir / "gguf_moe" / "qwen3_moe_tiny.Q8_0.gguf")
+    listed = [s.tensor for s in layer_tensors(model, 0)]
+    assert "blk.0.ffn_gate_inp.weight" in listed and not any(t.endswith("_exps.weight") for t in listed)
+    with pytest.raises(ModelError, match="a weight of a 3-D experts tensor"):
+        place_of(model, "h.0.moe.expert.3.gate.w", (0, 0))
+    assert place_of(model, "h.0.moe.router.w", (5, 2)).source.tensor == "blk.0.ffn_gate_inp.weight"
