@@ -12,7 +12,7 @@ from ..difference_map import percent
 from ..plots import Curve, Heatmap, Lines
 
 CELL_LABEL_LIMIT = 300          # more cells than this: the numbers are on hover only
-SHORT = {"q": "q", "k": "k", "v": "v", "attn_weights": "softmax", "head_outputs": "heads",
+SHORT = {"q": "q", "k": "k", "v": "v", "attn_weights": "attn", "head_outputs": "heads",
          "attn_out": "W_O", "attn_residual": "+ res", "mlp_out": "FFN", "layer_out": "out"}
 MAX_LEGEND = 8                  # tokens named in the legend (more: on hover)
 
