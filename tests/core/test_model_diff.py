@@ -37,6 +37,7 @@ def test_a_model_against_itself_drifts_by_exactly_zero(kind):
         assert np.all(layer.attention_divergence == 0.0)
         assert layer.added_attention == 0.0 and layer.added_feed_forward == 0.0
     assert diff.output.kl == 0.0 and diff.output.top1_agree == 1.0
+    assert diff.largest_addition() is None                # no sub-block adds any drift
     assert np.all(diff.output.rank_of_a_top_in_b == 1) and np.all(diff.output.rank_of_b_top_in_a == 1)
     assert all(v == 0.0 for _, v in md.weight_errors(a.params, b.params, list(a.params)))
 

@@ -65,13 +65,14 @@ def fixture_script():
     return module
 
 
-def write_triplet(folder: Path) -> dict[str, Path]:
+def write_triplet(folder: Path, n_layer: int = DEEP["num_hidden_layers"],
+                  schemes=SCHEMES) -> dict[str, Path]:
     """One random Llama (4 layers of 256: K-quant rows) as F16, Q8_0 and Q4_K_M GGUFs."""
     script = fixture_script()
-    model = script.hf_model("llama", DEEP, script.n_vocab_of("spm", "llama"), SEED)
+    model = script.hf_model("llama", {**DEEP, "num_hidden_layers": n_layer}, script.n_vocab_of("spm", "llama"), SEED)
     tensors = script.gguf_tensors("llama", model, model.config)
     paths = {}
-    for scheme in SCHEMES:
+    for scheme in schemes:
         paths[scheme] = folder / f"llama_deep.{scheme}.gguf"
         script.write_gguf(paths[scheme], "llama", model, tensors, "spm", None, scheme)
     return paths

@@ -73,6 +73,8 @@ def table(diff) -> list[str]:
     largest = diff.largest_addition()
     if largest is not None:
         rows.append(f"most drift added: layer {largest[0]}'s {largest[1]} (relative drift +{largest[2]:.4g})")
+    elif diff.layers:
+        rows.append("no sub-block adds drift: the residual stream's relative drift never rises")
     if diff.output is not None:
         rows.append(f"output: KL(p_B || p_A) {diff.output.kl:.6g} nats (mean over {len(diff.output.kl_at)} "
                     f"positions), top-1 agreement {100 * diff.output.top1_agree:.1f} %")

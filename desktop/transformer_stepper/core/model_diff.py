@@ -107,13 +107,13 @@ class ModelDiff:
 
     def largest_addition(self) -> Optional[tuple[int, str, float]]:
         """(layer, "attention" or "feed-forward", rise) of the sub-block that adds the most
-        relative drift to the residual stream; None when no layer was compared."""
+        relative drift to the residual stream; None when no layer was compared or none adds any."""
         best = None
         for layer in self.layers:
             for part, rise in (("attention", layer.added_attention), ("feed-forward", layer.added_feed_forward)):
                 if best is None or rise > best[2]:
                     best = (layer.layer, part, rise)
-        return best
+        return best if best is not None and best[2] > 0 else None
 
     def to_json(self) -> dict:
         """The `diff --json` document (numbers as plain floats)."""

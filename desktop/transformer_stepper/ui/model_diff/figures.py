@@ -62,14 +62,15 @@ class TokenDrift(Lines):
     """One curve per token: its hidden state's relative drift from the embedding to the output."""
 
     def __init__(self, parent: Optional[QWidget] = None) -> None:
-        super().__init__("Each token's drift along the depth", "hidden state", "‖A − B‖ / ‖B‖",
+        super().__init__("Each token's drift along the depth",
+                         "hidden state (emb: the embedding output; Lℓ: block ℓ's output)", "‖A − B‖ / ‖B‖",
                          legend=True, parent=parent)
 
     def show_diff(self, diff: model_diff.ModelDiff, labels: Sequence[str], selected: int) -> None:
         drift = diff.token_drift()                       # [n_layer + 1, n_seq]
-        depth = ["embedding"] + [f"layer {i}" for i in range(drift.shape[0] - 1)]
+        depth = ["emb"] + [f"L{i}" for i in range(drift.shape[0] - 1)]
         if diff.final_norm is not None:       # HF's last hidden state: after the final norm
-            depth[-1] += " + norm"
+            depth[-1] += "+norm"
         curves = []
         for t in range(drift.shape[1]):
             name = f"{t} {labels[t]}" if drift.shape[1] <= MAX_LEGEND or t == selected else ""
