@@ -129,3 +129,11 @@ def test_what_cannot_be_compared_is_refused_in_one_line():
     a, b = make("gpt2"), make("gpt2")
     with pytest.raises(ModelError, match="tokenizers differ at token"):
         md.diff_traces(a.trace("the bank"), b.trace("the river"))
+
+
+def test_comparing_every_layer_leaves_the_held_layers_as_they_were():
+    a, b = make("llama"), make("llama", seed=1)
+    trace_a = a.trace(TEXT["llama"], detail_layers=(1,))
+    held = trace_a.cache.layers()
+    md.diff_traces(trace_a, b.trace(TEXT["llama"]))
+    assert trace_a.cache.layers() == held and trace_a.cache.computed >= a.config.n_layer - len(held)

@@ -257,8 +257,9 @@ def stream_after_attention(config: ModelConfig) -> str:
 
 
 def layer_drift(trace_a, trace_b, layer: int, stages: Sequence[str] = STAGES) -> LayerDrift:
-    """One layer's stages compared (reads that layer's detail in both traces)."""
-    detail_a, detail_b = trace_a.detail(layer), trace_b.detail(layer)
+    """One layer's stages compared (reads that layer's detail in both traces, keeping it only
+    where it was held: the layers a view holds stay held)."""
+    detail_a, detail_b = trace_a.passing_detail(layer), trace_b.passing_detail(layer)
     compared = {name: drift(detail_a[name], detail_b[name], f"{name} of layer {layer}")
                 for name in stages if name in detail_a and name in detail_b}
     weights = (attention_divergence(detail_a["attn_weights"], detail_b["attn_weights"])
