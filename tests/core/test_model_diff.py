@@ -137,3 +137,32 @@ def test_comparing_every_layer_leaves_the_held_layers_as_they_were():
     held = trace_a.cache.layers()
     md.diff_traces(trace_a, b.trace(TEXT["llama"]))
     assert trace_a.cache.layers() == held and trace_a.cache.computed >= a.config.n_layer - len(held)
+
+
+FAMILIES = ("bert_tiny", "gpt2_tiny_lm", "roberta_tiny", "distilbert_tiny", "llama_tiny", "mistral_tiny",
+            "qwen2_tiny", "qwen3_tiny", "gemma_tiny", "gemma2_tiny", "gemma3_tiny", "phi3_tiny",
+            "pythia_tiny", "neox_tiny_sequential", "olmo2_tiny", "smollm3_tiny")
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_family_a_changed_last_feed_forward_is_found_there(name):
+    """Post-LN, parallel residual, sandwich and output norms: the stages are read alike, and a
+    weight changed in the last feed-forward drifts nothing before it."""
+    from tests.conftest import FIXTURES
+    from transformer_stepper import load_model
+
+    a = load_model(FIXTURES / name)
+    last = a.config.n_layer - 1
+    params = dict(a.params)
+    params[f"h.{last}.mlp.proj.w"] = params[f"h.{last}.mlp.proj.w"] * np.float32(1.01)
+    b = Model(a.config, params, a.tokenizer, source="changed")
+    text = "The bank of the river, and the money."
+    same = md.diff_traces(a.trace(text), a.trace(text))
+    assert all(d.relative == 0.0 for d in same.hidden) and np.all(same.stage_map() == 0.0)
+    diff = md.diff_traces(b.trace(text), a.trace(text))
+    grid = diff.stage_map()
+    assert not np.isnan(grid).any(), name            # every family records every compared stage
+    assert np.all(grid[:last] == 0.0)
+    columns = {s: i for i, s in enumerate(md.STAGES)}
+    assert grid[last, columns["attn_out"]] == 0.0 and grid[last, columns["mlp_out"]] > 0
+    assert diff.largest_addition()[:2] == (last, "feed-forward")
