@@ -30,6 +30,7 @@ import numpy as np
 
 from .config import ModelConfig
 from .errors import ModelError
+from .layer_detail import PER_HEAD
 from .params import expected_shapes
 
 # the per-layer arrays compared (the columns of the layers × stages map), in pass order
@@ -171,18 +172,32 @@ def positions_first(x: np.ndarray) -> np.ndarray:
 
 
 def drift(a: np.ndarray, b: np.ndarray, label: str = "array") -> Drift:
-    """A's array against B's (same shape, position axis second-to-last)."""
+    """A's array against B's (same shape, position axis second-to-last): a head at a time for
+    [n_head, n_seq, x] arrays, so float64 copies stay one head's size."""
     if a.shape != b.shape:
         raise ModelError(f"{label}: shape {list(a.shape)} in A and {list(b.shape)} in B")
-    a64 = positions_first(a).astype(np.float64)
-    b64 = positions_first(b).astype(np.float64)
-    delta_sq = np.square(a64 - b64).sum(axis=1)
-    b_sq = np.square(b64).sum(axis=1)
-    a_sq = np.square(a64).sum(axis=1)
-    dot = (a64 * b64).sum(axis=1)
+    if a.ndim == 3:
+        return _drift_of(_summed(a[h], b[h]) for h in range(a.shape[0]))
+    return _drift_of([_summed(positions_first(a), positions_first(b))])
+
+
+def heads_drift(detail_a, detail_b, name: str, n_head: int) -> Drift:
+    """drift() of a per-head array read a head at a time from two LayerDetails (a derived
+    array, such as a long text's attention weights, is never made whole)."""
+    return _drift_of(_summed(detail_a.head(name, h), detail_b.head(name, h)) for h in range(n_head))
+
+
+def _summed(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # [n_seq, x] twice -> [4, n_seq] per position: Σ(a − b)², Σa², Σb², Σab in float64
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return np.stack([np.square(a64 - b64).sum(axis=1), np.square(a64).sum(axis=1),
+                     np.square(b64).sum(axis=1), (a64 * b64).sum(axis=1)])
+
+
+def _drift_of(parts) -> Drift:
+    delta_sq, a_sq, b_sq, dot = sum(parts)
     return Drift(_ratio(float(delta_sq.sum()), float(b_sq.sum())),
-                 float(_cosines(dot, a_sq, b_sq).mean()),
-                 _ratios(delta_sq, b_sq))
+                 float(_cosines(dot, a_sq, b_sq).mean()), _ratios(delta_sq, b_sq))
 
 
 def _ratio(delta_sq: float, reference_sq: float) -> float:
@@ -260,10 +275,17 @@ def layer_drift(trace_a, trace_b, layer: int, stages: Sequence[str] = STAGES) ->
     """One layer's stages compared (reads that layer's detail in both traces, keeping it only
     where it was held: the layers a view holds stay held)."""
     detail_a, detail_b = trace_a.passing_detail(layer), trace_b.passing_detail(layer)
-    compared = {name: drift(detail_a[name], detail_b[name], f"{name} of layer {layer}")
-                for name in stages if name in detail_a and name in detail_b}
-    weights = (attention_divergence(detail_a["attn_weights"], detail_b["attn_weights"])
-               if "attn_weights" in detail_a else np.zeros(0))
+    n_head = trace_a.config.n_head
+    compared = {}
+    for name in stages:
+        if name in detail_a and name in detail_b:
+            compared[name] = (heads_drift(detail_a, detail_b, name, n_head) if name in PER_HEAD else
+                              drift(detail_a[name], detail_b[name], f"{name} of layer {layer}"))
+    weights = np.zeros(0)
+    if "attn_weights" in detail_a and "attn_weights" in detail_b:
+        weights = np.array([js_divergence(np.nan_to_num(detail_a.head("attn_weights", h)),
+                                          np.nan_to_num(detail_b.head("attn_weights", h))).mean()
+                            for h in range(n_head)])
     before = drift(trace_a.residual["layer_in"][layer], trace_b.residual["layer_in"][layer]).relative
     middle_name = stream_after_attention(trace_a.config)
     middle = drift(detail_a[middle_name], detail_b[middle_name]).relative
@@ -306,9 +328,9 @@ def weight_errors(params_a: Mapping[str, np.ndarray], params_b: Mapping[str, np.
             raise ModelError(f"tensor {name}: shape {list(a.shape)} in A and {list(b.shape)} in B")
         a2, b2 = np.atleast_2d(a), np.atleast_2d(b)
         delta_sq = reference_sq = 0.0
-        for start in range(0, a2.shape[0], 4096):
-            block_a = a2[start:start + 4096].astype(np.float64)
-            block_b = b2[start:start + 4096].astype(np.float64)
+        for start in range(0, a2.shape[0], 1024):
+            block_a = a2[start:start + 1024].astype(np.float64)
+            block_b = b2[start:start + 1024].astype(np.float64)
             delta_sq += float(np.square(block_a - block_b).sum())
             reference_sq += float(np.square(block_b).sum())
         yield name, _ratio(delta_sq, reference_sq)
