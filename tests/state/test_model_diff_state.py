@@ -69,3 +69,18 @@ def test_a_new_model_a_of_another_shape_is_refused(scheduler, tmp_path):
     assert state.result is None and "architectures differ" in state.message and not scheduler.jobs
     state.close_other()
     assert state.model_b is None and state.message == ""
+
+
+def test_while_hidden_only_the_latest_trace_runs_on_showing(scheduler, tmp_path):
+    model_a = load_model(write(tmp_path, "a", 1))
+    state = TwoModels(scheduler)
+    state.open_other(str(write(tmp_path, "b", 2)), model_a, model_a.trace("the bank"))
+    scheduler.run_all()
+    state.set_active(False)
+    for text in ("the river", "the river bank"):
+        state.set_trace(model_a, model_a.trace(text))
+    assert not scheduler.jobs and state.result.trace_a.text == "the bank"
+    state.set_active(True)
+    assert len(scheduler.jobs) == 1
+    scheduler.run_all()
+    assert state.result.trace_b.text == "the river bank"

@@ -85,6 +85,8 @@ class TwoModels:
         self.message = ""             # why there is no diff (a refusal, a failure), one line
         self.busy = False
         self.progress = (0, 0)
+        self.active = True            # the tab is shown (set_active)
+        self._pending: Optional[tuple] = None     # A's latest trace while hidden
 
     # -- requests --------------------------------------------------------------------------
     def open_other(self, path: str, model_a, trace_a: Optional[Trace]) -> None:
@@ -96,10 +98,21 @@ class TwoModels:
         self._start(Job(number, open_other, (path, model_a, trace_a), reports=True, lane=LANE),
                     lambda n, value: self._opened(n, path, value), f"Opening {path}…")
 
+    def set_active(self, active: bool) -> None:
+        """Work only while the tab is shown: a trace of A that came meanwhile runs on showing."""
+        self.active = active
+        if active and self._pending is not None:
+            self.set_trace(*self._pending)
+
     def set_trace(self, model_a, trace_a: Optional[Trace]) -> None:
-        """The session's new trace of A (typing, or another model opened): B follows it."""
+        """The session's new trace of A (typing, or another model opened): B follows it (when
+        the tab is shown; else on showing)."""
         if self.model_b is None or trace_a is None:
             return
+        if not self.active:
+            self._pending = (model_a, trace_a)
+            return
+        self._pending = None
         if model_a is not self.model_a:      # a new model A: B is checked against it again
             try:
                 model_diff.check_same_shape(model_a.config, self.model_b.config, ("the open model", self.path_b))
@@ -133,6 +146,7 @@ class TwoModels:
             latest.drop()
         self._cancel_running()
         self.model_b = self.path_b = self.result = self.pair = self.weights = None
+        self._pending = None
         self._set_busy(False)
         self._say("")
 

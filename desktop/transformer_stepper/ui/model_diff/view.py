@@ -175,6 +175,14 @@ class TwoModelsView(QWidget):
         if self.state.busy:
             self.readout.setText(f"Comparing layer {done} of {total}…")
 
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self.state.set_active(True)
+
+    def hideEvent(self, event) -> None:
+        super().hideEvent(event)
+        self.state.set_active(False)      # typing in the Stepper then traces A alone
+
     # -- closing -------------------------------------------------------------------------------
     def shutdown(self) -> None:
         self.state.close_other()
