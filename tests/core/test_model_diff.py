@@ -166,3 +166,18 @@ def test_every_family_a_changed_last_feed_forward_is_found_there(name):
     columns = {s: i for i, s in enumerate(md.STAGES)}
     assert grid[last, columns["attn_out"]] == 0.0 and grid[last, columns["mlp_out"]] > 0
     assert diff.largest_addition()[:2] == (last, "feed-forward")
+
+
+def test_the_output_is_read_in_blocks_without_keeping_the_logits(monkeypatch):
+    monkeypatch.setattr(md, "ROW_BLOCK", 5)
+    a, b = make("gpt2"), make("gpt2", seed=3)
+    text = "the bank of the river and the money"
+    trace_a, trace_b = a.trace(text), b.trace(text)
+    assert trace_a.n_seq > md.ROW_BLOCK                  # more than one block
+    diff = md.diff_traces(trace_a, trace_b)
+    assert "logits" not in trace_a._stacked and "logits" not in trace_b._stacked
+    whole = md.output_drift(trace_a.logits, trace_b.logits)
+    # (a block's vocabulary product rounds as a product of its rows: float32 rounding apart)
+    np.testing.assert_allclose(diff.output.kl_at, whole.kl_at, rtol=1e-5)
+    np.testing.assert_array_equal(diff.output.top_a, whole.top_a)
+    np.testing.assert_array_equal(diff.output.top_b, whole.top_b)

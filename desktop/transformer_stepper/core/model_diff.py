@@ -244,12 +244,24 @@ def output_drift(logits_a: np.ndarray, logits_b: np.ndarray) -> OutputDrift:
     of positions at a time)."""
     if logits_a.shape != logits_b.shape:
         raise ModelError(f"logits: shape {list(logits_a.shape)} in A and {list(logits_b.shape)} in B")
-    n = logits_a.shape[0]
+    return _output_of(logits_a.shape[0], lambda rows: (logits_a[rows], logits_b[rows]))
+
+
+def traces_output_drift(trace_a, trace_b) -> OutputDrift:
+    """output_drift of two traces' logits, read a block of positions at a time (Trace.logits_at:
+    a trace that had not made its whole [n_seq, n_vocab] logits does not keep them)."""
+    return _output_of(trace_a.n_seq, lambda rows: (trace_a.logits_at(rows), trace_b.logits_at(rows)))
+
+
+def _output_of(n: int, read: Callable) -> OutputDrift:
     kl, top_a, top_b = np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64)
     rank_ab, rank_ba = np.empty(n, np.int64), np.empty(n, np.int64)
     for start in range(0, n, ROW_BLOCK):
-        rows = slice(start, start + ROW_BLOCK)
-        a, b = logits_a[rows].astype(np.float64), logits_b[rows].astype(np.float64)
+        rows = slice(start, min(start + ROW_BLOCK, n))
+        block_a, block_b = read(rows)
+        if block_a.shape != block_b.shape:
+            raise ModelError(f"logits: {block_a.shape[-1]} tokens in A's vocabulary, {block_b.shape[-1]} in B's")
+        a, b = block_a.astype(np.float64), block_b.astype(np.float64)
         log_a, log_b = _log_softmax(a), _log_softmax(b)
         kl[rows] = np.maximum((np.exp(log_b) * (log_b - log_a)).sum(axis=1), 0.0)
         top_a[rows], top_b[rows] = a.argmax(axis=1), b.argmax(axis=1)
@@ -313,7 +325,7 @@ def diff_traces(trace_a, trace_b, stages: Sequence[str] = STAGES, detail: bool =
         final = drift(trace_a.arrays["final_ln_out"], trace_b.arrays["final_ln_out"], "final norm")
     output = None
     if trace_a.has_logits and trace_b.has_logits:
-        output = output_drift(trace_a.logits, trace_b.logits)
+        output = traces_output_drift(trace_a, trace_b)
     return ModelDiff(np.asarray(trace_a.input_ids), hidden, tuple(layers), output, final, tuple(names))
 
 
