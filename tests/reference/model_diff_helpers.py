@@ -66,8 +66,9 @@ def fixture_script():
 
 
 def write_triplet(folder: Path, n_layer: int = DEEP["num_hidden_layers"],
-                  schemes=SCHEMES) -> dict[str, Path]:
-    """One random Llama (4 layers of 256: K-quant rows) as F16, Q8_0 and Q4_K_M GGUFs."""
+                  schemes=SCHEMES, hf_folder: bool = False) -> dict[str, Path]:
+    """One random Llama (4 layers of 256: K-quant rows) as F16, Q8_0 and Q4_K_M GGUFs (and,
+    with hf_folder, as the fp32 Hugging Face folder it came from: paths["HF"])."""
     script = fixture_script()
     model = script.hf_model("llama", {**DEEP, "num_hidden_layers": n_layer}, script.n_vocab_of("spm", "llama"), SEED)
     tensors = script.gguf_tensors("llama", model, model.config)
@@ -75,6 +76,14 @@ def write_triplet(folder: Path, n_layer: int = DEEP["num_hidden_layers"],
     for scheme in schemes:
         paths[scheme] = folder / f"llama_deep.{scheme}.gguf"
         script.write_gguf(paths[scheme], "llama", model, tensors, "spm", None, scheme)
+    if hf_folder:      # the same weights in fp32 as a Hugging Face folder, the GGUF's tokenizer
+        import transformers
+
+        paths["HF"] = folder / "llama_deep_hf"
+        model.save_pretrained(paths["HF"], safe_serialization=True)
+        first = paths[schemes[0]]
+        tokenizer = transformers.AutoTokenizer.from_pretrained(first.parent, gguf_file=first.name)
+        tokenizer.save_pretrained(paths["HF"])
     return paths
 
 
@@ -85,8 +94,10 @@ def hf_activations(path: Path, input_ids) -> dict:
     import torch
     import transformers
 
+    where = {"pretrained_model_name_or_path": path} if path.is_dir() else \
+        {"pretrained_model_name_or_path": path.parent, "gguf_file": path.name}
     model = transformers.AutoModelForCausalLM.from_pretrained(
-        path.parent, gguf_file=path.name, dtype=torch.float32, attn_implementation="eager").eval()
+        **where, dtype=torch.float32, attn_implementation="eager").eval()
     seen: dict = {}
     hooks = []
 

@@ -5,8 +5,9 @@ Committed tier (no torch): llama_small as F16, Q8_0 and Q4_0 (tests/fixtures/ggu
 weights; the npz files hold HF's hidden states, attentions and logits): hidden-state drift and
 cosine per layer, the attention divergence per head, KL(p_B || p_A) and top-1 agreement.
 Live tier (torch + transformers): a 4-layer Llama written as F16, Q8_0 and Q4_K_M by the fixture
-script's writer and packers; HF's q, k, v, weights, head outputs, attention output, stream after
-attention, feed-forward and block output per layer, and the drift growing with depth."""
+script's writer and packers, and as the fp32 HF folder they came from (a GGUF against its HF
+folder); HF's q, k, v, weights, head outputs, attention output, stream after attention,
+feed-forward and block output per layer, and the drift growing with depth."""
 from pathlib import Path
 
 import numpy as np
@@ -70,17 +71,18 @@ def triplet(tmp_path_factory):
     transformers = pytest.importorskip("transformers")
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
-    paths = ref.write_triplet(tmp_path_factory.mktemp("llama_deep"))
+    paths = ref.write_triplet(tmp_path_factory.mktemp("llama_deep"), hf_folder=True)
     traces = {scheme: load_model(path).trace(TEXT) for scheme, path in paths.items()}
     hf = {scheme: ref.hf_activations(path, traces[scheme].input_ids) for scheme, path in paths.items()}
     return traces, hf
 
 
-@pytest.mark.parametrize("scheme", ["Q8_0", "Q4_K_M"])
-def test_every_stage_drift_equals_hugging_faces(triplet, scheme):
+@pytest.mark.parametrize("scheme, against", [("Q8_0", "F16"), ("Q4_K_M", "F16"), ("F16", "HF")])
+def test_every_stage_drift_equals_hugging_faces(triplet, scheme, against):
+    """(F16 against HF: the GGUF against the fp32 folder it was written from.)"""
     traces, hf = triplet
-    diff = md.diff_traces(traces[scheme], traces["F16"], names=(scheme, "F16"))
-    a, b = hf[scheme], hf["F16"]
+    diff = md.diff_traces(traces[scheme], traces[against], names=(scheme, against))
+    a, b = hf[scheme], hf[against]
     for layer in diff.layers:
         for name in md.STAGES:           # HF's q, k before the rotation: the same norms per position
             x, y = a[(name, layer.layer)], b[(name, layer.layer)]
