@@ -98,6 +98,9 @@ def test_every_stage_drift_equals_hugging_faces(triplet, scheme, against):
     np.testing.assert_allclose([d.relative for d in diff.hidden], hidden_hf, rtol=RTOL)
     assert diff.output.kl == pytest.approx(ref.kl_b_a(a["logits"], b["logits"]).mean(), rel=RTOL)
     assert diff.output.top1_agree == np.mean(a["logits"].argmax(1) == b["logits"].argmax(1))
+    rows = np.arange(len(a["logits"]))
+    rank_hf = 1 + (b["logits"] > b["logits"][rows, a["logits"].argmax(1)][:, None]).sum(1)
+    np.testing.assert_array_equal(diff.output.rank_of_a_top_in_b, rank_hf)
     # the drift grows with depth, as HF computes it
     assert all(x < y for x, y in zip(hidden_hf, hidden_hf[1:])), hidden_hf
 
