@@ -235,11 +235,6 @@ def _x_log_x(p: np.ndarray) -> np.ndarray:
     return np.einsum("...k,...k->...", p, logs)
 
 
-def attention_divergence(weights_a: np.ndarray, weights_b: np.ndarray) -> np.ndarray:
-    """[n_head, n_q, n_k] twice -> [n_head] the mean over queries of each row's JS divergence."""
-    return js_divergence(np.nan_to_num(weights_a), np.nan_to_num(weights_b)).mean(axis=-1)
-
-
 def output_drift(logits_a: np.ndarray, logits_b: np.ndarray) -> OutputDrift:
     """[n_seq, n_vocab] twice -> KL(p_B ‖ p_A), top-1 and ranks per position (float64, a block
     of positions at a time)."""
