@@ -1,5 +1,5 @@
 """Command line: the app launcher (launch.py) and the headless subcommands, one module each
-(trace, export, train, generate, compare, positions_lab); console.py holds what they share.
+(trace, export, train, generate, compare, diff, check, positions_lab); console.py holds what they share.
 
 Each subcommand module has `add_parser(sub)`, which declares its options and sets `run`, and a
 `run_<name>(args)` returning the exit status. A user's error (ModelError, a bad command line)
@@ -14,17 +14,17 @@ from ..core.model.errors import ModelError
 from .console import Parser, UsageError, say
 
 # in the order the app's --help names them
-SUBCOMMANDS = ("trace", "export", "train", "generate", "compare", "positions-lab")
+SUBCOMMANDS = ("trace", "export", "train", "generate", "compare", "diff", "check", "positions-lab")
 
 
 def _parser() -> Parser:
-    from . import compare, export, generate, positions_lab, trace, train
+    from . import check, compare, diff, export, generate, positions_lab, trace, train
 
     parser = Parser(
         prog="transformer-stepper",
         description="Step through what a transformer computes. With no subcommand, opens the app.")
     sub = parser.add_subparsers(dest="command")
-    for command in (trace, export, generate, train, compare, positions_lab):   # --help's order
+    for command in (trace, export, generate, train, compare, diff, check, positions_lab):   # --help's order
         command.add_parser(sub)
     return parser
 

@@ -15,7 +15,7 @@ from ..core.model import stages
 from ..core.analysis.labels import layer_kind
 from .export.dialogs import add_export_actions
 from .export import preferences as export_preferences
-from .menus.model_menu import HFCacheMenu, LocalModelsMenu, RecentMenu, RecentModels
+from .menus.model_menu import HFCacheMenu, LocalModelsMenu, RecentMenu, RecentModels, add_compare_actions
 from .stepper.dequantization_panel import install_dequantization_dock
 from .interventions.provenance_panel import install_provenance_dock
 from .menus.session_file import add_session_actions
@@ -102,6 +102,8 @@ class MainWindow(QMainWindow):
         menu.addMenu(RecentMenu(self.recent, self.open_model, menu))
         menu.addMenu(HFCacheMenu(self.open_model, menu))
         menu.addMenu(LocalModelsMenu(self.open_model, menu))
+        menu.addSeparator()
+        add_compare_actions(self, menu)          # a second model against this one: ui/model_diff/
         menu.addSeparator()
         add_session_actions(self, menu)          # .stepper files: ui/menus/session_file.py
         add_export_actions(self, menu)
@@ -278,7 +280,14 @@ class MainWindow(QMainWindow):
         paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
         if paths:
             event.acceptProposedAction()
-            self.open_model(paths[0])
+            if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:    # Shift-drop: compare with it
+                self.compare_with(paths[0])
+            else:
+                self.open_model(paths[0])
+
+    def compare_with(self, path: str) -> None:
+        """Open `path` against the open model in the Two Models tab (ui/model_diff/)."""
+        self.tabs.show_tab("model_diff").open_other(path)
 
     def show_error(self, title: str, message: str) -> None:
         """A non-blocking dialog naming the problem (tests read `errors`)."""

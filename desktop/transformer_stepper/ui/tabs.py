@@ -53,6 +53,12 @@ def _positions(window) -> QWidget:
     return PositionsView(window.session, window.settings, open_in_stepper)
 
 
+def _model_diff(window) -> QWidget:
+    from .model_diff import TwoModelsView
+
+    return TwoModelsView(window.session, window.settings)
+
+
 @dataclass(frozen=True)
 class Tab:
     key: str
@@ -67,6 +73,7 @@ TABS: tuple[Tab, ...] = (
     Tab("positions", "Positions", _positions),
     Tab("attribution", "Attribution", _attribution),
     Tab("interventions", "Interventions", _interventions),
+    Tab("model_diff", "Two Models", _model_diff),
 )
 
 

@@ -71,6 +71,19 @@ class LayerCache:
                 del self._computing[layer]
             done.set()
 
+    def read(self, layer: int) -> LayerDetail:
+        """A layer's detail without keeping it: the held one, else computed and let go (a read
+        of every layer, as a model diff makes, leaves the cache and the layer on screen as
+        they were)."""
+        with self._lock:
+            detail = self._layers.get(layer)
+        if detail is not None:
+            return detail
+        detail = as_layer_detail(self._compute(layer))
+        with self._lock:
+            self.computed += 1
+        return detail
+
     def set_budget(self, budget: int) -> None:
         """A new budget (the user's setting), applied at once: least recently used out first,
         the most recent layer kept."""

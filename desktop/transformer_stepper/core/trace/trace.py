@@ -91,6 +91,13 @@ class Trace:
             raise IndexError(f"layer {layer} is out of range (the model has {self.config.n_layer})")
         return self.cache.get(layer)
 
+    def passing_detail(self, layer: int) -> LayerDetail:
+        """A layer's detail for a pass over every layer (core/analysis/model_diff.py): the held one, or
+        computed and not kept, so the layers a view holds stay held."""
+        if not 0 <= layer < self.config.n_layer:
+            raise IndexError(f"layer {layer} is out of range (the model has {self.config.n_layer})")
+        return self.cache.read(layer)
+
     def prepare(self, layer: int) -> None:
         """Compute a layer's detail now (in a worker), so reading it later costs nothing."""
         self.detail(layer)

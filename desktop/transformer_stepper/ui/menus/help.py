@@ -153,6 +153,12 @@ def show_html(window, title: str, html: str, size=(720, 640)) -> QDialog:
     return dialog
 
 
+def _check(window) -> None:
+    from ..model_diff.check_dialog import show_check
+
+    show_check(window)
+
+
 def add_help_menu(window) -> None:
     menu = window.menuBar().addMenu("&Help")
     menu.addAction("&Questions…", lambda: window.walk_panel.show_list())    # guided walks
@@ -160,6 +166,10 @@ def add_help_menu(window) -> None:
     menu.addAction("&What Am I Looking At?", lambda: show_html(window, "What am I looking at?", guide_html()))
     menu.addAction("&Keyboard Shortcuts", lambda: show_html(window, "Keyboard shortcuts", shortcuts_html(),
                                                             (520, 380)))
+    menu.addSeparator()
+    check = menu.addAction("&Check Against Transformers…", lambda: _check(window))
+    check.setToolTip("Run Hugging Face transformers (when torch and transformers are installed) on the "
+                     "open model and text in a process of its own: per layer the largest |app − HF|")
     menu.addSeparator()
     menu.addAction("&About Transformer Stepper",
                    lambda: QMessageBox.about(window, "About Transformer Stepper", about_text(window)))

@@ -107,3 +107,25 @@ def _short(path: str) -> str:
     """The last three parts of a long path after "…/" (never a bare relative-looking path)."""
     parts = Path(path).parts
     return "…/" + "/".join(parts[-3:]) if len(parts) > 4 else path
+
+
+def add_compare_actions(window, menu: QMenu) -> None:
+    """File → Compare With Model…, and a menu of the same lists to pick the second model from
+    (Recent, the Hugging Face cache, Ollama / LM Studio); they open it in the Two Models tab."""
+    def choose() -> None:
+        from PySide6.QtWidgets import QFileDialog
+
+        path, _ = QFileDialog.getOpenFileName(window, "Compare with a model file (or pick a folder's "
+                                              "config.json)", window._dialog_start(),
+                                              "Model files (*.safetensors *.gguf *.npz *.json);;All files (*)")
+        if path:
+            window.compare_with(path)
+
+    action = menu.addAction("Co&mpare With Model…", choose)
+    action.setToolTip("Open a second model of the same shape and tokenizer against this one "
+                      "(F16 against Q4_K_M, base against fine-tuned); Shift-drop a file does the same")
+    other = QMenu("Compare With", menu)
+    other.addMenu(RecentMenu(window.recent, window.compare_with, other))
+    other.addMenu(HFCacheMenu(window.compare_with, other))
+    other.addMenu(LocalModelsMenu(window.compare_with, other))
+    menu.addMenu(other)
