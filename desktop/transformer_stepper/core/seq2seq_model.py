@@ -19,8 +19,10 @@ from .model import LogitHead
 from .params import ParamStore
 from .forward import block
 from .kv_cache import KVCache
+from .score_terms import unscaled
 from .seq2seq import (Scoped, Seq2SeqConfig, cross_context, cross_kv, decode, decoder_block,
-                      decoder_context, encode, encoder_context, expected_seq2seq_shapes, head_logits)
+                      decoder_context, encode, encoder_context, expected_seq2seq_shapes, head_logits,
+                      position_bias)
 from .tokenize import Encoded, Tokenizer
 from .recorder import Recorder
 from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Trace
@@ -250,7 +252,18 @@ class Seq2SeqModel:
                      offsets=np.asarray(encoded.offsets, dtype=np.int64).copy(),
                      special_tokens_mask=np.asarray(encoded.special_tokens_mask, bool).copy(),
                      arrays=arrays, residual=residual, compute_layer=compute_layer,
-                     truncated=encoded.truncated, detail_budget=budget)
+                     truncated=encoded.truncated, detail_budget=budget,
+                     score_terms=self._score_terms("encoder"))
+
+    def _score_terms(self, stack: str) -> Optional[dict]:
+        """What the stack's scores are made of where it is not 1/√d_head alone (T5: not
+        scaled; its self-attention adds the relative position bias, its cross-attention not)."""
+        if self.config.scale_scores and not self.config.relative_buckets:
+            return None
+        if self.config.scale_scores:
+            raise ModelError(f"{self.source}: a scaled model with a position bias is not described")
+        bias = (f"{stack}_position_bias", "position bias") if self.config.relative_buckets else ("", "")
+        return {"": unscaled(*bias), "cross_": unscaled()}
 
     def _decoder_computer(self, layer_inputs, memory_kv, n_tgt: int):
         dec_params, dec_config = Scoped(self.params, "decoder."), self.config.decoder
@@ -282,6 +295,11 @@ class Seq2SeqModel:
             arrays = {n: _joined(v, arrays[n]) for n, v in previous.arrays.items() if n in arrays}
             residual = {n: tuple(_joined(o, new) for o, new in zip(previous.residual[n], residual[n]))
                         for n in previous.residual}
+        if self.config.relative_buckets:            # every target row's, for the views
+            with ops.quiet_floats():
+                bias = position_bias(self.params, self.config, "decoder", len(target), len(target))
+            bias.flags.writeable = False
+            arrays["decoder_position_bias"] = bias
         compute_layer, ctx = self._decoder_computer(residual["layer_in"], memory_kv, len(target))
         tok = self.target_tokenizer
         tokens = tuple(tok.id_to_token(i) for i in target)
@@ -295,7 +313,8 @@ class Seq2SeqModel:
                      compute_layer=compute_layer,
                      attention_mask=ops.additive_mask(ops.causal_mask(len(target))),
                      detail_budget=budget, kv_cache=cache, computed_rows=len(target) - start,
-                     logits_of=Seq2SeqLogitHead(self.params, self.config, source))
+                     logits_of=Seq2SeqLogitHead(self.params, self.config, source),
+                     score_terms=self._score_terms("decoder"))
 
     def extend(self, trace: Seq2SeqTrace, token_ids) -> Seq2SeqTrace:
         """The trace with `token_ids` appended to the target: only the new positions are

@@ -42,7 +42,8 @@ class Trace:
                  recorded_details: Optional[dict[int, LayerDetail]] = None,
                  kv_cache=None, generated: Optional[np.ndarray] = None,
                  computed_rows: Optional[int] = None, interventions: tuple = (),
-                 logits_of=None, row_blocks: Optional[tuple[tuple[int, int], ...]] = None) -> None:
+                 logits_of=None, row_blocks: Optional[tuple[tuple[int, int], ...]] = None,
+                 score_terms: Optional[dict] = None) -> None:
         self.config = config
         self.text = text
         self.tokens = tokens                 # the tokenizer's pieces, special tokens included
@@ -62,6 +63,9 @@ class Trace:
         # causal traces: the (start, extent) row blocks its passes computed together, which its
         # layers' detail is computed by (core/row_blocks.py); None: one pass over every row
         self.row_blocks = row_blocks
+        # prefix ("", "cross_") -> core.score_terms.ScoreTerms where the scores are not the
+        # config's (T5: not scaled, plus a position bias); None: the config's
+        self.score_terms = score_terms
         self.cache = LayerCache(compute_layer, detail_budget)
         # the output head (core.model.LogitHead): rows -> their logits [k, n_vocab], and its
         # inputs and table for logits_change_at; None: the model has no output head

@@ -10,6 +10,7 @@ import numpy as np
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 
+from ...core.score_terms import score_terms
 from ..plots import Heatmap
 
 
@@ -66,8 +67,7 @@ class CrossAttentionView(QWidget):
         """trace: a Seq2SeqTrace whose decoder `layer` detail is ready."""
         detail = trace.decoder.detail(layer)
         weights = detail["cross_attn_weights"][head]
-        scaled = trace.config.scale_scores
-        self.scores.set_title(f"Scores q·kᵀ{'/√d_head' if scaled else ' (T5: not scaled)'}")
+        self.scores.set_title(f"Scores {score_terms(trace.decoder, 'cross_').formula()}")
         self.alignment.set_data(weights, target_labels, source_labels, levels=(0.0, 1.0))
         self.scores.set_data(detail["cross_scores"][head], target_labels, source_labels)
         self.q.set_data(detail["cross_q"][head], target_labels)
