@@ -80,3 +80,15 @@ def test_the_cli_spelling():
         "[encoder self-attention: ablate layer 0 head 3 (zero)] · [no source positions]"
     with pytest.raises(ModelError, match="STACK:LAYER:HEAD"):
         parse("cross:1")
+
+
+def test_a_generated_clean_trace_is_compared_as_a_whole_pass(t5):
+    from transformer_stepper.core.seq2seq_differences import intervene_and_compare
+    from transformer_stepper.core.seq2seq_generate import generate
+
+    grown = generate(t5, t5.trace("The bank of the river."), 5)[-1]
+    clean, _, differences = intervene_and_compare(t5, grown, [InStack("cross", AblateHead(1, 2))])
+    assert clean.decoder.computed_rows == clean.decoder.n_seq
+    grid = seq2seq_grids(differences, t5.config)["Decoder"]
+    before = [grid.stages.index(k) for k in ("qkv", "scores", "softmax", "weighted_sum", "output_projection")]
+    assert np.all(grid.values[before, 1] == 0)        # exactly 0 before the ablated head, not rounding

@@ -62,7 +62,8 @@ def seq2seq_trace(args: argparse.Namespace, model, interventions: tuple = ()):
 
 
 def say_differences(model, clean, intervened) -> None:
-    """Each stack's difference at every stage, as the window's map: ‖Δ‖/‖clean‖ per layer."""
+    """Each stack's difference at every stage, as the window's map: ‖Δ‖/‖clean‖ per layer
+    (clean and intervened: whole passes over the same source and target)."""
     from ..core.seq2seq_differences import seq2seq_differences, seq2seq_grids
     from ..core.seq2seq_interventions import describe_all
     from ..core.stages import stage

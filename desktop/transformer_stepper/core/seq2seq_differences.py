@@ -22,6 +22,17 @@ def seq2seq_differences(clean, intervened) -> dict[str, Differences]:
             "Decoder": stage_differences(clean.decoder, intervened.decoder, decoder_names)}
 
 
+def intervene_and_compare(model, clean, interventions):
+    """-> (the clean pass as compared, the intervened pass, seq2seq_differences of the two).
+    A clean trace grown a step at a time (generation) is first retraced whole, as the
+    intervened one is: the cached steps' float32 sums are ordered differently, and the map
+    must show 0 wherever the intervention has not acted, not rounding."""
+    if clean.decoder.computed_rows != clean.decoder.n_seq or clean.interventions:
+        clean = model.intervene(clean, ())
+    intervened = model.intervene(clean, interventions)
+    return clean, intervened, seq2seq_differences(clean, intervened)
+
+
 def seq2seq_grids(differences: dict[str, Differences], config, positions: Optional[dict] = None
                   ) -> dict[str, StageGrid]:
     """Each stack's stages × layers grid; `positions` {side: token or None}."""

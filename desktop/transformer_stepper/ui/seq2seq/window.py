@@ -21,6 +21,7 @@ from ..timers import one_shot
 from ..view_state import FixedSampling, ViewState
 from ..workers import Task, WorkerPool
 from .cross_view import CrossAttentionView
+from .interventions_panel import InterventionsPanel
 from . import work
 
 
@@ -87,6 +88,8 @@ class TranslationWindow(QMainWindow):
         self.pages = QStackedWidget()
         self.cross_view = CrossAttentionView()
         self.pages.addWidget(self.cross_view)
+        self.interventions_panel = InterventionsPanel(self, self.open_cell)
+        self.pages.addWidget(self.interventions_panel)
         splitter.addWidget(self.stage_list)
         splitter.addWidget(self.pages)
         splitter.setStretchFactor(1, 1)
@@ -183,6 +186,7 @@ class TranslationWindow(QMainWindow):
             self._fill_stage_list()
         else:
             self._show_key(key)
+        self.interventions_panel.trace_changed()
 
     def _fill_stage_list(self) -> None:
         config = self.model.config
@@ -200,22 +204,45 @@ class TranslationWindow(QMainWindow):
             child.setData(0, Qt.ItemDataRole.UserRole, (section, stage.key))
             sections[section].addChild(child)
             cross = child if stage.key == "cross_attention" else cross
+        extra = QTreeWidgetItem(["Interventions"])
+        extra.setData(0, Qt.ItemDataRole.UserRole, ("", "interventions"))
+        self.stage_list.addTopLevelItem(extra)
         self.stage_list.blockSignals(False)
         self.stage_list.setCurrentItem(cross)
 
     def _show_key(self, key) -> None:
+        item = self._item(key)
+        if item is not None:
+            self._show_stage(item)
+
+    def _item(self, key):
         for i in range(self.stage_list.topLevelItemCount()):
             section = self.stage_list.topLevelItem(i)
+            if section.data(0, Qt.ItemDataRole.UserRole) == key:
+                return section
             for j in range(section.childCount()):
                 if section.child(j).data(0, Qt.ItemDataRole.UserRole) == key:
-                    self._show_stage(section.child(j))
-                    return
+                    return section.child(j)
+        return None
+
+    def open_cell(self, section: str, key: str, layer: Optional[int], head: Optional[int]) -> None:
+        """A click in a difference map: that stage of that stack, at that layer and head."""
+        if layer is not None:
+            self.layer_box.setValue(layer)
+        if head is not None:
+            self.head_box.setValue(head)
+        item = self._item((section, key))
+        if item is not None:
+            self.stage_list.setCurrentItem(item)
 
     def _show_stage(self, item, _previous=None) -> None:
         key = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
         if key is None or self.trace is None:
             return
         section, stage_key = key
+        if stage_key == "interventions":
+            self.pages.setCurrentWidget(self.interventions_panel)
+            return
         if stage_key == "cross_attention":
             self._refresh_cross()
             self.pages.setCurrentWidget(self.cross_view)
