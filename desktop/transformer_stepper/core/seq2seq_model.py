@@ -176,6 +176,8 @@ class Seq2SeqModel:
         encoder = Model(self.config.encoder, Scoped(self.params, "encoder."), self.tokenizer, self.source)
         decoder = Model(self.config.decoder, Scoped(self.params, "decoder."), self.target_tokenizer,
                         self.source)
+        # every decoder weight, cross-attention's too (provenance and its Python read them)
+        decoder.params = Scoped(self.params, "decoder.")
         return encoder, decoder
 
     # -- tokens ------------------------------------------------------------------------------
@@ -326,13 +328,16 @@ class Seq2SeqModel:
                                    self.config.pad_token_id])
         text = "".join(tok.continuation(target[:1], target[1:])) if len(target) > 1 else ""
         source = arrays.get("final_ln_out", residual["layer_out"][-1])
-        return Trace(config=self.config.decoder, text=text, tokens=tokens, input_ids=target.copy(),
+        decoder = Trace(config=self.config.decoder, text=text, tokens=tokens, input_ids=target.copy(),
                      offsets=offsets, special_tokens_mask=special, arrays=arrays, residual=residual,
                      compute_layer=compute_layer,
                      attention_mask=ops.additive_mask(ops.causal_mask(len(target))),
                      detail_budget=budget, kv_cache=cache, computed_rows=len(target) - start,
                      logits_of=Seq2SeqLogitHead(self.params, self.config, source),
                      score_terms=self._score_terms("decoder"), interventions=edits["decoder"])
+        decoder.cross_interventions = edits["cross"]   # the cross-attention's (provenance reads them)
+        decoder.source_tokens = encoder.tokens          # what the cross-attention's keys are
+        return decoder
 
     def extend(self, trace: Seq2SeqTrace, token_ids) -> Seq2SeqTrace:
         """The trace with `token_ids` appended to the target: only the new positions are
