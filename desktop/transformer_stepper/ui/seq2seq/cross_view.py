@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 
 from ...core.score_terms import score_terms
@@ -17,6 +18,7 @@ from ..plots import Heatmap
 class CrossAttentionView(QWidget):
     targetSelected = Signal(int)
     sourceSelected = Signal(int)
+    explainRequested = Signal(str, object)   # Alt-click: where does decoder value name[index] come from?
 
     def __init__(self, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
@@ -49,12 +51,30 @@ class CrossAttentionView(QWidget):
         grid.setColumnStretch(0, 2)
         grid.setColumnStretch(1, 2)
         grid.setColumnStretch(2, 3)
-        self.alignment.cellClicked.connect(self._cell_clicked)
-        self.scores.cellClicked.connect(self._cell_clicked)
+        self.alignment.cellClicked.connect(self._alignment_clicked)
+        self.scores.cellClicked.connect(self._scores_clicked)
+        self.q.cellClicked.connect(lambda r, c: self._explain("cross_q", r, c))
+        self.outputs.cellClicked.connect(lambda r, c: self._explain("cross_head_outputs", r, c))
         for figure, signal in ((self.q, self.targetSelected), (self.outputs, self.targetSelected),
                                (self.k, self.sourceSelected), (self.v, self.sourceSelected)):
             figure.tokenClicked.connect(signal.emit)
         self._target, self._source = 0, 0
+        self._layer = self._head = 0
+
+    def _alignment_clicked(self, row: int, col: int) -> None:
+        if _explaining():
+            self._explain("cross_attn_weights", row, col)
+        else:
+            self._cell_clicked(row, col)
+
+    def _scores_clicked(self, row: int, col: int) -> None:
+        if _explaining():
+            self._explain("cross_scores", row, col)
+        else:
+            self._cell_clicked(row, col)
+
+    def _explain(self, name: str, row: int, col: int) -> None:
+        self.explainRequested.emit(name, (self._layer, self._head, row, col))
 
     def _cell_clicked(self, row: int, col: int) -> None:
         self.targetSelected.emit(row)
@@ -65,6 +85,7 @@ class CrossAttentionView(QWidget):
 
     def show_trace(self, trace, layer: int, head: int, source_labels, target_labels) -> None:
         """trace: a Seq2SeqTrace whose decoder `layer` detail is ready."""
+        self._layer, self._head = layer, head
         detail = trace.decoder.detail(layer)
         weights = detail["cross_attn_weights"][head]
         self.scores.set_title(f"Scores {score_terms(trace.decoder, 'cross_').formula()}")
@@ -95,3 +116,9 @@ class CrossAttentionView(QWidget):
         for figure, row in ((self.q, self._target), (self.outputs, self._target),
                             (self.k, self._source), (self.v, self._source)):
             figure.set_highlight(row, None)
+
+
+def _explaining() -> bool:
+    """Alt or Ctrl held: a click asks where the value comes from (as in every stage's plots)."""
+    held = QGuiApplication.keyboardModifiers()
+    return bool(held & (Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ControlModifier))

@@ -22,6 +22,7 @@ from ..view_state import FixedSampling, ViewState
 from ..workers import Task, WorkerPool
 from .cross_view import CrossAttentionView
 from .interventions_panel import InterventionsPanel
+from .provenance import ProvenanceRelay, install as install_provenance
 from . import work
 
 
@@ -60,6 +61,9 @@ class TranslationWindow(QMainWindow):
         self._request = 0
         self._build(source)
         self._debounce = one_shot(self, 200, self.retrace)
+        self.provenance = ProvenanceRelay(self)          # Alt-click a value: its arithmetic
+        self.provenance_dock, self.provenance_panel = install_provenance(self, self.provenance)
+        self.cross_view.explainRequested.connect(self._explain_decoder)
 
     # -- widgets ----------------------------------------------------------------------------
     def _build(self, source: str) -> None:
@@ -174,6 +178,7 @@ class TranslationWindow(QMainWindow):
                                     steer=self.append_token)}
         self.states["Encoder"].selectionChanged.connect(self._source_selected)
         self.states["Decoder"].selectionChanged.connect(self._target_selected)
+        self.provenance.set_states(self.states)
         current = self.stage_list.currentItem()
         key = current.data(0, Qt.ItemDataRole.UserRole) if current is not None else None
         for view in self.views.values():
@@ -266,6 +271,9 @@ class TranslationWindow(QMainWindow):
         self.cross_view.select(index if section == "Decoder" else None,
                                index if section == "Encoder" else None)
 
+    def _explain_decoder(self, name: str, index) -> None:
+        self.provenance.request("Decoder", name, index)
+
     def _source_selected(self, index: int) -> None:
         self.cross_view.select(None, index)
 
@@ -274,5 +282,6 @@ class TranslationWindow(QMainWindow):
 
     def closeEvent(self, event) -> None:
         self._request += 1
+        self.provenance_panel.close()
         self.workers.wait()
         super().closeEvent(event)
