@@ -77,3 +77,17 @@ def test_ablate_on_a_one_stack_model_is_one_line(capsys, tmp_path):
     code, _, err = run(capsys, "trace", "--model", FIXTURES / "gpt2_tiny", "--text", "Hi", "--ablate", "cross:0:0",
                        "--out", tmp_path / "t.npz")
     assert code != 0 and "--ablate" in err and len(err.strip().splitlines()) == 1
+
+
+def test_compare_on_an_encoder_decoder_goes_through_the_encoder(capsys, tmp_path):
+    from transformer_stepper.core.seq2seq_compare import compare_source
+    from transformer_stepper.io.loader import load_model
+
+    texts = ["The bank of the river.", "She went to the bank to deposit money."]
+    code, out, err = run(capsys, "compare", "--model", FIXTURES / "marian_tiny", "--word", "bank",
+                         "--text", texts[0], "--text", texts[1], "--out", tmp_path / "c")
+    assert code == 0, err
+    assert "through the encoder" in err and (tmp_path / "c" / "compare.csv").is_file()
+    expected = compare_source(load_model(FIXTURES / "marian_tiny"), texts, "bank")
+    csv = (tmp_path / "c" / "compare.csv").read_text(encoding="utf-8")
+    assert f"{expected.pair_cosines[0, -1]:.6f}"[:6] in csv

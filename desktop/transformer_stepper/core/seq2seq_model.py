@@ -233,6 +233,13 @@ class Seq2SeqModel:
         decoder = self._decoder_trace(target, memory_kv, encoder, detail_budget, after_layer, edits=edits)
         return Seq2SeqTrace(self.config, encoder, decoder, memory_kv, notices, interventions)
 
+    def encoder_trace(self, source_text: str, detail_budget: int = DEFAULT_DETAIL_BUDGET,
+                      interventions: tuple = ()) -> Trace:
+        """The encoder's pass over the source alone (Compare on the encoder side)."""
+        encoded, _ = self.encode_source(source_text)
+        edits = split(interventions, self.config)["encoder"]
+        return self._encoder_trace(encoded, source_text, detail_budget, edits)
+
     def intervene(self, trace: Seq2SeqTrace, interventions) -> Seq2SeqTrace:
         """`trace`'s source and target through the model again, intervened: the trace to
         compare with `trace` (a clean one), position for position."""
