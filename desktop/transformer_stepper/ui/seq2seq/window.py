@@ -21,6 +21,7 @@ from ..timers import one_shot
 from ..view_state import FixedSampling, ViewState
 from ..workers import Task, WorkerPool
 from .cross_view import CrossAttentionView
+from .compare_page import EncoderComparePage
 from .interventions_panel import InterventionsPanel
 from .provenance import ProvenanceRelay, install as install_provenance
 from . import work
@@ -94,6 +95,7 @@ class TranslationWindow(QMainWindow):
         self.pages.addWidget(self.cross_view)
         self.interventions_panel = InterventionsPanel(self, self.open_cell)
         self.pages.addWidget(self.interventions_panel)
+        self.compare_page: Optional[EncoderComparePage] = None   # made when first shown
         splitter.addWidget(self.stage_list)
         splitter.addWidget(self.pages)
         splitter.setStretchFactor(1, 1)
@@ -140,6 +142,7 @@ class TranslationWindow(QMainWindow):
 
     def _layer_changed(self, layer: int) -> None:
         self.layer = layer
+        self._follow_in_compare()
         if self.trace is not None:
             self._run(work.prepared, self.model, self.trace, layer)
 
@@ -148,6 +151,11 @@ class TranslationWindow(QMainWindow):
         for state in self.states.values():
             state.set_head(head)
         self._refresh_cross()
+        self._follow_in_compare()
+
+    def _follow_in_compare(self) -> None:
+        if self.compare_page is not None and self.model is not None:
+            self.compare_page.set_model(self.model, self.layer, self.head)
 
     def _finished(self, request: int, result) -> None:
         if request != self._request:           # a later request is under way: it wins
@@ -209,9 +217,10 @@ class TranslationWindow(QMainWindow):
             child.setData(0, Qt.ItemDataRole.UserRole, (section, stage.key))
             sections[section].addChild(child)
             cross = child if stage.key == "cross_attention" else cross
-        extra = QTreeWidgetItem(["Interventions"])
-        extra.setData(0, Qt.ItemDataRole.UserRole, ("", "interventions"))
-        self.stage_list.addTopLevelItem(extra)
+        for title, key in (("Interventions", "interventions"), ("Compare (encoder)", "compare")):
+            extra = QTreeWidgetItem([title])
+            extra.setData(0, Qt.ItemDataRole.UserRole, ("", key))
+            self.stage_list.addTopLevelItem(extra)
         self.stage_list.blockSignals(False)
         self.stage_list.setCurrentItem(cross)
 
@@ -248,6 +257,9 @@ class TranslationWindow(QMainWindow):
         if stage_key == "interventions":
             self.pages.setCurrentWidget(self.interventions_panel)
             return
+        if stage_key == "compare":
+            self.pages.setCurrentWidget(self._compare())
+            return
         if stage_key == "cross_attention":
             self._refresh_cross()
             self.pages.setCurrentWidget(self.cross_view)
@@ -257,6 +269,13 @@ class TranslationWindow(QMainWindow):
             view = self.views[key] = create_view(stage_key, self.states[section])
             self.pages.addWidget(view)
         self.pages.setCurrentWidget(view)
+
+    def _compare(self) -> EncoderComparePage:
+        if self.compare_page is None:
+            self.compare_page = EncoderComparePage()
+            self.pages.addWidget(self.compare_page)
+        self.compare_page.set_model(self.model, self.layer, self.head)
+        return self.compare_page
 
     def _refresh_cross(self) -> None:
         if self.trace is None or not self.trace.decoder.is_ready(self.layer):
@@ -283,5 +302,7 @@ class TranslationWindow(QMainWindow):
     def closeEvent(self, event) -> None:
         self._request += 1
         self.provenance_panel.close()
+        if self.compare_page is not None:
+            self.compare_page.shutdown()
         self.workers.wait()
         super().closeEvent(event)
