@@ -69,3 +69,21 @@ def test_an_ablated_cross_head_output_is_explained_as_zero(traced):
     trace = model.trace("The bank of the river.", "Das", interventions=[InStack("cross", AblateHead(1, 2))])
     e = _check(model.stack_models()[1], trace.decoder, "cross_head_outputs", (1, 2, 0, 3))
     assert e.value == 0.0 and "ablated" in e.steps[-1].label
+
+
+@pytest.mark.parametrize("family", ("t5_tiny", "bart_tiny"))
+def test_a_decoder_logit_with_the_heads_scaling_and_bias(family):
+    from transformer_stepper.core.seq2seq import expected_seq2seq_shapes
+    from transformer_stepper.core.seq2seq_model import Seq2SeqModel
+
+    loaded = load_model(FIXTURES / family)
+    params = {n: np.array(loaded.params[n]) for n in expected_seq2seq_shapes(loaded.config)}
+    if "final_logits_bias" in params:        # the fixture's is zero: make it count
+        params["final_logits_bias"] = np.random.default_rng(0).normal(size=params["final_logits_bias"].shape)
+    model = Seq2SeqModel(loaded.config, params, loaded.tokenizer)
+    trace = model.trace("The bank of the river.", "Das Ufer")
+    e = _check(model.stack_models()[1], trace.decoder, "logits", (1, 5))
+    if family == "t5_tiny":
+        assert "d_model^-0.5" in " ".join(e.notes)
+    else:
+        assert "final_logits_bias" in e.python and abs(params["final_logits_bias"][5]) > 0.01

@@ -285,14 +285,26 @@ def explain_logit(model, trace, name: str, index: tuple) -> Explanation:
     table = head_table(config)
     row = output_direction(model.params, config, t)   # zero over a tied concat model's position part
     bias = float(model.params["head.bias"][t]) if config.lm_head_transform and "head.bias" in model.params else None
-    python = (f"h = {expr}      # the final hidden state\n"
-              f"value = h @ model.params['{table}'][{t}]" + (f" + model.params['head.bias'][{t}]" if bias is not None else "") + "\n")
+    bias_name = "head.bias"
+    seq2seq = getattr(trace.logit_head, "seq2seq", None)   # an encoder–decoder's head: T5 scales h,
+    notes = []                                              # BART and Marian add final_logits_bias
+    if seq2seq is not None and seq2seq.head_scale != 1.0:
+        source = source * np.float32(seq2seq.head_scale)
+        expr += f" * np.float32({seq2seq.head_scale!r})"
+        notes.append(f"T5's tied head reads h · d_model^-0.5 = h · {seq2seq.head_scale:.6g}")
+    if seq2seq is not None and seq2seq.logits_bias:
+        bias, bias_name = float(trace.logit_head.params["final_logits_bias"][t]), "final_logits_bias"
+        notes.append("plus final_logits_bias, one number per vocabulary token")
+    python = ("import numpy as np\n" if seq2seq is not None else "") + (
+              f"h = {expr}      # the final hidden state\n"
+              f"value = h @ model.params['{table}'][{t}]" + (f" + model.params['{bias_name}'][{t}]" if bias is not None else "") + "\n")
     token = model.tokenizer.id_to_token(t) if hasattr(model, "tokenizer") else str(t)
     explained = linear(name, index, f"logit of token {t} '{token}' at position {Names(trace).token(i)}",
                        f"logit = h · {'E' if config.tied_head else 'W_U'}[{t}]" + (" + b" if bias is not None else ""),
                        source, row, bias, float(trace.logits_at(i)[t]), python, x_name="h",
                        w_name="E" if config.tied_head else "W_U", col=t,
-                       notes=("the head is tied: the token's row of the embedding table",) if config.tied_head else ())
+                       notes=tuple(notes) + (("the head is tied: the token's row of the embedding table",)
+                                             if config.tied_head else ()))
     return _soft_capped(explained, config.final_softcap) if config.final_softcap else explained
 
 

@@ -30,7 +30,7 @@ from .layer_context import Context
 from .params import expected_shapes
 
 F32 = np.float32
-SHARED = ("wte", "lm_head.w")      # names both stacks read from the top level
+SHARED = ("wte", "lm_head.w", "final_logits_bias")   # names read from the top level by either stack
 
 
 @dataclass(frozen=True)

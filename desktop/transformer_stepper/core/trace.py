@@ -167,6 +167,12 @@ class Trace:
         return self._logits_of is not None
 
     @property
+    def logit_head(self):
+        """The output head the logits come from (core.model.LogitHead; an encoder–decoder's
+        Seq2SeqLogitHead adds its scaling and bias), or None."""
+        return self._logits_of
+
+    @property
     def logits(self) -> Optional[np.ndarray]:
         """[n_seq, n_vocab], or None without an output head: computed on first use, then kept
         (every position × the whole vocabulary, often the largest array of a trace; what
