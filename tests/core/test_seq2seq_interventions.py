@@ -92,3 +92,12 @@ def test_a_generated_clean_trace_is_compared_as_a_whole_pass(t5):
     grid = seq2seq_grids(differences, t5.config)["Decoder"]
     before = [grid.stages.index(k) for k in ("qkv", "scores", "softmax", "weighted_sum", "output_projection")]
     assert np.all(grid.values[before, 1] == 0)        # exactly 0 before the ablated head, not rounding
+
+
+def test_a_known_clean_translation_is_reused(t5):
+    ablate = [InStack("cross", AblateHead(0, 0))]
+    fresh = translations(t5, "The bank of the river.", ablate, 8)
+    reused = translations(t5, "The bank of the river.", ablate, 8, clean=(fresh.clean_ids, fresh.clean_text))
+    assert reused == fresh
+    marked = translations(t5, "The bank of the river.", ablate, 8, clean=((5,), "given"))
+    assert marked.clean_text == "given" and marked.intervened_ids == fresh.intervened_ids

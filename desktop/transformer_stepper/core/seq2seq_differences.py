@@ -60,12 +60,15 @@ class Translations:
         return None if len(self.clean_ids) == len(self.intervened_ids) else min(len(self.clean_ids), len(self.intervened_ids))
 
 
-def translations(model, source: str, interventions, n_tokens: int = 64) -> Translations:
+def translations(model, source: str, interventions, n_tokens: int = 64,
+                 clean: Optional[tuple[tuple[int, ...], str]] = None) -> Translations:
+    """`clean`: (ids, text) of the clean translation when known (the same model, source and
+    n_tokens): a change of interventions translates only the intervened pass again."""
     def text(trace) -> tuple[tuple[int, ...], str]:
         ids = tuple(int(i) for i in trace.decoder.input_ids[1:] if i != model.config.eos_token_id)
         return ids, "".join(model.target_tokenizer.continuation([], list(ids))).strip()
 
-    clean_ids, clean_text = text(translate(model, source, n_tokens))
+    clean_ids, clean_text = clean if clean is not None else text(translate(model, source, n_tokens))
     trace = model.trace(source, interventions=tuple(interventions))
     steps = generate(model, trace, n_tokens)
     new_ids, new_text = text(steps[-1] if steps else trace)

@@ -32,6 +32,7 @@ class InterventionsPanel(QWidget):
         self.heads: list[InStack] = []
         self.result = None                   # (intervened trace, differences, translations)
         self._for = None                     # the clean trace the result was computed from
+        self._clean = None                   # (model, source, (ids, text)): the clean translation
         self._request = 0
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 2)
@@ -128,7 +129,9 @@ class InterventionsPanel(QWidget):
             return
         self.translation.setText("computing the intervened pass …")
         self._for = trace
-        task = Task(self._request, work.intervene, model, trace, self.interventions())
+        known = self._clean
+        clean = known[2] if known is not None and known[0] is model and known[1] == trace.source_text else None
+        task = Task(self._request, work.intervene, model, trace, self.interventions(), clean)
         self.window.workers.start(task, self._done, self._failed)
 
     def showEvent(self, event) -> None:
@@ -140,6 +143,9 @@ class InterventionsPanel(QWidget):
         if request != self._request:
             return
         self.result = result
+        translations = result[2]
+        self._clean = (self.window.model, self._for.source_text,
+                       (translations.clean_ids, translations.clean_text))
         self.redraw()
 
     def _failed(self, request: int, message: str, _user_error: bool) -> None:

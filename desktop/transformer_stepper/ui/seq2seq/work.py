@@ -53,10 +53,12 @@ def append(model, trace, token_id: int, layer: int):
     return (*prepared(model, final, layer)[:2], target_text(model, final))
 
 
-def intervene(model, trace, interventions):
+def intervene(model, trace, interventions, clean_translation=None):
     """The clean trace's source and target through the model intervened; each stack's
-    difference at every stage; the clean and intervened translations of the source."""
+    difference at every stage; the clean and intervened translations of the source
+    (`clean_translation`: (ids, text) already known for this model and source)."""
     from ...core.seq2seq_differences import intervene_and_compare, translations
 
     _, intervened, differences = intervene_and_compare(model, trace, interventions)
-    return intervened, differences, translations(model, trace.source_text, interventions)
+    return intervened, differences, translations(model, trace.source_text, interventions,
+                                                 clean=clean_translation)
