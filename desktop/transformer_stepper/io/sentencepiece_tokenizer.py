@@ -104,7 +104,7 @@ def _vocab(path: Path) -> dict[str, int]:
     return vocab
 
 
-class MarianTokenizer(Tokenizer):
+class MarianSide(Tokenizer):
     """One side of a Marian model: that side's SentencePiece model cuts the text into pieces,
     the shared vocab.json gives their ids. The library tokenizer works in the .spm's own ids;
     `to_vocab` maps each to vocab.json's (<unk> where vocab.json lacks the piece); a piece the
@@ -202,8 +202,8 @@ def marian_tokenizers(folder: Path) -> tuple[Tokenizer, Tokenizer]:
                          f"not supported; this model shares one vocab.json")
     vocab_path = folder / "vocab.json"
     vocab = _vocab(vocab_path)
-    return (MarianTokenizer(folder / "source.spm", vocab, vocab_path),
-            MarianTokenizer(folder / "target.spm", vocab, vocab_path))
+    return (MarianSide(folder / "source.spm", vocab, vocab_path),
+            MarianSide(folder / "target.spm", vocab, vocab_path))
 
 
 def has_marian_files(folder: Path) -> bool:
