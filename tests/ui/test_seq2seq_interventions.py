@@ -56,3 +56,25 @@ def test_removing_the_source_positions_and_clear(qtbot, window):
     assert encoder.values[encoder.stages.index("scores"), 0] > 0      # T5: the bias is gone
     panel.clear_all()
     assert panel.result is None and panel.interventions() == ()
+
+
+def test_the_stages_can_show_the_intervened_pass(qtbot, window):
+    panel = window.interventions_panel
+    window.open_cell("", "interventions", None, None)
+    panel.add_head("cross", 1, 2)
+    qtbot.waitUntil(lambda: panel.result is not None, timeout=20000)
+    clean = window.trace
+    assert window.states["Decoder"].trace is clean.decoder
+    panel.in_stages.setChecked(True)
+    intervened = panel.result[0]
+    assert window.states["Decoder"].trace is intervened.decoder
+    assert window.states["Encoder"].trace is intervened.encoder
+    assert "intervened pass" in window.status.text()
+    window.open_cell("Decoder", "cross_attention", 1, 2)
+    np.testing.assert_array_equal(window.cross_view.outputs.values, 0)    # the ablated head
+    assert "the head is ablated (zero)" in window.cross_view.explanation.text()
+    panel.in_stages.setChecked(False)
+    assert window.states["Decoder"].trace is clean.decoder and "intervened" not in window.status.text()
+    assert "ablated" not in window.cross_view.explanation.text()
+    np.testing.assert_array_equal(window.cross_view.outputs.values,
+                                  clean.decoder.layer("cross_head_outputs", 1)[2])

@@ -105,7 +105,7 @@ class CrossAttentionView(QWidget):
             f"was encoded, and every decoding step reuses them (a step computes one new q row). "
             f"No causal mask: every target position sees the whole source. Target position "
             f"{self._target} puts its largest weight, {weights[min(self._target, n_tgt - 1), best]:.3f}, "
-            f"on source token {best} ({source_labels[best]!r}).")
+            f"on source token {best} ({source_labels[best]!r})." + _ablated(trace.decoder, layer, head))
         self.select(self._target, self._source)
 
     def select(self, target: Optional[int] = None, source: Optional[int] = None) -> None:
@@ -116,6 +116,15 @@ class CrossAttentionView(QWidget):
         for figure, row in ((self.q, self._target), (self.outputs, self._target),
                             (self.k, self._source), (self.v, self._source)):
             figure.set_highlight(row, None)
+
+
+def _ablated(decoder, layer: int, head: int) -> str:
+    """A sentence when the trace shown is intervened and this head is ablated there."""
+    from ...core.interventions import head_edits
+
+    mode = head_edits(getattr(decoder, "cross_interventions", ()), layer)[0].get(head)
+    return (f" This is the intervened pass: the head is ablated ({mode}), its output replaced "
+            f"before the output projection; the weights are as computed." if mode else "")
 
 
 def _explaining() -> bool:

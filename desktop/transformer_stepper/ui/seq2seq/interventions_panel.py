@@ -47,8 +47,12 @@ class InterventionsPanel(QWidget):
         self.no_positions.setToolTip("The encoder reads the source with no position vectors "
                                      "(T5: no relative position bias)")
         self.clear = QPushButton("Clear")
+        self.in_stages = QCheckBox("Stages show it")
+        self.in_stages.setToolTip("Every stage of both stacks draws the intervened pass (its numbers, "
+                                  "its provenance); off: the clean one")
         for label, widget in (("", self.attention), ("layer", self.layer), ("head", self.head),
-                              ("", self.ablate), ("", self.no_positions), ("", self.clear)):
+                              ("", self.ablate), ("", self.no_positions), ("", self.clear),
+                              ("", self.in_stages)):
             if label:
                 row.addWidget(QLabel(label))
             row.addWidget(widget)
@@ -69,6 +73,7 @@ class InterventionsPanel(QWidget):
         self.ablate.clicked.connect(self.add_head)
         self.no_positions.toggled.connect(self._changed)
         self.clear.clicked.connect(self.clear_all)
+        self.in_stages.toggled.connect(lambda _on: self.window.shown_changed())
         self.attention.currentIndexChanged.connect(self._fit)
 
     def _opener(self, side: str):
@@ -77,6 +82,12 @@ class InterventionsPanel(QWidget):
         return open_cell
 
     # -- what is intervened ------------------------------------------------------------------
+    def shown_in_stages(self):
+        """The intervened Seq2SeqTrace the stages should draw, or None (the clean one)."""
+        if not self.in_stages.isChecked() or self.result is None or self._for is not self.window.trace:
+            return None
+        return self.result[0]
+
     def interventions(self) -> tuple:
         return tuple(self.heads) + ((NoSourcePositions(),) if self.no_positions.isChecked() else ())
 
@@ -116,7 +127,7 @@ class InterventionsPanel(QWidget):
         if self.result is not None and self._for is self.window.trace:
             self.redraw()                      # the same pass (a layer prepared): selection only
             return
-        self.result = None
+        self.result = None                     # (the window is taking the new trace already)
         if self.interventions() and self.isVisible():
             self.run()
 
@@ -124,8 +135,11 @@ class InterventionsPanel(QWidget):
         model, trace = self.window.model, self.window.trace
         self._request += 1
         if model is None or trace is None or not self.interventions():
+            shown = self.shown_in_stages() is not None
             self.result = None
             self.translation.setText("")
+            if shown:
+                self.window.shown_changed()    # back to the clean pass
             return
         self.translation.setText("computing the intervened pass …")
         self._for = trace
@@ -147,6 +161,8 @@ class InterventionsPanel(QWidget):
         self._clean = (self.window.model, self._for.source_text,
                        (translations.clean_ids, translations.clean_text))
         self.redraw()
+        if self.in_stages.isChecked():
+            self.window.shown_changed()
 
     def _failed(self, request: int, message: str, _user_error: bool) -> None:
         if request == self._request:

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QMainWindow, QPus
 from PySide6.QtCore import Qt
 
 from ...core.labels import token_labels
+from ...core.seq2seq_interventions import describe_all
 from ...core.seq2seq_stages import SECTIONS, seq2seq_stages
 from ..stages import create_view
 from ..timers import one_shot
@@ -60,6 +61,7 @@ class TranslationWindow(QMainWindow):
         self.layer = self.head = 0
         self.workers = WorkerPool(max_threads=1)
         self._request = 0
+        self._status_base = ""
         self._build(source)
         self._debounce = one_shot(self, 200, self.retrace)
         self.provenance = ProvenanceRelay(self)          # Alt-click a value: its arithmetic
@@ -165,24 +167,43 @@ class TranslationWindow(QMainWindow):
         self.model, self.trace = model, trace
         if target_text is not None:
             self.target_box.setText(target_text)
-        self.status.setText(" ".join(trace.notices) or f"{model.name}: {trace.encoder.n_seq} source "
-                            f"tokens, encoded once; {trace.decoder.n_seq} decoder positions "
-                            f"({trace.decoder.computed_rows} computed by this pass)")
+        self._status_base = (" ".join(trace.notices) or f"{model.name}: {trace.encoder.n_seq} source "
+                             f"tokens, encoded once; {trace.decoder.n_seq} decoder positions "
+                             f"({trace.decoder.computed_rows} computed by this pass)")
         self._take_trace(new_model)
+        self._show_status()
 
     def _failed(self, request: int, message: str, _user_error: bool) -> None:
         if request == self._request:
             self.status.setText(f"error: {message}")
 
     # -- views ---------------------------------------------------------------------------------
+    def shown_trace(self):
+        """What the stage views draw: the intervened pass while the Interventions page says so
+        (and it is of the current trace), else the trace."""
+        intervened = self.interventions_panel.shown_in_stages()
+        return intervened if intervened is not None else self.trace
+
+    def shown_changed(self) -> None:
+        """The Interventions page switched the stages between the clean and intervened pass."""
+        if self.trace is not None:
+            self._take_trace(False)
+            self._show_status()
+
+    def _show_status(self) -> None:
+        shown = self.interventions_panel.shown_in_stages()
+        note = "" if shown is None else f"The stages show the intervened pass {describe_all(shown.interventions)} · "
+        self.status.setText(note + self._status_base)
+
     def _take_trace(self, new_model: bool) -> None:
         encoder, decoder = work.stack_models(self.model)
         old = self.states
+        shown = self.shown_trace()
         self.states = {
-            "Encoder": ViewState(encoder, self.trace.encoder, layer=self.layer, head=self.head,
+            "Encoder": ViewState(encoder, shown.encoder, layer=self.layer, head=self.head,
                                  parent=self),
-            "Decoder": DecoderState(decoder, self.trace.decoder, layer=self.layer, head=self.head,
-                                    selected=self.trace.decoder.n_seq - 1, parent=self,
+            "Decoder": DecoderState(decoder, shown.decoder, layer=self.layer, head=self.head,
+                                    selected=shown.decoder.n_seq - 1, parent=self,
                                     steer=self.append_token)}
         self.states["Encoder"].selectionChanged.connect(self._source_selected)
         self.states["Decoder"].selectionChanged.connect(self._target_selected)
@@ -278,10 +299,11 @@ class TranslationWindow(QMainWindow):
         return self.compare_page
 
     def _refresh_cross(self) -> None:
-        if self.trace is None or not self.trace.decoder.is_ready(self.layer):
+        shown = self.shown_trace() if self.trace is not None else None
+        if shown is None or not shown.decoder.is_ready(self.layer):
             return
         labels = {side: token_labels(state.trace, state.model.tokenizer) for side, state in self.states.items()}
-        self.cross_view.show_trace(self.trace, self.layer, self.head, labels["Encoder"], labels["Decoder"])
+        self.cross_view.show_trace(shown, self.layer, self.head, labels["Encoder"], labels["Decoder"])
 
     def _select(self, section: str, index: int) -> None:
         state = self.states.get(section)
