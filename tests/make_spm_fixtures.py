@@ -131,6 +131,18 @@ def expected_t5(folder: Path) -> dict:
     return out
 
 
+def compact_json(expected: dict) -> str:
+    """One line per text (diffs stay readable; the file stays small)."""
+    def dumps(value) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    lines = ['{"texts": ' + dumps(expected["texts"]) + ","]
+    for key in ("marian", "t5"):
+        entries = [f"  {dumps(text)}: {dumps(value)}" for text, value in expected[key].items()]
+        lines.append(f' "{key}": {{\n' + ",\n".join(entries) + "\n }" + ("," if key == "marian" else ""))
+    return "\n".join(lines) + "\n}\n"
+
+
 def main() -> None:
     FIXTURES.mkdir(parents=True, exist_ok=True)
     marian, t5 = FIXTURES / "marian", FIXTURES / "t5"
@@ -156,8 +168,7 @@ def main() -> None:
         shutil.copy(t5 / "spiece.model", tmp)
         expected = {"texts": [t for t in TEXTS if t.strip()], "marian": expected_marian(marian),
                     "t5": expected_t5(Path(tmp))}
-    (FIXTURES / "expected.json").write_text(json.dumps(expected, ensure_ascii=False, indent=1) + "\n",
-                                            encoding="utf-8")
+    (FIXTURES / "expected.json").write_text(compact_json(expected), encoding="utf-8")
     print(f"wrote {FIXTURES}")
 
 
