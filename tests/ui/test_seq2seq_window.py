@@ -28,7 +28,7 @@ def _items(w):
 
 def test_sections_and_the_cross_attention_stage(window):
     items = _items(window)
-    assert list(items) == ["Encoder", "Decoder"]
+    assert list(items) == ["Encoder", "Decoder", "Interventions", "Compare (encoder)"]
     assert "9. Cross-attention" not in items["Encoder"] and "12. Prediction" not in items["Encoder"]
     decoder = items["Decoder"]
     assert decoder.index("9. Cross-attention") == decoder.index("9. Output projection and residual") + 1
@@ -62,3 +62,28 @@ def test_a_click_on_a_prediction_bar_appends_that_token(qtbot, window):
     window.states["Decoder"].generation.append(7)
     qtbot.waitUntil(lambda: window.trace.decoder.n_seq == n + 1, timeout=10000)
     assert int(window.trace.decoder.input_ids[-1]) == 7
+
+
+def _show(window, section, key):
+    for i in range(window.stage_list.topLevelItemCount()):
+        top = window.stage_list.topLevelItem(i)
+        for j in range(top.childCount()):
+            if top.child(j).data(0, 0x0100) == (section, key):
+                window.stage_list.setCurrentItem(top.child(j))
+                return window.pages.currentWidget()
+    raise AssertionError(f"no stage {section} {key}")
+
+
+def test_t5_scores_are_titled_as_computed(qtbot):
+    w = TranslationWindow("The bank of the river.")
+    qtbot.addWidget(w)
+    w.open_model(str(FIXTURES / "t5_tiny"))
+    qtbot.waitUntil(lambda: w.trace is not None, timeout=10000)
+    for section in ("Encoder", "Decoder"):
+        view = _show(w, section, "scores")
+        qtbot.waitUntil(lambda: "Scores" in view.scores.title, timeout=10000)
+        assert "q·kᵀ (not scaled) + position bias" in view.scores.title
+        assert "√" not in view.scores.title
+    _show(w, "Decoder", "cross_attention")
+    assert w.cross_view.scores.title.startswith("Scores q·kᵀ (not scaled)")
+    w.workers.wait()

@@ -1,7 +1,8 @@
 """`transformer-stepper compare --model PATH --word WORD --text "..." --text "..." [--text ...]
 --out DIR [--format png|svg] [--layer L] [--head H] [--scale S]`: every Compare figure rendered
 with no display into DIR (`compare-<n>-<plot>[-L<l>H<h>].<format>`, as the app's right-click
-export names them), and compare.csv (see io/compare_csv.py).
+export names them), and compare.csv (see io/compare_csv.py). An encoder–decoder's sentences are
+sources, compared through its encoder (core/analysis/seq2seq_compare.py).
 
 A sentence without the word is left out with a warning naming it; fewer than two sentences
 left, more than eight given, a layer or head out of range: one `error:` line (ModelError),
@@ -55,6 +56,11 @@ def run_compare(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     for warning in model.warnings:
         say(f"warning: {warning}", sys.stderr)
+    if getattr(model, "is_seq2seq", False):   # an encoder–decoder: the source side's encoder
+        from ..core.analysis.seq2seq_compare import EncoderSide
+
+        model = EncoderSide(model)
+        say(f"note: {model.name}: the sentences are sources, compared through the encoder", sys.stderr)
     config = model.config
     layer = config.n_layer - 1 if args.layer is None else args.layer
     if not 0 <= layer < config.n_layer:

@@ -84,8 +84,9 @@ def run_export(args: argparse.Namespace) -> int:
 
 def _export_seq2seq(args: argparse.Namespace, model, folder: Path) -> int:
     """The encoder's stages over the source into DIR/encoder, the decoder's (self-attention
-    stages; cross-attention arrays are in `trace --source`) into DIR/decoder."""
-    trace = seq2seq.seq2seq_trace(args, model)
+    stages; cross-attention arrays are in `trace --source`) into DIR/decoder; with --ablate /
+    --no-source-positions, the intervened pass's."""
+    trace = seq2seq.seq2seq_trace(args, model, seq2seq.interventions_of(args))
     encoder_model, decoder_model = model.stack_models()
     keys = [s.key for s in stages.STAGES]
     for name, stack_model, stack_trace, stack_keys in (

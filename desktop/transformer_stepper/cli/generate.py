@@ -69,7 +69,8 @@ def _translate(args: argparse.Namespace, model, sampling, out) -> int:
     from ..core.trace.seq2seq_generate import finished, generate as generate_target
     from ..io.array_export import save_npz
 
-    first = seq2seq.seq2seq_trace(args, model)
+    interventions = seq2seq.interventions_of(args)
+    first = seq2seq.seq2seq_trace(args, model, interventions)
     steps = generate_target(model, first, args.tokens, sampling)
     final = steps[-1] if steps else first
     if not finished(model, final):
@@ -77,7 +78,17 @@ def _translate(args: argparse.Namespace, model, sampling, out) -> int:
             sys.stderr)
     tokenizer = model.target_tokenizer
     ids = [int(i) for i in final.decoder.input_ids[1:] if i != model.config.eos_token_id]
-    say("".join(tokenizer.continuation([], ids)).strip())
+    text = "".join(tokenizer.continuation([], ids)).strip()
+    if interventions:               # the clean translation beside it, by the same sampling
+        from ..core.model.seq2seq_interventions import describe_all
+
+        clean_steps = generate_target(model, model.intervene(first, ()), args.tokens, sampling)
+        clean_ids = [int(i) for i in (clean_steps[-1] if clean_steps else first).decoder.input_ids[1:]
+                     if i != model.config.eos_token_id]
+        say(f"clean:      {''.join(tokenizer.continuation([], clean_ids)).strip()}")
+        say(f"intervened: {text}   {describe_all(interventions)}")
+    else:
+        say(text)
     if out is not None:
         save_npz(out, final)
         say(f"wrote {out}: {final.decoder.n_seq} decoder tokens ({len(steps)} generated)", sys.stderr)

@@ -1,6 +1,8 @@
 """`transformer-stepper trace --model PATH --text TEXT --out FILE.npz`: every intermediate of
 one forward pass, written as .npz (no pickle). An encoder–decoder takes --source TEXT [--target
-TEXT] and writes encoder_*, decoder_*, cross_attentions and logits (Seq2SeqTrace.to_dict)."""
+TEXT] and writes encoder_*, decoder_*, cross_attentions and logits (Seq2SeqTrace.to_dict); with
+--ablate / --no-source-positions the intervened pass's, after printing each stack's difference
+from the clean pass at every stage."""
 from __future__ import annotations
 
 import argparse
@@ -36,7 +38,10 @@ def run_trace(args: argparse.Namespace) -> int:
     for warning in model.warnings:
         say(f"warning: {warning}", sys.stderr)
     if seq2seq.is_seq2seq(model):
-        trace = seq2seq.seq2seq_trace(args, model)
+        interventions = seq2seq.interventions_of(args)
+        trace = seq2seq.seq2seq_trace(args, model, interventions)
+        if interventions:
+            seq2seq.say_differences(model, model.intervene(trace, ()), trace)
         save_npz(out, trace)
         say(f"wrote {out}: {trace.encoder.n_seq} source, {trace.decoder.n_seq} decoder tokens")
         return 0

@@ -286,7 +286,8 @@ def _from_checkpoint(ckpt: Checkpoint, folder: Path, cfg: Optional[dict], name: 
     config = config.replace(name=name)
     if families.of_config(config).seq2seq:    # T5, BART, Marian
         from . import seq2seq_loader
-        return seq2seq_loader.load(ckpt, folder, config, warnings, _find_tokenizer(folder))
+        return seq2seq_loader.load(ckpt, folder, config, warnings,
+                                   *seq2seq_loader.tokenizers(folder, _find_tokenizer))
     _warn_unused_layers(ckpt, config, warnings)
     params = _map_params(ckpt, config)
     model = Model(config, params, _find_tokenizer(folder), source=ckpt.source)

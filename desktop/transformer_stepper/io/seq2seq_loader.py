@@ -97,7 +97,23 @@ def map_params(ckpt, config: Seq2SeqConfig) -> ParamStore:
     return WithComputed(stored, computed) if computed else stored
 
 
-def load(ckpt, folder: Path, config: Seq2SeqConfig, warnings: list[str], tokenizer: Tokenizer) -> Seq2SeqModel:
-    model = Seq2SeqModel(config, map_params(ckpt, config), tokenizer, source=ckpt.source)
+def tokenizers(folder: Path, find) -> tuple[Tokenizer, Optional[Tokenizer]]:
+    """(source tokenizer, target tokenizer or None: the same). tokenizer.json when the folder
+    has one (`find` reads it); else a downloaded OPUS-MT folder's source.spm, target.spm and
+    vocab.json, or a T5 folder's spiece.model (io/sentencepiece_tokenizer.py)."""
+    from . import sentencepiece_tokenizer as spm
+
+    if not (folder / "tokenizer.json").exists():
+        if spm.has_marian_files(folder):
+            return spm.marian_tokenizers(folder)
+        if (folder / "spiece.model").is_file():
+            return spm.t5_tokenizer(folder), None
+    return find(folder), None
+
+
+def load(ckpt, folder: Path, config: Seq2SeqConfig, warnings: list[str], tokenizer: Tokenizer,
+         target_tokenizer: Optional[Tokenizer] = None) -> Seq2SeqModel:
+    model = Seq2SeqModel(config, map_params(ckpt, config), tokenizer, source=ckpt.source,
+                         target_tokenizer=target_tokenizer)
     model.warnings = warnings
     return model

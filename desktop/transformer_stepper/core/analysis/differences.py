@@ -143,13 +143,15 @@ def shown_arrays() -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for s in stages_lib.STAGES for name in s.computes))
 
 
-def stage_differences(clean, intervened) -> dict[tuple[str, Optional[int]], Difference]:
+def stage_differences(clean, intervened, names: Optional[tuple[str, ...]] = None
+                      ) -> dict[tuple[str, Optional[int]], Difference]:
     """(array name, layer or None) -> Difference, for every array the stepper's stages compute
-    that both traces have (a rotary model without positions has no rotation angles). Reads every
-    layer's detail of both traces, one layer at a time (within their budgets)."""
+    (or `names`) that both traces have (a rotary model without positions has no rotation
+    angles). Reads every layer's detail of both traces, one layer at a time (within their
+    budgets)."""
     if clean.n_seq != intervened.n_seq:
         raise ValueError(f"the clean trace has {clean.n_seq} tokens, the intervened one {intervened.n_seq}")
-    names = shown_arrays()
+    names = shown_arrays() if names is None else names
     blocked = clean.mask           # [n_q, n_k] the causal mask (None: none)
     norms = _CLEAN_NORMS.setdefault(clean, {})
     out: dict[tuple[str, Optional[int]], Difference] = {}
@@ -230,11 +232,14 @@ class StageGrid:
         return int(np.argmax(d.relative_per_head))
 
 
-def stage_grid(differences: Differences, config: ModelConfig, position: Optional[int] = None) -> StageGrid:
+def stage_grid(differences: Differences, config: ModelConfig, position: Optional[int] = None,
+               stage_list=None) -> StageGrid:
+    """`stage_list`: the rows' stages in order (default: the config's available stages; an
+    encoder–decoder's decoder adds Cross-attention)."""
     n_layer = config.n_layer
     first_layer_stage = min(s.number for s in stages_lib.STAGES if s.per_layer)
     rows, values, cells = [], [], []
-    for s in stages_lib.available_stages(config):
+    for s in (stages_lib.available_stages(config) if stage_list is None else stage_list):
         runs_at = 0 if s.number < first_layer_stage else n_layer - 1     # a stage that runs once
         row: list[tuple[Difference, ...]] = []
         for layer in range(n_layer):

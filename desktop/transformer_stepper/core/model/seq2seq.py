@@ -33,12 +33,13 @@ from .forward import (
     forward,
     project_heads)
 from .head import head_product
+from .interventions import no_positions
 from .kv_cache import KVCache
 from .layer_context import Context
 from .params import expected_shapes
 
 F32 = np.float32
-SHARED = ("wte", "lm_head.w")      # names both stacks read from the top level
+SHARED = ("wte", "lm_head.w", "final_logits_bias")   # names read from the top level by either stack
 
 
 @dataclass(frozen=True)
@@ -180,9 +181,10 @@ def _plus(a: Optional[np.ndarray], b: Optional[np.ndarray]) -> Optional[np.ndarr
 # -- the contexts of the three attentions ---------------------------------------------------
 def encoder_context(params, config: Seq2SeqConfig, n_src: int, valid=None, record=_noop,
                     interventions: tuple = ()) -> Context:
-    """Bidirectional: the source's padding mask, plus T5's position bias."""
+    """Bidirectional: the source's padding mask, plus T5's position bias (none when the
+    interventions remove the source's positions)."""
     mask = padding_mask(valid)
-    if config.relative_buckets:
+    if config.relative_buckets and not no_positions(interventions):   # T5's only positions
         bias = position_bias(params, config, "encoder", n_src, n_src)
         record("encoder_position_bias", bias, None)
         mask = _plus(bias, mask)
@@ -190,14 +192,14 @@ def encoder_context(params, config: Seq2SeqConfig, n_src: int, valid=None, recor
 
 
 def decoder_context(params, config: Seq2SeqConfig, n_tgt: int, start: int = 0,
-                    record=_noop) -> Context:
+                    record=_noop, interventions: tuple = ()) -> Context:
     """Causal over the target so far (queries start..n_tgt-1), plus T5's one-way bias."""
     mask = ops.additive_mask(ops.causal_mask(n_tgt)[start:])
     if config.relative_buckets:
         bias = position_bias(params, config, "decoder", n_tgt - start, n_tgt, start)
         record("decoder_position_bias", bias, None)
         mask = _plus(bias, mask)
-    return Context(mask, scale=config.scale)
+    return Context(mask, interventions=interventions, scale=config.scale)
 
 
 def cross_context(config: Seq2SeqConfig, valid=None, interventions: tuple = ()) -> Context:
@@ -272,14 +274,15 @@ def head_logits(params, config: Seq2SeqConfig, h: np.ndarray) -> np.ndarray:
 
 
 def decode(params, config: Seq2SeqConfig, target_ids, memory_kv, cross_ctx: Context, record=_noop,
-           cache: Optional[KVCache] = None, logits: bool = True, after_layer=None) -> dict:
+           cache: Optional[KVCache] = None, logits: bool = True, after_layer=None,
+           interventions: tuple = ()) -> dict:
     """[n_new] decoder input ids (after the `cache`d ones) -> {"last_hidden_state", "logits"}.
     With a cache only the new positions are computed; their self-attention keys and values
     join the cache, and cross-attention reads the memory's k, v (memory_kv) as they are."""
     dec, dec_config = Scoped(params, "decoder."), config.decoder
     target_ids = np.asarray(target_ids, dtype=np.int64)
     start = cache.n_seq if cache is not None else 0
-    ctx = decoder_context(params, config, start + len(target_ids), start, record)
+    ctx = decoder_context(params, config, start + len(target_ids), start, record, interventions)
     x = embed(dec, dec_config, target_ids, np.zeros_like(target_ids), record, start)
     for layer in range(dec_config.n_layer):
         x = decoder_block(dec, dec_config, x, ctx, cross_ctx, memory_kv[layer], layer, record, cache)

@@ -19,6 +19,9 @@ from .model import LogitHead
 from ..model.params import ParamStore
 from ..model.forward import block
 from ..model.kv_cache import KVCache
+from ..model.interventions import no_positions
+from ..model.score_terms import unscaled
+from ..model.seq2seq_interventions import split
 from ..model.seq2seq import (
     Scoped,
     Seq2SeqConfig,
@@ -30,7 +33,8 @@ from ..model.seq2seq import (
     encode,
     encoder_context,
     expected_seq2seq_shapes,
-    head_logits)
+    head_logits,
+    position_bias)
 from ..model.tokenize import Encoded, Tokenizer
 from .recorder import Recorder
 from .trace import DEFAULT_DETAIL_BUDGET, RESIDUAL_NAMES, LayerDetail, Trace
@@ -87,10 +91,11 @@ class Seq2SeqTrace:
     unknown target tokens)."""
 
     def __init__(self, config: Seq2SeqConfig, encoder: Trace, decoder: Trace, memory_kv,
-                 notices: tuple[str, ...] = ()) -> None:
+                 notices: tuple[str, ...] = (), interventions: tuple = ()) -> None:
         self.config, self.encoder, self.decoder = config, encoder, decoder
         self.memory_kv = memory_kv          # per decoder layer, the memory's (k, v): computed once
         self.notices = notices
+        self.interventions = interventions  # core/model/seq2seq_interventions.py: what this pass changes
 
     def __repr__(self) -> str:
         return f"Seq2SeqTrace({self.config.family}, {self.encoder.n_seq} source, {self.decoder.n_seq} target tokens)"
@@ -181,6 +186,8 @@ class Seq2SeqModel:
         encoder = Model(self.config.encoder, Scoped(self.params, "encoder."), self.tokenizer, self.source)
         decoder = Model(self.config.decoder, Scoped(self.params, "decoder."), self.target_tokenizer,
                         self.source)
+        # every decoder weight, cross-attention's too (provenance and its Python read them)
+        decoder.params = Scoped(self.params, "decoder.")
         return encoder, decoder
 
     # -- tokens ------------------------------------------------------------------------------
@@ -214,9 +221,13 @@ class Seq2SeqModel:
     # -- the pass -----------------------------------------------------------------------------
     def trace(self, source_text: str, target_text: str = "", target_ids=None,
               detail_budget: int = DEFAULT_DETAIL_BUDGET,
-              after_layer: Optional[Callable[[int], None]] = None) -> Seq2SeqTrace:
+              after_layer: Optional[Callable[[int], None]] = None,
+              interventions: tuple = ()) -> Seq2SeqTrace:
         """The encoder over the source, once; the decoder over decoder_start_token_id followed
-        by the target (text, or ids given directly)."""
+        by the target (text, or ids given directly). `interventions`: InStack and
+        NoSourcePositions items (core/model/seq2seq_interventions.py), acting inside this pass."""
+        interventions = tuple(interventions)
+        edits = split(interventions, self.config)
         encoded, notices = self.encode_source(source_text)
         if target_ids is None:
             target_ids, target_notices = self.encode_target(target_text)
@@ -224,13 +235,26 @@ class Seq2SeqModel:
         target = np.concatenate([[self.config.decoder_start_token_id],
                                  np.asarray(target_ids, dtype=np.int64)]).astype(np.int64)
         self._check_ids(target, self.config.decoder.n_ctx, "target")
-        encoder = self._encoder_trace(encoded, source_text, detail_budget)
+        encoder = self._encoder_trace(encoded, source_text, detail_budget, edits["encoder"])
         with ops.quiet_floats():
             memory_kv = cross_kv(self.params, self.config, encoder.hidden_states[-1])
         for k, v in memory_kv:
             k.flags.writeable = v.flags.writeable = False
-        decoder = self._decoder_trace(target, memory_kv, encoder, detail_budget, after_layer)
-        return Seq2SeqTrace(self.config, encoder, decoder, memory_kv, notices)
+        decoder = self._decoder_trace(target, memory_kv, encoder, detail_budget, after_layer, edits=edits)
+        return Seq2SeqTrace(self.config, encoder, decoder, memory_kv, notices, interventions)
+
+    def encoder_trace(self, source_text: str, detail_budget: int = DEFAULT_DETAIL_BUDGET,
+                      interventions: tuple = ()) -> Trace:
+        """The encoder's pass over the source alone (Compare on the encoder side)."""
+        encoded, _ = self.encode_source(source_text)
+        edits = split(interventions, self.config)["encoder"]
+        return self._encoder_trace(encoded, source_text, detail_budget, edits)
+
+    def intervene(self, trace: Seq2SeqTrace, interventions) -> Seq2SeqTrace:
+        """`trace`'s source and target through the model again, intervened: the trace to
+        compare with `trace` (a clean one), position for position."""
+        return self.trace(trace.source_text, target_ids=trace.decoder.input_ids[1:],
+                          detail_budget=trace.decoder.cache.budget, interventions=interventions)
 
     def _check_ids(self, ids: np.ndarray, n_ctx: int, what: str) -> None:
         if len(ids) > n_ctx:
@@ -240,11 +264,11 @@ class Seq2SeqModel:
             raise ModelError(f"{what} token id {int(bad[0])} is outside the model's vocabulary "
                              f"of {self.config.decoder.n_vocab}")
 
-    def _encoder_trace(self, encoded: Encoded, text: str, budget: int) -> Trace:
+    def _encoder_trace(self, encoded: Encoded, text: str, budget: int, edits: tuple = ()) -> Trace:
         ids = np.asarray(encoded.input_ids, dtype=np.int64)
         recorder = Recorder(per_layer=RESIDUAL_NAMES)
         with ops.quiet_floats():
-            ctx = encoder_context(self.params, self.config, len(ids), record=recorder)
+            ctx = encoder_context(self.params, self.config, len(ids), record=recorder, interventions=edits)
             encode(self.params, self.config, ids, ctx, recorder)
         arrays, residual = recorder.finish()
         arrays["token_type_ids"] = np.zeros_like(ids)
@@ -260,11 +284,24 @@ class Seq2SeqModel:
                      offsets=np.asarray(encoded.offsets, dtype=np.int64).copy(),
                      special_tokens_mask=np.asarray(encoded.special_tokens_mask, bool).copy(),
                      arrays=arrays, residual=residual, compute_layer=compute_layer,
-                     truncated=encoded.truncated, detail_budget=budget)
+                     truncated=encoded.truncated, detail_budget=budget, interventions=edits,
+                     score_terms=self._score_terms("encoder", no_positions(edits)))
 
-    def _decoder_computer(self, layer_inputs, memory_kv, n_tgt: int):
+    def _score_terms(self, stack: str, no_bias: bool = False) -> Optional[dict]:
+        """What the stack's scores are made of where it is not 1/√d_head alone (T5: not
+        scaled; its self-attention adds the relative position bias, its cross-attention not)."""
+        if self.config.scale_scores and not self.config.relative_buckets:
+            return None
+        if self.config.scale_scores:
+            raise ModelError(f"{self.source}: a scaled model with a position bias is not described")
+        has_bias = self.config.relative_buckets and not no_bias
+        bias = (f"{stack}_position_bias", "position bias") if has_bias else ("", "")
+        return {"": unscaled(*bias), "cross_": unscaled()}
+
+    def _decoder_computer(self, layer_inputs, memory_kv, n_tgt: int, edits: dict):
         dec_params, dec_config = Scoped(self.params, "decoder."), self.config.decoder
-        ctx, cross_ctx = decoder_context(self.params, self.config, n_tgt), cross_context(self.config)
+        ctx = decoder_context(self.params, self.config, n_tgt, interventions=edits["decoder"])
+        cross_ctx = cross_context(self.config, interventions=edits["cross"])
 
         def compute_layer(layer: int) -> LayerDetail:
             # the same decoder block from the same stored input, over the whole target
@@ -277,14 +314,17 @@ class Seq2SeqModel:
         return compute_layer, ctx
 
     def _decoder_trace(self, target: np.ndarray, memory_kv, encoder: Trace, budget: int,
-                       after_layer=None, previous: Optional[Trace] = None) -> Trace:
-        # previous: the decoder trace target extends (its rows and KV cache are reused)
+                       after_layer=None, previous: Optional[Trace] = None, edits: Optional[dict] = None) -> Trace:
+        # previous: the decoder trace target extends (its rows and KV cache are reused); edits:
+        # each attention's interventions (core/model/seq2seq_interventions.split)
+        edits = edits or {"decoder": (), "cross": ()}
         recorder = Recorder(per_layer=RESIDUAL_NAMES)
         cache = previous.kv_cache.copy() if previous is not None else KVCache(self.config.decoder.n_layer)
         start = cache.n_seq
         with ops.quiet_floats():
-            decode(self.params, self.config, target[start:], memory_kv, cross_context(self.config),
-                   recorder, cache=cache, logits=False, after_layer=after_layer)
+            decode(self.params, self.config, target[start:], memory_kv,
+                   cross_context(self.config, interventions=edits["cross"]), recorder, cache=cache,
+                   logits=False, after_layer=after_layer, interventions=edits["decoder"])
         arrays, residual = recorder.finish()
         arrays["token_type_ids"] = np.zeros(len(target) - start, dtype=np.int64)
         arrays.pop("decoder_position_bias", None)   # the rows of this step; recomputed whole
@@ -292,7 +332,12 @@ class Seq2SeqModel:
             arrays = {n: joined_rows(v, arrays[n]) for n, v in previous.arrays.items() if n in arrays}
             residual = {n: tuple(joined_rows(o, new) for o, new in zip(previous.residual[n], residual[n]))
                         for n in previous.residual}
-        compute_layer, ctx = self._decoder_computer(residual["layer_in"], memory_kv, len(target))
+        if self.config.relative_buckets:            # every target row's, for the views
+            with ops.quiet_floats():
+                bias = position_bias(self.params, self.config, "decoder", len(target), len(target))
+            bias.flags.writeable = False
+            arrays["decoder_position_bias"] = bias
+        compute_layer, ctx = self._decoder_computer(residual["layer_in"], memory_kv, len(target), edits)
         tok = self.target_tokenizer
         tokens = tuple(tok.id_to_token(i) for i in target)
         offsets = np.zeros((len(target), 2), dtype=np.int64)
@@ -300,12 +345,16 @@ class Seq2SeqModel:
                                    self.config.pad_token_id])
         text = "".join(tok.continuation(target[:1], target[1:])) if len(target) > 1 else ""
         source = arrays.get("final_ln_out", residual["layer_out"][-1])
-        return Trace(config=self.config.decoder, text=text, tokens=tokens, input_ids=target.copy(),
+        decoder = Trace(config=self.config.decoder, text=text, tokens=tokens, input_ids=target.copy(),
                      offsets=offsets, special_tokens_mask=special, arrays=arrays, residual=residual,
                      compute_layer=compute_layer,
                      attention_mask=ops.additive_mask(ops.causal_mask(len(target))),
                      detail_budget=budget, kv_cache=cache, computed_rows=len(target) - start,
-                     logits_of=Seq2SeqLogitHead(self.params, self.config, source))
+                     logits_of=Seq2SeqLogitHead(self.params, self.config, source),
+                     score_terms=self._score_terms("decoder"), interventions=edits["decoder"])
+        decoder.cross_interventions = edits["cross"]   # the cross-attention's (provenance reads them)
+        decoder.source_tokens = encoder.tokens          # what the cross-attention's keys are
+        return decoder
 
     def extend(self, trace: Seq2SeqTrace, token_ids) -> Seq2SeqTrace:
         """The trace with `token_ids` appended to the target: only the new positions are
@@ -317,5 +366,7 @@ class Seq2SeqModel:
         target = np.concatenate([trace.decoder.input_ids, new_ids])
         self._check_ids(target, self.config.decoder.n_ctx, "target")
         decoder = self._decoder_trace(target, trace.memory_kv, trace.encoder,
-                                      trace.decoder.cache.budget, previous=trace.decoder)
-        return Seq2SeqTrace(self.config, trace.encoder, decoder, trace.memory_kv, trace.notices)
+                                      trace.decoder.cache.budget, previous=trace.decoder,
+                                      edits=split(trace.interventions, self.config))
+        return Seq2SeqTrace(self.config, trace.encoder, decoder, trace.memory_kv, trace.notices,
+                            trace.interventions)

@@ -47,7 +47,8 @@ class Trace:
                  recorded_details: Optional[dict[int, LayerDetail]] = None,
                  kv_cache=None, generated: Optional[np.ndarray] = None,
                  computed_rows: Optional[int] = None, interventions: tuple = (),
-                 logits_of=None, row_blocks: Optional[tuple[tuple[int, int], ...]] = None) -> None:
+                 logits_of=None, row_blocks: Optional[tuple[tuple[int, int], ...]] = None,
+                 score_terms: Optional[dict] = None) -> None:
         self.config = config
         self.text = text
         self.tokens = tokens                 # the tokenizer's pieces, special tokens included
@@ -67,6 +68,9 @@ class Trace:
         # causal traces: the (start, extent) row blocks its passes computed together, which its
         # layers' detail is computed by (core/trace/row_blocks.py); None: one pass over every row
         self.row_blocks = row_blocks
+        # prefix ("", "cross_") -> core.model.score_terms.ScoreTerms where the scores are not the
+        # config's (T5: not scaled, plus a position bias); None: the config's
+        self.score_terms = score_terms
         self.cache = LayerCache(compute_layer, detail_budget)
         # the output head (core.trace.model.LogitHead): rows -> their logits [k, n_vocab], and its
         # inputs and table for logits_change_at; None: the model has no output head
@@ -194,6 +198,12 @@ class Trace:
     @property
     def has_logits(self) -> bool:
         return self._logits_of is not None
+
+    @property
+    def logit_head(self):
+        """The output head the logits come from (core.trace.model.LogitHead; an encoder–decoder's
+        Seq2SeqLogitHead adds its scaling and bias), or None."""
+        return self._logits_of
 
     @property
     def logits(self) -> Optional[np.ndarray]:

@@ -23,7 +23,8 @@ from ..plots import Heatmap
 SHORT = {"embedding": "embedding", "position_encoding": "positions", "position_addition": "e + p",
          "qkv": "q, k, v", "scores": "scores", "softmax": "softmax", "weighted_sum": "weights · V",
          "output_projection": "W_O + residual", "feed_forward": "feed-forward",
-         "layer_output": "layer output", "prediction": "prediction", "router": "router"}
+         "layer_output": "layer output", "prediction": "prediction", "router": "router",
+         "cross_attention": "cross-attn"}
 CELL_LABEL_LIMIT = 240           # more cells than this: the numbers are on hover only
 
 
@@ -48,9 +49,11 @@ class DifferenceMap(QWidget):
     scopeChanged = Signal()
 
     def __init__(self, open_cell: Optional[Callable[[str, Optional[int], Optional[int]], None]] = None,
-                 parent: Optional[QWidget] = None) -> None:
+                 parent: Optional[QWidget] = None, name: str = "") -> None:
         super().__init__(parent)
         self.open_cell = open_cell
+        self.name = name                  # a stack's name before the title (encoder–decoders)
+        self._stage_list = None           # the rows' stages (None: the config's)
         self.grid: Optional[StageGrid] = None
         self._differences: Optional[Differences] = None
         self._config: Optional[ModelConfig] = None
@@ -78,20 +81,23 @@ class DifferenceMap(QWidget):
     def position(self) -> Optional[int]:
         return None if self.scope.currentIndex() == 0 or self._token == "" else self._position
 
-    def set_data(self, differences: Differences, config: ModelConfig, position: int, token: str) -> None:
-        self._differences, self._config = differences, config
+    def set_data(self, differences: Differences, config: ModelConfig, position: int, token: str,
+                 stage_list=None) -> None:
+        """`stage_list`: the rows' stages in order (an encoder–decoder's decoder adds
+        Cross-attention); None: the config's."""
+        self._differences, self._config, self._stage_list = differences, config, stage_list
         self._position, self._token = position, token
         self._redraw()
 
     def _redraw(self) -> None:
         if self._differences is None:
             return
-        self.grid = grid = stage_grid(self._differences, self._config, self.position)
+        self.grid = grid = stage_grid(self._differences, self._config, self.position, self._stage_list)
         finite = grid.values[np.isfinite(grid.values)]
         top = float(finite.max()) if finite.size else 0.0
         top = top if top > 0 else 1.0
         shown = np.where(np.isinf(grid.values), top, grid.values)      # ∞ (a zero clean norm): darkest
-        by_stage = {s.key: s for s in stages.STAGES}
+        by_stage = self._by_stage()
         rows = [f"{by_stage[key].number_for(self._config)} {SHORT.get(key, by_stage[key].title)}"
                 for key in grid.stages]
         cols = [f"layer {l}" for l in range(self._config.n_layer)]
@@ -99,12 +105,16 @@ class DifferenceMap(QWidget):
         names = [[percent(v) for v in row] for row in grid.values]
         self.heatmap.set_cell_labels(names, CELL_LABEL_LIMIT, width=6)
         where = "over every token" if self.position is None else f"at '{self._token}'"
-        self.heatmap.set_title(f"Where the intervention bites: ‖intervened − clean‖ / ‖clean‖ {where}")
+        named = f"{self.name}: where" if self.name else "Where"
+        self.heatmap.set_title(f"{named} the intervention bites: ‖intervened − clean‖ / ‖clean‖ {where}")
+
+    def _by_stage(self) -> dict:
+        return {s.key: s for s in (self._stage_list or stages.STAGES)}
 
     def _describe(self, row: int, col: int) -> str:
         grid = self.grid
         key = grid.stages[row]
-        stage = stages.stage(key)
+        stage = self._by_stage()[key]
         cell = grid.cells[row][col]
         if not cell and stage.needs_experts:
             return f"{stage.title}: layer {col} has no router (a dense feed-forward)"
@@ -127,6 +137,6 @@ class DifferenceMap(QWidget):
         grid = self.grid
         if grid is None or self.open_cell is None or not 0 <= row < len(grid.stages):
             return
-        stage = stages.stage(grid.stages[row])
+        stage = self._by_stage()[grid.stages[row]]
         head = grid.most_changed_head(row, col) if stage.per_head else None
         self.open_cell(stage.key, col if stage.per_layer else None, head)

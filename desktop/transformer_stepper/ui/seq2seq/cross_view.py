@@ -7,15 +7,18 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 
+from ...core.model.score_terms import score_terms
 from ..plots import Heatmap
 
 
 class CrossAttentionView(QWidget):
     targetSelected = Signal(int)
     sourceSelected = Signal(int)
+    explainRequested = Signal(str, object)   # Alt-click: where does decoder value name[index] come from?
 
     def __init__(self, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
@@ -48,12 +51,30 @@ class CrossAttentionView(QWidget):
         grid.setColumnStretch(0, 2)
         grid.setColumnStretch(1, 2)
         grid.setColumnStretch(2, 3)
-        self.alignment.cellClicked.connect(self._cell_clicked)
-        self.scores.cellClicked.connect(self._cell_clicked)
+        self.alignment.cellClicked.connect(self._alignment_clicked)
+        self.scores.cellClicked.connect(self._scores_clicked)
+        self.q.cellClicked.connect(lambda r, c: self._explain("cross_q", r, c))
+        self.outputs.cellClicked.connect(lambda r, c: self._explain("cross_head_outputs", r, c))
         for figure, signal in ((self.q, self.targetSelected), (self.outputs, self.targetSelected),
                                (self.k, self.sourceSelected), (self.v, self.sourceSelected)):
             figure.tokenClicked.connect(signal.emit)
         self._target, self._source = 0, 0
+        self._layer = self._head = 0
+
+    def _alignment_clicked(self, row: int, col: int) -> None:
+        if _explaining():
+            self._explain("cross_attn_weights", row, col)
+        else:
+            self._cell_clicked(row, col)
+
+    def _scores_clicked(self, row: int, col: int) -> None:
+        if _explaining():
+            self._explain("cross_scores", row, col)
+        else:
+            self._cell_clicked(row, col)
+
+    def _explain(self, name: str, row: int, col: int) -> None:
+        self.explainRequested.emit(name, (self._layer, self._head, row, col))
 
     def _cell_clicked(self, row: int, col: int) -> None:
         self.targetSelected.emit(row)
@@ -64,10 +85,10 @@ class CrossAttentionView(QWidget):
 
     def show_trace(self, trace, layer: int, head: int, source_labels, target_labels) -> None:
         """trace: a Seq2SeqTrace whose decoder `layer` detail is ready."""
+        self._layer, self._head = layer, head
         detail = trace.decoder.detail(layer)
         weights = detail["cross_attn_weights"][head]
-        scaled = trace.config.scale_scores
-        self.scores.set_title(f"Scores q·kᵀ{'/√d_head' if scaled else ' (T5: not scaled)'}")
+        self.scores.set_title(f"Scores {score_terms(trace.decoder, 'cross_').formula()}")
         self.alignment.set_data(weights, target_labels, source_labels, levels=(0.0, 1.0))
         self.scores.set_data(detail["cross_scores"][head], target_labels, source_labels)
         self.q.set_data(detail["cross_q"][head], target_labels)
@@ -84,7 +105,7 @@ class CrossAttentionView(QWidget):
             f"was encoded, and every decoding step reuses them (a step computes one new q row). "
             f"No causal mask: every target position sees the whole source. Target position "
             f"{self._target} puts its largest weight, {weights[min(self._target, n_tgt - 1), best]:.3f}, "
-            f"on source token {best} ({source_labels[best]!r}).")
+            f"on source token {best} ({source_labels[best]!r})." + _ablated(trace.decoder, layer, head))
         self.select(self._target, self._source)
 
     def select(self, target: Optional[int] = None, source: Optional[int] = None) -> None:
@@ -95,3 +116,18 @@ class CrossAttentionView(QWidget):
         for figure, row in ((self.q, self._target), (self.outputs, self._target),
                             (self.k, self._source), (self.v, self._source)):
             figure.set_highlight(row, None)
+
+
+def _ablated(decoder, layer: int, head: int) -> str:
+    """A sentence when the trace shown is intervened and this head is ablated there."""
+    from ...core.model.interventions import head_edits
+
+    mode = head_edits(getattr(decoder, "cross_interventions", ()), layer)[0].get(head)
+    return (f" This is the intervened pass: the head is ablated ({mode}), its output replaced "
+            f"before the output projection; the weights are as computed." if mode else "")
+
+
+def _explaining() -> bool:
+    """Alt or Ctrl held: a click asks where the value comes from (as in every stage's plots)."""
+    held = QGuiApplication.keyboardModifiers()
+    return bool(held & (Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ControlModifier))

@@ -15,12 +15,16 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QMainWindow, QPus
 from PySide6.QtCore import Qt
 
 from ...core.analysis.labels import token_labels
+from ...core.model.seq2seq_interventions import describe_all
 from ...core.model.seq2seq_stages import SECTIONS, seq2seq_stages
 from ..stages import create_view
 from ..timers import one_shot
 from ..view_state import FixedSampling, ViewState
 from ..workers import Task, WorkerPool
 from .cross_view import CrossAttentionView
+from .compare_page import EncoderComparePage
+from .interventions_panel import InterventionsPanel
+from .provenance import ProvenanceRelay, install as install_provenance
 from . import work
 
 
@@ -57,8 +61,12 @@ class TranslationWindow(QMainWindow):
         self.layer = self.head = 0
         self.workers = WorkerPool(max_threads=1)
         self._request = 0
+        self._status_base = ""
         self._build(source)
         self._debounce = one_shot(self, 200, self.retrace)
+        self.provenance = ProvenanceRelay(self)          # Alt-click a value: its arithmetic
+        self.provenance_dock, self.provenance_panel = install_provenance(self, self.provenance)
+        self.cross_view.explainRequested.connect(self._explain_decoder)
 
     # -- widgets ----------------------------------------------------------------------------
     def _build(self, source: str) -> None:
@@ -87,6 +95,9 @@ class TranslationWindow(QMainWindow):
         self.pages = QStackedWidget()
         self.cross_view = CrossAttentionView()
         self.pages.addWidget(self.cross_view)
+        self.interventions_panel = InterventionsPanel(self, self.open_cell)
+        self.pages.addWidget(self.interventions_panel)
+        self.compare_page: Optional[EncoderComparePage] = None   # made when first shown
         splitter.addWidget(self.stage_list)
         splitter.addWidget(self.pages)
         splitter.setStretchFactor(1, 1)
@@ -133,6 +144,7 @@ class TranslationWindow(QMainWindow):
 
     def _layer_changed(self, layer: int) -> None:
         self.layer = layer
+        self._follow_in_compare()
         if self.trace is not None:
             self._run(work.prepared, self.model, self.trace, layer)
 
@@ -141,6 +153,11 @@ class TranslationWindow(QMainWindow):
         for state in self.states.values():
             state.set_head(head)
         self._refresh_cross()
+        self._follow_in_compare()
+
+    def _follow_in_compare(self) -> None:
+        if self.compare_page is not None and self.model is not None:
+            self.compare_page.set_model(self.model, self.layer, self.head)
 
     def _finished(self, request: int, result) -> None:
         if request != self._request:           # a later request is under way: it wins
@@ -150,27 +167,47 @@ class TranslationWindow(QMainWindow):
         self.model, self.trace = model, trace
         if target_text is not None:
             self.target_box.setText(target_text)
-        self.status.setText(" ".join(trace.notices) or f"{model.name}: {trace.encoder.n_seq} source "
-                            f"tokens, encoded once; {trace.decoder.n_seq} decoder positions "
-                            f"({trace.decoder.computed_rows} computed by this pass)")
+        self._status_base = (" ".join(trace.notices) or f"{model.name}: {trace.encoder.n_seq} source "
+                             f"tokens, encoded once; {trace.decoder.n_seq} decoder positions "
+                             f"({trace.decoder.computed_rows} computed by this pass)")
         self._take_trace(new_model)
+        self._show_status()
 
     def _failed(self, request: int, message: str, _user_error: bool) -> None:
         if request == self._request:
             self.status.setText(f"error: {message}")
 
     # -- views ---------------------------------------------------------------------------------
+    def shown_trace(self):
+        """What the stage views draw: the intervened pass while the Interventions page says so
+        (and it is of the current trace), else the trace."""
+        intervened = self.interventions_panel.shown_in_stages()
+        return intervened if intervened is not None else self.trace
+
+    def shown_changed(self) -> None:
+        """The Interventions page switched the stages between the clean and intervened pass."""
+        if self.trace is not None:
+            self._take_trace(False)
+            self._show_status()
+
+    def _show_status(self) -> None:
+        shown = self.interventions_panel.shown_in_stages()
+        note = "" if shown is None else f"The stages show the intervened pass {describe_all(shown.interventions)} · "
+        self.status.setText(note + self._status_base)
+
     def _take_trace(self, new_model: bool) -> None:
         encoder, decoder = work.stack_models(self.model)
         old = self.states
+        shown = self.shown_trace()
         self.states = {
-            "Encoder": ViewState(encoder, self.trace.encoder, layer=self.layer, head=self.head,
+            "Encoder": ViewState(encoder, shown.encoder, layer=self.layer, head=self.head,
                                  parent=self),
-            "Decoder": DecoderState(decoder, self.trace.decoder, layer=self.layer, head=self.head,
-                                    selected=self.trace.decoder.n_seq - 1, parent=self,
+            "Decoder": DecoderState(decoder, shown.decoder, layer=self.layer, head=self.head,
+                                    selected=shown.decoder.n_seq - 1, parent=self,
                                     steer=self.append_token)}
         self.states["Encoder"].selectionChanged.connect(self._source_selected)
         self.states["Decoder"].selectionChanged.connect(self._target_selected)
+        self.provenance.set_states(self.states)
         current = self.stage_list.currentItem()
         key = current.data(0, Qt.ItemDataRole.UserRole) if current is not None else None
         for view in self.views.values():
@@ -183,6 +220,7 @@ class TranslationWindow(QMainWindow):
             self._fill_stage_list()
         else:
             self._show_key(key)
+        self.interventions_panel.trace_changed()
 
     def _fill_stage_list(self) -> None:
         config = self.model.config
@@ -200,22 +238,49 @@ class TranslationWindow(QMainWindow):
             child.setData(0, Qt.ItemDataRole.UserRole, (section, stage.key))
             sections[section].addChild(child)
             cross = child if stage.key == "cross_attention" else cross
+        for title, key in (("Interventions", "interventions"), ("Compare (encoder)", "compare")):
+            extra = QTreeWidgetItem([title])
+            extra.setData(0, Qt.ItemDataRole.UserRole, ("", key))
+            self.stage_list.addTopLevelItem(extra)
         self.stage_list.blockSignals(False)
         self.stage_list.setCurrentItem(cross)
 
     def _show_key(self, key) -> None:
+        item = self._item(key)
+        if item is not None:
+            self._show_stage(item)
+
+    def _item(self, key):
         for i in range(self.stage_list.topLevelItemCount()):
             section = self.stage_list.topLevelItem(i)
+            if section.data(0, Qt.ItemDataRole.UserRole) == key:
+                return section
             for j in range(section.childCount()):
                 if section.child(j).data(0, Qt.ItemDataRole.UserRole) == key:
-                    self._show_stage(section.child(j))
-                    return
+                    return section.child(j)
+        return None
+
+    def open_cell(self, section: str, key: str, layer: Optional[int], head: Optional[int]) -> None:
+        """A click in a difference map: that stage of that stack, at that layer and head."""
+        if layer is not None:
+            self.layer_box.setValue(layer)
+        if head is not None:
+            self.head_box.setValue(head)
+        item = self._item((section, key))
+        if item is not None:
+            self.stage_list.setCurrentItem(item)
 
     def _show_stage(self, item, _previous=None) -> None:
         key = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
         if key is None or self.trace is None:
             return
         section, stage_key = key
+        if stage_key == "interventions":
+            self.pages.setCurrentWidget(self.interventions_panel)
+            return
+        if stage_key == "compare":
+            self.pages.setCurrentWidget(self._compare())
+            return
         if stage_key == "cross_attention":
             self._refresh_cross()
             self.pages.setCurrentWidget(self.cross_view)
@@ -226,11 +291,19 @@ class TranslationWindow(QMainWindow):
             self.pages.addWidget(view)
         self.pages.setCurrentWidget(view)
 
+    def _compare(self) -> EncoderComparePage:
+        if self.compare_page is None:
+            self.compare_page = EncoderComparePage()
+            self.pages.addWidget(self.compare_page)
+        self.compare_page.set_model(self.model, self.layer, self.head)
+        return self.compare_page
+
     def _refresh_cross(self) -> None:
-        if self.trace is None or not self.trace.decoder.is_ready(self.layer):
+        shown = self.shown_trace() if self.trace is not None else None
+        if shown is None or not shown.decoder.is_ready(self.layer):
             return
         labels = {side: token_labels(state.trace, state.model.tokenizer) for side, state in self.states.items()}
-        self.cross_view.show_trace(self.trace, self.layer, self.head, labels["Encoder"], labels["Decoder"])
+        self.cross_view.show_trace(shown, self.layer, self.head, labels["Encoder"], labels["Decoder"])
 
     def _select(self, section: str, index: int) -> None:
         state = self.states.get(section)
@@ -238,6 +311,9 @@ class TranslationWindow(QMainWindow):
             state.select_token(index)
         self.cross_view.select(index if section == "Decoder" else None,
                                index if section == "Encoder" else None)
+
+    def _explain_decoder(self, name: str, index) -> None:
+        self.provenance.request("Decoder", name, index)
 
     def _source_selected(self, index: int) -> None:
         self.cross_view.select(None, index)
@@ -247,5 +323,8 @@ class TranslationWindow(QMainWindow):
 
     def closeEvent(self, event) -> None:
         self._request += 1
+        self.provenance_panel.close()
+        if self.compare_page is not None:
+            self.compare_page.shutdown()
         self.workers.wait()
         super().closeEvent(event)

@@ -51,3 +51,14 @@ def append(model, trace, token_id: int, layer: int):
     """The user's choice of the next target token (a click on a prediction bar)."""
     final = model.extend(trace, [token_id])
     return (*prepared(model, final, layer)[:2], target_text(model, final))
+
+
+def intervene(model, trace, interventions, clean_translation=None):
+    """The clean trace's source and target through the model intervened; each stack's
+    difference at every stage; the clean and intervened translations of the source
+    (`clean_translation`: (ids, text) already known for this model and source)."""
+    from ...core.analysis.seq2seq_differences import intervene_and_compare, translations
+
+    _, intervened, differences = intervene_and_compare(model, trace, interventions)
+    return intervened, differences, translations(model, trace.source_text, interventions,
+                                                 clean=clean_translation)

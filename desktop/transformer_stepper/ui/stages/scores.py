@@ -1,9 +1,10 @@
-"""6. Scores: q·kᵀ/√d_head for the selected head, with the causal mask where the model has one."""
+"""6. Scores: q·kᵀ/√d_head for the selected head, with the causal mask where the model has one;
+titled as the pass computed them (core/model/score_terms.py: T5 does not scale and adds a bias)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ...core.model.forward import attention_scale
+from ...core.model.score_terms import score_bias, score_terms
 from ...core.model.ops import soft_cap
 from ..plots import Bars, Heatmap, Lines
 from ..plots.lines import Curve
@@ -35,9 +36,7 @@ class ScoresView(StageView):
         masked = " (hatched: masked, a token may not look ahead)" if config.causal else ""
         if config.local_layers and config.is_local(layer) and config.sliding_window:
             masked = f" (hatched: masked; a local layer: window of {config.sliding_window})"
-        scaled = (f"q·kᵀ·{config.query_scale:g}^-1/2" if config.query_scale else f"q·kᵀ/√{config.d_head}")
-        if config.attn_softcap:
-            scaled = f"{config.attn_softcap:g}·tanh({scaled} / {config.attn_softcap:g})"
+        scaled = score_terms(trace).formula(config.attn_softcap)
         self.scores.set_title(f"Scores {scaled}, layer {layer}, head {head}{masked}")
         self.scores.set_data(self.head_array("scores"), self.labels, self.labels)
         self.cap.unused = not config.attn_softcap
@@ -49,12 +48,16 @@ class ScoresView(StageView):
         raw = self.head_array("scores_raw")[i]
         masked = ~np.isfinite(row)
         config = self.trace.config
-        scale = float(attention_scale(config))
+        terms = score_terms(self.trace)
+        bias = score_bias(self.trace, "", self.session.head)
+        bias = np.zeros_like(raw) if bias is None else bias[i]
         notes = [("masked: blocked for this query, so −∞ and weight 0" if m else
-                  f"q·k = {format_value(float(r))}, × {scale:.4g}" +
-                  (f" = {format_value(float(r) * scale)}, soft-capped to {format_value(float(v))}"
-                   if config.attn_softcap else ""))
-                 for m, r, v in zip(masked, raw, row)]
+                  f"q·k = {format_value(float(r))}" +
+                  (f", × {terms.scale:.4g}" if terms.scale != 1.0 else " (not scaled)") +
+                  (f" = {format_value(float(r) * terms.scale)}, soft-capped to {format_value(float(v))}"
+                   if config.attn_softcap else "") +
+                  (f", + {terms.bias_label} {format_value(float(b))}" if terms.bias_name else ""))
+                 for m, r, v, b in zip(masked, raw, row, bias)]
         if config.attn_softcap:
             self._draw_cap(self.head_array("scores_uncapped")[i], masked, config.attn_softcap)
         self.row.set_title(f"Scores of query {i} '{self.labels[i]}' against every key")
@@ -77,5 +80,12 @@ class ScoresView(StageView):
         row = self.head_array("scores")[self.selected]
         finite = np.isfinite(row)
         best = int(np.argmax(np.where(finite, row, -np.inf)))
+        terms = score_terms(self.trace)
+        formula = terms.formula().replace("q·kᵀ", "q · kᵀ").replace(" (not scaled)", "")
         return {"best_key": self.labels[best], "best_score": format_value(float(row[best])),
-                "n_masked": int((~finite).sum()), "sqrt_d_head": f"{np.sqrt(self.trace.config.d_head):.3g}"}
+                "n_masked": int((~finite).sum()), "sqrt_d_head": f"{np.sqrt(self.trace.config.d_head):.3g}",
+                "formula": formula}
+
+    def stage_flags(self) -> dict:
+        terms = score_terms(self.trace)
+        return {"unscaled": terms.scale == 1.0, "position_bias": bool(terms.bias_name)}

@@ -4,42 +4,72 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...model.forward import attention_scale
 from ...model.interventions import head_edits
-from .terms import Explanation, Names, Step, traced_head, traced_layer, format_number, largest_terms, linear
+from ...model.score_terms import score_bias, score_terms
+from .terms import (
+    Explanation,
+    Names,
+    Step,
+    traced_head,
+    traced_layer,
+    format_number,
+    largest_terms,
+    linear)
 
 
 # -- scores, weights, head outputs -------------------------------------------------------------
+def split_name(name: str) -> tuple[str, str]:
+    """'cross_scores' -> ('cross_', 'scores'): an encoder–decoder's cross-attention arrays are
+    the self-attention's names with a prefix (core/model/seq2seq.py)."""
+    return ("cross_", name[len("cross_"):]) if name.startswith("cross_") else ("", name)
+
+
+def _edits(trace, prefix: str, layer: int):
+    # (ablations, temperatures) of the attention the prefix names, in this layer
+    edits = getattr(trace, "cross_interventions", ()) if prefix else trace.interventions
+    return head_edits(edits, layer)
+
+
 def explain_score(model, trace, name: str, index: tuple) -> Explanation:
     layer, head, i, j = index
     config, n = trace.config, Names(trace)
-    q, k = traced_head(trace, "q", layer, head)[i], traced_head(trace, "k", layer, head)[j]
+    prefix, base = split_name(name)
+    q, k = traced_head(trace, prefix + "q", layer, head)[i], traced_head(trace, prefix + "k", layer, head)[j]
     terms, rest, total = largest_terms(q.astype(np.float64) * k, lambda c: f"q[{c}] · k[{c}]",
                                 lambda c: (q[c], k[c]))
-    scale = float(attention_scale(config))
+    score = score_terms(trace, prefix)
+    scale = score.scale
     scale_label = (f"query_pre_attn_scalar^-1/2 = {config.query_scale:g}^-1/2" if config.query_scale
                    else f"1/√d_head = 1/√{config.d_head}")
     scaled = float(np.float32(total) * np.float32(scale))
     steps = [Step("q·k (Σ terms)", total)]
     value = total
-    mask = trace.layer_attention_mask(layer)
+    mask = None if prefix else trace.layer_attention_mask(layer)   # cross: every source key
     cap = config.attn_softcap
     python = (f"import numpy as np\n"
-              f"q = trace.layer('q', {layer})[{head}, {i}]\n"
-              f"k = trace.layer('k', {layer})[{head}, {j}]\n"
+              f"q = trace.layer('{prefix}q', {layer})[{head}, {i}]\n"
+              f"k = trace.layer('{prefix}k', {layer})[{head}, {j}]\n"
               f"value = q @ k\n")
     formula = "q_i·k_j"
-    if name != "scores_raw":
+    if base != "scores_raw" and scale == 1.0:
+        steps.append(Step("not scaled (T5 folds 1/√d_head into its weights)", value))
+    elif base != "scores_raw":
         steps.append(Step(f"× {scale_label} = {scale:.6g}", scaled))
         value = scaled
         python += f"value = value * {scale!r}   # {scale_label}\n"
         formula = "q_i·k_j · scale"
-    if name == "scores" and cap:
+    bias = score_bias(trace, prefix, head) if base == "scores" else None
+    if bias is not None:
+        value = float(np.float32(value) + np.float32(bias[i, j]))
+        steps.append(Step(f"+ {score.bias_label} of (query {i}, key {j}) = {float(bias[i, j]):.6g}", value))
+        python += f"value = value + trace['{score.bias_name}'][{head}, {i}, {j}]   # {score.bias_label}\n"
+        formula += " + bias_ij"
+    if base == "scores" and cap:
         value = float(cap * np.tanh(value / cap))
         steps.append(Step(f"soft-cap: {cap:g} · tanh(s / {cap:g})", value))
         python += f"value = {cap!r} * np.tanh(value / {cap!r})   # attn_logit_softcapping\n"
         formula = f"{cap:g}·tanh({formula} / {cap:g})"
-    if name == "scores" and mask is not None:
+    if base == "scores" and mask is not None:
         blocked = float(mask[i, j])
         value = value + blocked
         why = "key outside the query's window" if config.is_local(layer) and i - j >= config.sliding_window \
@@ -58,8 +88,8 @@ def explain_score(model, trace, name: str, index: tuple) -> Explanation:
                      f"{config.group_size} query heads")
     if config.local_layers:
         notes.append(f"layer {layer} is {'local (window ' + str(config.sliding_window) + ')' if config.is_local(layer) else 'global'}")
-    title = (f"{'raw score' if name == 'scores_raw' else 'score'} of query {n.token(i)} for key "
-             f"{n.token(j)}, layer {layer}, head {head}")
+    title = (f"{'cross-attention ' if prefix else ''}{'raw score' if base == 'scores_raw' else 'score'} "
+             f"of query {n.token(i)} for key {j if prefix else n.token(j)}, layer {layer}, head {head}")
     return Explanation(name, index, title, formula, {"q_i": q, "k_j": k}, terms, rest, len(q), total,
                        "q·k", tuple(steps), float(value), traced, python, notes=tuple(notes))
 
@@ -67,12 +97,14 @@ def explain_score(model, trace, name: str, index: tuple) -> Explanation:
 def explain_weight(model, trace, name: str, index: tuple) -> Explanation:
     layer, head, i, j = index
     n = Names(trace)
-    scores = traced_head(trace, "scores", layer, head)[i].astype(np.float64)
-    temperature = head_edits(trace.interventions, layer)[1].get(head)
+    prefix, _ = split_name(name)
+    keys = _key_names(model, trace, prefix)
+    scores = traced_head(trace, prefix + "scores", layer, head)[i].astype(np.float64)
+    temperature = _edits(trace, prefix, layer)[1].get(head)
     shown = scores / temperature if temperature else scores
     top = float(np.max(shown))
     exps = np.exp(shown - top)                           # exp(-inf) = 0 for masked keys
-    terms, rest, total = largest_terms(exps, lambda k: f"exp(s_i{k} − max) ('{trace.tokens[k]}')",
+    terms, rest, total = largest_terms(exps, lambda k: f"exp(s_i{k} − max) ('{keys[k]}')",
                                 lambda k: (shown[k] - top,))
     steps = [Step(f"s_ij{' / T' if temperature else ''}", float(shown[j])),
              Step("max over the row", top),
@@ -82,12 +114,12 @@ def explain_weight(model, trace, name: str, index: tuple) -> Explanation:
     traced = float(traced_head(trace, name, layer, head)[i, j])
     t = f" / {temperature:g}" if temperature else ""
     python = (f"import numpy as np\n"
-              f"s = trace.layer('scores', {layer})[{head}, {i}]{t}   # the query's row\n"
+              f"s = trace.layer('{prefix}scores', {layer})[{head}, {i}]{t}   # the query's row\n"
               f"e = np.exp(s - s.max())\n"
               f"value = e[{j}] / e.sum()\n")
     notes = (f"a HeadTemperature intervention divides this head's scores by T = {temperature:g}",) if temperature else ()
-    return Explanation(name, index, f"attention weight of query {n.token(i)} on key {n.token(j)}, "
-                       f"layer {layer}, head {head}",
+    return Explanation(name, index, f"{'cross-attention' if prefix else 'attention'} weight of query "
+                       f"{n.token(i)} on key {j} '{keys[j]}', layer {layer}, head {head}",
                        "w_ij = exp(s_ij − max_k s_ik) / Σ_k exp(s_ik − max_k s_ik)",
                        {"scores of the row": scores}, terms, rest, len(exps), total,
                        "Σ_k exp(s_ik − max)", tuple(steps), steps[-1].value, traced, python, notes=notes)
@@ -96,17 +128,19 @@ def explain_weight(model, trace, name: str, index: tuple) -> Explanation:
 def explain_head_output(model, trace, name: str, index: tuple) -> Explanation:
     layer, head, i, c = index
     n = Names(trace)
-    weights = traced_head(trace, "attn_weights", layer, head)      # [n_q, n_k]
-    v = traced_head(trace, "v", layer, head)                        # [n_k, d_head]
+    prefix, _ = split_name(name)
+    keys = _key_names(model, trace, prefix)
+    weights = traced_head(trace, prefix + "attn_weights", layer, head)      # [n_q, n_k]
+    v = traced_head(trace, prefix + "v", layer, head)                        # [n_k, d_head]
     products = weights[i].astype(np.float64) * v[:, c]
-    terms, rest, total = largest_terms(products, lambda k: f"w_i{k} · v_{k}[{c}] ('{trace.tokens[k]}')",
+    terms, rest, total = largest_terms(products, lambda k: f"w_i{k} · v_{k}[{c}] ('{keys[k]}')",
                                 lambda k: (weights[i, k], v[k, c]))
     steps = [Step(f"Σ_j w_ij · v_j[{c}] (Σ terms)", total)]
     value = total
-    mode = head_edits(trace.interventions, layer)[0].get(head)
+    mode = _edits(trace, prefix, layer)[0].get(head)
     python = (f"import numpy as np\n"
-              f"w = trace.layer('attn_weights', {layer})[{head}, {i}]   # the query's weights\n"
-              f"v = trace.layer('v', {layer})[{head}][:, {c}]          # every key's value, dim {c}\n"
+              f"w = trace.layer('{prefix}attn_weights', {layer})[{head}, {i}]   # the query's weights\n"
+              f"v = trace.layer('{prefix}v', {layer})[{head}][:, {c}]          # every key's value, dim {c}\n"
               f"value = w @ v\n")
     notes: tuple[str, ...] = ("the weights are kept: the sum splits into one contribution per source token",)
     if mode == "zero":
@@ -117,11 +151,12 @@ def explain_head_output(model, trace, name: str, index: tuple) -> Explanation:
         value = float(np.mean(weights.astype(np.float64) @ v[:, c]))
         steps.append(Step("ablated (AblateHead, mean): the mean over positions", value))
         python = (f"import numpy as np\n"
-                  f"w = trace.layer('attn_weights', {layer})[{head}]\n"
-                  f"v = trace.layer('v', {layer})[{head}][:, {c}]\n"
+                  f"w = trace.layer('{prefix}attn_weights', {layer})[{head}]\n"
+                  f"v = trace.layer('{prefix}v', {layer})[{head}][:, {c}]\n"
                   f"value = (w @ v).mean()   # AblateHead(mode='mean')\n")
     traced = float(traced_head(trace, name, layer, head)[i, c])
-    return Explanation(name, index, f"head output of query {n.token(i)}, dim {c}, layer {layer}, head {head}",
+    return Explanation(name, index, f"{'cross-attention ' if prefix else ''}head output of query "
+                       f"{n.token(i)}, dim {c}, layer {layer}, head {head}",
                        "o_i[c] = Σ_j w_ij · v_j[c]", {"w_i": weights[i], f"v[:, {c}]": v[:, c]},
                        terms, rest, len(products), total, f"Σ_j w_ij·v_j[{c}]", tuple(steps),
                        float(value), traced, python, notes=notes)
@@ -130,20 +165,35 @@ def explain_head_output(model, trace, name: str, index: tuple) -> Explanation:
 def explain_heads_concat(model, trace, name: str, index: tuple) -> Explanation:
     layer, i, c = index
     d_head = trace.config.d_head
-    return explain_head_output(model, trace, "head_outputs", (layer, c // d_head, i, c % d_head))
+    prefix, _ = split_name(name)
+    return explain_head_output(model, trace, prefix + "head_outputs", (layer, c // d_head, i, c % d_head))
+
+
+def _key_names(model, trace, prefix: str):
+    """What the keys are called: the trace's tokens, or for cross-attention the source's
+    (the decoder trace's `source_tokens`), else 'source k'."""
+    if not prefix:
+        return trace.tokens
+    source = getattr(trace, "source_tokens", None)
+    n_keys = trace.layer(prefix + "k", 0).shape[1]
+    return source if source is not None and len(source) == n_keys else [f"source {k}" for k in range(n_keys)]
 
 
 # -- q, k, v: x · W + b, then (Qwen3) the head's RMSNorm, then (rotary) the rotation -------------
 def explain_projection(model, trace, name: str, index: tuple) -> Explanation:
     layer, head, i, c = index
     config, n = trace.config, Names(trace)
-    which = name[0]                                           # q, k or v
+    prefix, base = split_name(name)
+    if prefix and base != "q":
+        raise KeyError(f"{name}: the cross-attention's k and v are the encoder output's, projected "
+                       f"once per source: explain the encoder's hidden states")
+    which = base[0]                                           # q, k or v
     unrotated = name.endswith("_unrotated")
     d_head = config.d_head
     proj_head = head if which == "q" else config.kv_head_of(head)
     cols = slice(proj_head * d_head, (proj_head + 1) * d_head)
-    p = f"h.{layer}.attn.{which}"
-    x = traced_layer(trace, "attn_in", layer)[i]
+    p = f"h.{layer}.{'cross' if prefix else 'attn'}.{which}"
+    x = traced_layer(trace, prefix + "attn_in", layer)[i]
     w = model.params[p + ".w"][:, cols]                       # [d_model, d_head]
     b = model.params[p + ".b"][cols] if config.qkv_bias else None
     pre = x.astype(np.float64) @ w.astype(np.float64) + (0 if b is None else b)
@@ -152,7 +202,7 @@ def explain_projection(model, trace, name: str, index: tuple) -> Explanation:
     if which != "q" and config.group_size > 1:
         where += f" (K/V head {proj_head}, shared by {config.group_size} query heads)"
     python = (f"import numpy as np\n"
-              f"x = trace.layer('attn_in', {layer})[{i}]\n"
+              f"x = trace.layer('{prefix}attn_in', {layer})[{i}]\n"
               f"W = model.params['{p}.w'][:, {cols.start}:{cols.stop}]   # {'K/V' if which != 'q' else 'query'} head {proj_head}'s columns\n"
               + (f"pre = x @ W + model.params['{p}.b'][{cols.start}:{cols.stop}]\n" if b is not None else
                  "pre = x @ W\n"))

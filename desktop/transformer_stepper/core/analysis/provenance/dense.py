@@ -21,7 +21,7 @@ from .terms import Explanation, Names, Step, Term, traced_layer, format_number, 
 def _norm_source(trace, name: str, index: tuple) -> tuple[str, np.ndarray, str, str, str, int]:
     # -> (norm's parameter prefix, its input vector, the input's Python expression, where, what, c)
     config = trace.config
-    if name.startswith(("ln_1", "ln_2", "post_attn_ln", "post_mlp_ln")):
+    if name.startswith(("ln_1", "ln_2", "ln_cross", "post_attn_ln", "post_mlp_ln")):
         layer, i, c = index
         ln = name.rsplit("_", 1)[0]
         return (f"h.{layer}.{ln}", traced_layer(trace, f"{ln}_in", layer)[i],
@@ -158,8 +158,10 @@ def explain_output_linear(model, trace, name: str, index: tuple) -> Explanation:
     # attn_out = heads_concat · W_O + b_O ; mlp_out = hidden · W_down + b
     layer, i, c = index
     config, n = trace.config, Names(trace)
-    if name == "attn_out":
-        source, p, w_name, bias = "heads_concat", f"h.{layer}.attn.o", "W_O", config.o_bias
+    if name in ("attn_out", "cross_attn_out"):
+        prefix = name[:-len("attn_out")]
+        source, w_name, bias = prefix + "heads_concat", "W_O", config.o_bias
+        p = f"h.{layer}.{'cross' if prefix else 'attn'}.o"
         x_name = "heads"
     else:
         source = "mlp_gated" if config.gated_mlp else "mlp_act"
@@ -170,12 +172,12 @@ def explain_output_linear(model, trace, name: str, index: tuple) -> Explanation:
     python = (f"x = trace.layer('{source}', {layer})[{i}]\n"
               f"value = x @ model.params['{p}.w'][:, {c}]" + (f" + model.params['{p}.b'][{c}]" if b is not None else "") + "\n")
     notes: tuple = ()
-    if name == "attn_out":
+    if name != "mlp_out":
         d_head = config.d_head
         by_head = (x.astype(np.float64) * w_col).reshape(config.n_head, d_head).sum(axis=1)
         notes = ("by head: " + ", ".join(f"head {h} {format_number(v)}" for h, v in enumerate(by_head)),)
     traced = float(traced_layer(trace, name, layer)[i, c])
-    what = "attention output" if name == "attn_out" else "feed-forward output"
+    what = {"attn_out": "attention output", "cross_attn_out": "cross-attention output"}.get(name, "feed-forward output")
     return linear(name, index, f"{what} of token {n.token(i)}, dim {c}, layer {layer}",
                   f"out[c] = {x_name} · {w_name}[:, c]" + (" + b[c]" if b is not None else ""),
                   x, w_col, b, traced, python, x_name=x_name, w_name=w_name, col=c, notes=notes)
@@ -196,11 +198,16 @@ def explain_residual(model, trace, name: str, index: tuple) -> Explanation:
     layer, i, c = index
     n = Names(trace)
     branch_out = trace.config.norms_branch_output
+    decoder = "cross_residual" in trace.layer_names()     # an encoder–decoder's decoder block
     if name == "attn_residual":
         first, second = "layer_in", "post_attn_ln_out" if branch_out else "attn_out"
         formula = "x + post_attn_ln(attention(x))" if branch_out else "x + attention(x)"
+    elif name == "cross_residual":
+        first, second = ("ln_1_out" if trace.config.norm == "post" else "attn_residual"), "cross_attn_out"
+        formula = "stream + cross_attention(stream, encoder output)"
     else:
-        first = "ln_1_out" if trace.config.norm == "post" else "attn_residual"
+        before = ("ln_cross_out", "cross_residual") if decoder else ("ln_1_out", "attn_residual")
+        first = before[0] if trace.config.norm == "post" else before[1]
         second = "post_mlp_ln_out" if branch_out else "mlp_out"
         formula = ("stream + post_mlp_ln(feed_forward(stream))" if branch_out
                    else "stream + feed_forward(stream)")
@@ -278,14 +285,26 @@ def explain_logit(model, trace, name: str, index: tuple) -> Explanation:
     table = head_table(config)
     row = output_direction(model.params, config, t)   # zero over a tied concat model's position part
     bias = float(model.params["head.bias"][t]) if config.lm_head_transform and "head.bias" in model.params else None
-    python = (f"h = {expr}      # the final hidden state\n"
-              f"value = h @ model.params['{table}'][{t}]" + (f" + model.params['head.bias'][{t}]" if bias is not None else "") + "\n")
+    bias_name = "head.bias"
+    seq2seq = getattr(trace.logit_head, "seq2seq", None)   # an encoder–decoder's head: T5 scales h,
+    notes = []                                              # BART and Marian add final_logits_bias
+    if seq2seq is not None and seq2seq.head_scale != 1.0:
+        source = source * np.float32(seq2seq.head_scale)
+        expr += f" * np.float32({seq2seq.head_scale!r})"
+        notes.append(f"T5's tied head reads h · d_model^-0.5 = h · {seq2seq.head_scale:.6g}")
+    if seq2seq is not None and seq2seq.logits_bias:
+        bias, bias_name = float(trace.logit_head.params["final_logits_bias"][t]), "final_logits_bias"
+        notes.append("plus final_logits_bias, one number per vocabulary token")
+    python = ("import numpy as np\n" if seq2seq is not None else "") + (
+              f"h = {expr}      # the final hidden state\n"
+              f"value = h @ model.params['{table}'][{t}]" + (f" + model.params['{bias_name}'][{t}]" if bias is not None else "") + "\n")
     token = model.tokenizer.id_to_token(t) if hasattr(model, "tokenizer") else str(t)
     explained = linear(name, index, f"logit of token {t} '{token}' at position {Names(trace).token(i)}",
                        f"logit = h · {'E' if config.tied_head else 'W_U'}[{t}]" + (" + b" if bias is not None else ""),
                        source, row, bias, float(trace.logits_at(i)[t]), python, x_name="h",
                        w_name="E" if config.tied_head else "W_U", col=t,
-                       notes=("the head is tied: the token's row of the embedding table",) if config.tied_head else ())
+                       notes=tuple(notes) + (("the head is tied: the token's row of the embedding table",)
+                                             if config.tied_head else ()))
     return _soft_capped(explained, config.final_softcap) if config.final_softcap else explained
 
 

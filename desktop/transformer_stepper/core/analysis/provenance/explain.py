@@ -60,6 +60,11 @@ KINDS: dict[str, Explainer] = {
     "embedding_sum": explain_embedding_sum, "token_embeddings": explain_lookup,
     "token_embeddings_scaled": explain_lookup, "position_embeddings": explain_lookup,
     "logits": explain_logit,
+    # an encoder–decoder's decoder: cross-attention (its k and v are the encoder output's)
+    "cross_scores": explain_score, "cross_scores_raw": explain_score, "cross_attn_weights": explain_weight,
+    "cross_head_outputs": explain_head_output, "cross_heads_concat": explain_heads_concat,
+    "cross_q": explain_projection, "cross_attn_out": explain_output_linear, "cross_residual": explain_residual,
+    "ln_cross_out": explain_norm, "ln_cross_normalized": explain_norm,
 }
 
 
@@ -70,7 +75,7 @@ def _feed_forward_output(model, trace, name: str, index: tuple) -> Explanation:
     return explain_output_linear(model, trace, name, index)
 
 
-ALIASES = ("layer_out", "attn_in", "mlp_in", "hidden_states", "layer_in")
+ALIASES = ("layer_out", "attn_in", "mlp_in", "hidden_states", "layer_in", "cross_attn_in")
 
 
 def resolve(trace, name: str, index: tuple) -> tuple[str, tuple]:
@@ -89,11 +94,15 @@ def resolve(trace, name: str, index: tuple) -> tuple[str, tuple]:
             resolve(trace, "embedding_output", tuple(rest))
     if name == "layer_out":
         return ("ln_2_out" if config.norm == "post" else "mlp_residual"), index
+    if name == "cross_attn_in":                   # an encoder–decoder's decoder block
+        return ("ln_cross_out" if config.norm == "pre" else "ln_1_out"), index
     if name == "attn_in":
         return ("ln_1_out", index) if config.norms_branch_input else resolve(trace, "layer_in", index)
     if name == "mlp_in":
         if config.norm == "branch_out":            # OLMo 2: the stream itself
             return "attn_residual", index
+        if config.norm == "post" and "cross_residual" in trace.layer_names():
+            return "ln_cross_out", index           # a post-LN decoder block: after cross-attention
         return ("ln_2_out" if config.norms_branch_input else "ln_1_out"), index
     if name == "embedding_output" and not config.embed_norm:
         for source in ("embedding_sum", "token_embeddings_scaled", "token_embeddings"):
