@@ -338,3 +338,6 @@ def _one_training_batch() -> tuple:
     return tuple(dict(train_loss=_f(loss), train_vocab=config.n_vocab, lookup_rows=lookup_rows,
                       batch_distinct_ids=int(len(np.unique(ids))), batch_size=len(ids),
                       head_rows=head_rows, tied="tied" if config.tied_head else "untied").items())
+
+
+from . import walk_readouts_sum  # noqa: E402,F401  (registers the weighted-sum question's readouts)

@@ -1,15 +1,44 @@
 """8. Weighted sum: weights · V. For the selected query, each source token's contribution
 weight_j · v_j (computed here from attn_weights and v; the trace stores only their sum), the
-sum itself, and what every head made of the same query."""
+sum itself, and what every head made of the same query; beside them what the sum loses: another
+weighting w′ with the same output (or, for a short row, w read back from the output), from
+core/sum_readouts.py, computed in a worker."""
 from __future__ import annotations
+
+import threading
+import weakref
+from typing import Optional
 
 import numpy as np
 import pyqtgraph as pg
 
 from ...core import measures
-from ..plots import Bars, Heatmap
+from ...core.sum_readouts import WeightedSumAnswer, weighted_sum_answer
+from ..plots import Bars, Curve, Heatmap, Lines
 from ..plots.common import format_value
 from .base import StageView
+from .weighted_sum_words import answer_values
+
+
+class Answers:
+    """The last answer computed (trace, layer, head, query): written by a worker, read by the
+    view; no Qt."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: Optional[tuple] = None
+
+    def get(self, trace, layer: int, head: int, i: int) -> Optional[WeightedSumAnswer]:
+        with self._lock:
+            last = self._last
+        if last is not None and last[0]() is trace and last[1:4] == (layer, head, i):
+            return last[4]
+        return None
+
+    def compute(self, trace, layer: int, head: int, i: int) -> None:
+        answer = weighted_sum_answer(trace, layer, head, i)
+        with self._lock:
+            self._last = (weakref.ref(trace), layer, head, i, answer)
 
 
 class WeightedSumView(StageView):
@@ -34,6 +63,12 @@ class WeightedSumView(StageView):
             value_label="value", row_names="head", col_names="head dim", click="row"), 1, 0,
             on_click=self.session.set_head,
             explain=lambda r, c: ("head_outputs", (self.session.layer, r, self.selected, c)))
+        self.two_weightings = self.add_figure("two_weightings", Lines(
+            "w and w′: two weightings, one output", "source token j", "weight", tokens_on_x=True), 0, 2)
+        self.two_outputs = self.add_figure("two_outputs", Heatmap(
+            "Σ w_j v_j and Σ w′_j v_j", "head dimension", "", value_label="value",
+            row_names="weighting", col_names="head dim", click=None), 1, 2)
+        self.answers = Answers()
         self.sum_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#000", width=2))
         self.contributions.plot.addItem(self.sum_line)
 
@@ -41,9 +76,13 @@ class WeightedSumView(StageView):
         # every head's weights for the selected query: in a layer kept per head (a long text),
         # each head's n² softmax, seconds in all; in a worker, not on the GUI thread
         trace, layer, i = self.trace, self.session.layer, self.selected
+        head = self.session.head
         return super().prepare_work() or self.work_once(
             trace.head_rows_ready("attn_weights", layer, i), trace.head_rows, "attn_weights", layer, i,
-            message=f"Computing every head's attention weights for token {i} (layer {layer})…")
+            message=f"Computing every head's attention weights for token {i} (layer {layer})…") or \
+            self.work_once(self.answers.get(trace, layer, head, i) is not None, self.answers.compute,
+                           trace, layer, head, i,
+                           message=f"Looking for another weighting with the same output (token {i})…")
 
     def update_data(self) -> None:
         pass              # everything here depends on the selected query
@@ -77,6 +116,31 @@ class WeightedSumView(StageView):
         self.head_outputs.set_data(trace.layer("head_outputs", layer)[:, i, :], head_names)
         self.head_outputs.set_highlight(row=head)
         self._weights = weights
+        self._draw_answer(weights, v)
+
+    def _draw_answer(self, weights: np.ndarray, v: np.ndarray) -> None:
+        """w beside w′ (another weighting with the same output), or beside ŵ (w read back from
+        the output) when the query reads too few keys for another to exist."""
+        answer = self.answers.get(self.trace, self.session.layer, self.session.head, self.selected)
+        self.answer = answer
+        w = np.nan_to_num(weights.astype(np.float64))
+        if answer.other is not None:
+            o, name = answer.other, "w′ (the same output)"
+            other = o.weights
+            title = (f"w (top '{self.labels[o.original_top]}' {w[o.original_top]:.3f}) and w′ (top "
+                     f"'{self.labels[o.top]}' {other[o.top]:.3f}): one output")
+        else:
+            other, name = answer.recovery.recovered, "ŵ read back from the output"
+            title = f"w and ŵ: {answer.n_keys} keys ≤ {answer.d_head + 1}, so the output determines w"
+        self.two_weightings.set_title(title)
+        self.two_weightings.set_curves([Curve("w (this pass)", w, width=3.0),
+                                        Curve(name, other, width=1.6)], self.labels)
+        v32 = v.astype(np.float32)
+        rows = np.vstack([w.astype(np.float32) @ v32, other.astype(np.float32) @ v32])
+        difference = float(np.linalg.norm(rows[1].astype(np.float64) - rows[0]) /
+                           max(float(np.linalg.norm(rows[0].astype(np.float64))), 1e-30))
+        self.two_outputs.set_title(f"Their outputs Σ w_j v_j: relative difference {difference:.1e}")
+        self.two_outputs.set_data(rows, ["Σ w·v", "Σ w′·v" if answer.other is not None else "Σ ŵ·v"])
 
     def stage_values(self) -> dict:
         i = self.selected
@@ -87,4 +151,9 @@ class WeightedSumView(StageView):
         return {"top_source": self.labels[int(top)], "top_weight": format_value(float(self._weights[top])),
                 "top_size": f"{float(self.sizes_values[top]):.3f}",
                 "head_favourites": ", ".join(f"head {h} → '{w}'" for h, w in enumerate(favourites[:6])),
-                "n_distinct_favourites": len(set(favourites))}
+                "n_distinct_favourites": len(set(favourites)),
+                **answer_values(self.answer, self.labels, self._weights)}
+
+    def stage_flags(self) -> dict:
+        return {"other_weighting": self.answer.other is not None,
+                "top_changed": self.answer.other is not None and self.answer.other.top_changed}
