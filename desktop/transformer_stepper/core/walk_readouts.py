@@ -189,23 +189,37 @@ def read_position_sizes(c: Context) -> dict:
 def read_positions_lab(c: Context) -> dict:
     """The positions laboratory's shipped results (extras["positions_results"]: its rows):
     held-out accuracy per scheme over its seeds."""
-    from .training.positions_table import seeds_in, standing, summarize
-
     rows = c.extras.get("positions_results")
     if not rows:
         raise ModelError("the positions laboratory's results are not available")
+    return positions_lab_numbers(rows)
+
+
+def positions_lab_numbers(rows) -> dict:
+    """The laboratory's results rows -> mean (range over seeds) per scheme, as quoted text, and
+    how the concatenated variant (the same width split between e and p) stands to the sum."""
+    from .training.positions_table import seeds_in, standing, summarize
+
     summary = summarize(rows, ("heldout_accuracy", "pronoun"))
     ranks = standing(summary, "heldout_accuracy")
     best = next((v for v, r in ranks.items() if r == "best"), "—")
     def spread(variant: str, measure: str) -> str:
         s = summary.get(variant, {}).get(measure)
         return "—" if s is None else f"{100 * s.mean:.1f} % ({100 * s.low:.1f}–{100 * s.high:.1f})"
+    added, concat = (summary.get(v, {}).get("heldout_accuracy") for v in ("sum_sinusoidal", "concat"))
+    if added is None or concat is None:
+        versus = "not measured"
+    elif concat.low <= added.high and added.low <= concat.high:
+        versus = "a tie: their ranges over the seeds overlap"
+    else:
+        versus = ("concatenation ahead" if concat.mean > added.mean else "the sum ahead") + \
+            ", beyond the range over the seeds"
     return dict(n_schemes=len(summary), n_seeds=len(seeds_in(rows)),
                 sum_accuracy=spread("sum_sinusoidal", "heldout_accuracy"),
                 concat_accuracy=spread("concat", "heldout_accuracy"),
                 rotary_accuracy=spread("rotary", "heldout_accuracy"),
                 none_pronoun=spread("none", "pronoun"), sum_pronoun=spread("sum_sinusoidal", "pronoun"),
-                best_accuracy=best.replace("_", " "),
+                best_accuracy=best.replace("_", " "), concat_versus_sum=versus,
                 sum_standing={"best": "the best", "tie": "within the best scheme's seed range",
                               "apart": "outside the best scheme's seed range"}.get(ranks.get("sum_sinusoidal"), "not measured"))
 
