@@ -58,3 +58,10 @@ def test_prediction_change_orders_gains_and_losses():
     assert (change.top_clean, change.top_after) == (0, 2)
     assert list(change.gained) == [2] and list(change.lost) == [0]
     np.testing.assert_allclose(change.p_after, [0.1, 0.3, 0.6], rtol=1e-5)
+
+
+def test_echo_count_counts_only_known_positions():
+    top = np.array([5, 7, 9, 2])
+    ids = np.array([5, 1, 9, 2])
+    assert readouts.echo_count(top, ids) == (3, 4)
+    assert readouts.echo_count(top, ids, known=np.array([True, True, False, False])) == (1, 2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -122,3 +123,13 @@ def prediction_change(clean_logits: np.ndarray, intervened_logits: np.ndarray, t
     p_after = ops.softmax(intervened_logits.astype(np.float32, copy=True))
     order = np.argsort(p_after - p_clean, kind="stable")
     return PredictionChange(p_clean, p_after, order[::-1][:top], order[:top])
+
+
+def echo_count(top_ids: np.ndarray, input_ids: np.ndarray, known: Optional[np.ndarray] = None) -> tuple[int, int]:
+    """The logit lens's first row (the embedding output through the head): at how many of the
+    positions computed so far (`known`, bool per position; None: all) its top token is the input
+    token itself, and of how many. A tied head scores each token by its own embedding row, so
+    this row mostly echoes the input."""
+    top, ids = np.asarray(top_ids), np.asarray(input_ids)
+    mask = np.ones(len(ids), dtype=bool) if known is None else np.asarray(known, dtype=bool)
+    return int(np.count_nonzero((top == ids) & mask)), int(np.count_nonzero(mask))
