@@ -53,7 +53,12 @@ def test_every_walk_runs_on_the_builtin_model_with_exact_answers():
     assert shown[("01-static-or-contextual", 2)].numbers["onehot_difference"] == 0.0
     # the hidden states separate: the last layer's pair cosine is below the entry's
     assert n["cos_last"] < n["cos_entry"]
-    assert not shown[("01-static-or-contextual", 4)].applies      # no encoder-decoder is open
+    translator = shown[("01-static-or-contextual", 4)]           # the built-in translator, beside
+    assert translator.applies and translator.state.translator
+    # by Velan's rules: la noun adjective, "near" after its phrase as apud, the verb last
+    assert translator.numbers["translation"] == "la viro olda la bordo ruga la rivo apud vidis ."
+    assert (translator.numbers["verb"], translator.numbers["verb_reads"]) == ("vidis", "saw")
+    assert translator.numbers["n_decoder_steps"] == len(translator.numbers["translation"].split()) + 1
     repeated = shown[("03-one-word-many-embeddings", 2)].numbers
     assert repeated["repeated_row_difference"] == 0.0 and repeated["repeated_entry_difference"] > 0.1
     weights = shown[("05-weighted-sum-keeps-sources", 0)]

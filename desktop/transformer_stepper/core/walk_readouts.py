@@ -354,4 +354,4 @@ def _one_training_batch() -> tuple:
                       head_rows=head_rows, tied="tied" if config.tied_head else "untied").items())
 
 
-from . import walk_readouts_sum  # noqa: E402,F401  (registers the weighted-sum question's readouts)
+from . import walk_readouts_sum, walk_readouts_translator  # noqa: E402,F401  (they register readouts)

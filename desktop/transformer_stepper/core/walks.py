@@ -54,6 +54,7 @@ class StepState:
     select: Optional[str] = None               # a word of the text: its first token
     interventions: Optional[tuple[Mapping, ...]] = None
     temperature: Optional[float] = None
+    translator: Optional[bool] = None          # open the built-in translator beside the window
 
     def over(self, earlier: "StepState") -> "StepState":
         """This step's settings over what the earlier steps left."""
@@ -62,7 +63,7 @@ class StepState:
 
 
 DEFAULT_STATE = StepState(text="", sentences=(), word="", tab="stepper", stage="tokenize", layer=0,
-                          head=0, select="", interventions=(), temperature=1.0)
+                          head=0, select="", interventions=(), temperature=1.0, translator=False)
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ class Resolved:
     selected: Optional[int]                    # token index of `select` in the text (None: default)
     interventions: tuple
     temperature: float
+    translator: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,7 @@ def resolve(model: Model, walk: Walk, index: int, default_text: str) -> Resolved
     return Resolved(text=state.text or default_text, sentences=tuple(state.sentences), word=state.word,
                     tab=state.tab, stage=stage, layer=layer, head=head, select=state.select,
                     selected=None, interventions=interventions_of(state.interventions, layer, head, config),
-                    temperature=float(state.temperature))
+                    temperature=float(state.temperature), translator=bool(state.translator))
 
 
 def fill_step(model: Model, walk: Walk, index: int, default_text: str = "",

@@ -152,6 +152,14 @@ class WalkPanel(QDockWidget):
                    layer=state.layer, head=state.head, selected=shown.state.selected,
                    temperature=state.temperature, interventions=state.interventions)
         self.caption.setText(shown.caption if shown.applies else f"ⓘ {shown.caption}")
+        if state.translator and shown.index == self.index and shown.walk.steps[shown.index].state.translator:
+            self._show_translator(shown.numbers.get("translation_source", ""))
+
+    def _show_translator(self, source: str) -> None:
+        """The step shows the built-in translator: its own window, translating `source`."""
+        from ..io.resources import builtin_translator_dir
+
+        self.window_.translations.show_translating(str(builtin_translator_dir()), source)
 
     def _on_failed(self, request_id: int, message: str, user_error: bool) -> None:
         if self._latest.is_latest(request_id):

@@ -132,6 +132,11 @@ class TranslationWindow(QMainWindow):
         if self.model is not None:
             self._run(work.trace, self.model, self.source_box.text(), self.target_box.text(), self.layer)
 
+    def retrace_then_translate(self) -> None:
+        """Trace the source afresh (the target emptied), then translate it step by step."""
+        if self.model is not None:
+            self._run(work.translate, self.model, self.source_box.text(), self.layer)
+
     def next_token(self) -> None:
         if self.trace is not None:
             self._run(work.steps, self.model, self.trace, 1, self.layer)

@@ -51,3 +51,8 @@ def append(model, trace, token_id: int, layer: int):
     """The user's choice of the next target token (a click on a prediction bar)."""
     final = model.extend(trace, [token_id])
     return (*prepared(model, final, layer)[:2], target_text(model, final))
+
+
+def translate(model, source: str, layer: int):
+    """The source traced from the start token, then translated greedily."""
+    return steps(model, model.trace(source, ""), 64, layer)
