@@ -38,4 +38,4 @@ def read_translator(c: Context) -> dict:
                 n_source_tokens=final.encoder.n_seq, n_decoder_steps=len(steps),
                 start_token=start_token, verb=words[verb_at] if verb_at >= 0 else "—",
                 verb_reads=source_words[read], encoder_layers=model.config.encoder.n_layer,
-                decoder_layers=model.config.decoder.n_layer)
+                decoder_layers=model.config.decoder.n_layer, last_decoder_layer=model.config.decoder.n_layer - 1)
