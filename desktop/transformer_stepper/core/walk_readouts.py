@@ -329,7 +329,9 @@ def read_prediction(c: Context) -> dict:
 # -- training ------------------------------------------------------------------------------------
 @_register
 def read_training(c: Context) -> dict:
-    return dict(_one_training_batch())
+    from .walks import WALK_TRAINING_STEPS
+
+    return dict(_one_training_batch(), walk_steps=WALK_TRAINING_STEPS)
 
 
 @lru_cache(maxsize=1)

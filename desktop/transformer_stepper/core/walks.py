@@ -23,6 +23,9 @@ from .errors import ModelError
 from .interventions import AblateHead, HeadTemperature, NoPositions, ShufflePositions
 from .model import Model
 
+# a walk's own training run (the quick recipe, cut short): enough steps for every plot of the
+# Training tab to be drawn, in seconds
+WALK_TRAINING_STEPS = 200
 TABS = ("stepper", "compare", "training", "positions", "attribution", "interventions")
 # what a step (or a whole walk) may need of the model: the check, and what the caption says
 NEEDS = {
@@ -55,6 +58,7 @@ class StepState:
     interventions: Optional[tuple[Mapping, ...]] = None
     temperature: Optional[float] = None
     translator: Optional[bool] = None          # open the built-in translator beside the window
+    train: Optional[bool] = None               # start a short training run in the Training tab
 
     def over(self, earlier: "StepState") -> "StepState":
         """This step's settings over what the earlier steps left."""
@@ -63,7 +67,8 @@ class StepState:
 
 
 DEFAULT_STATE = StepState(text="", sentences=(), word="", tab="stepper", stage="tokenize", layer=0,
-                          head=0, select="", interventions=(), temperature=1.0, translator=False)
+                          head=0, select="", interventions=(), temperature=1.0, translator=False,
+                          train=False)
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,7 @@ class Resolved:
     interventions: tuple
     temperature: float
     translator: bool = False
+    train: bool = False
 
 
 @dataclass(frozen=True)
@@ -165,7 +171,8 @@ def resolve(model: Model, walk: Walk, index: int, default_text: str) -> Resolved
     return Resolved(text=state.text or default_text, sentences=tuple(state.sentences), word=state.word,
                     tab=state.tab, stage=stage, layer=layer, head=head, select=state.select,
                     selected=None, interventions=interventions_of(state.interventions, layer, head, config),
-                    temperature=float(state.temperature), translator=bool(state.translator))
+                    temperature=float(state.temperature), translator=bool(state.translator),
+                    train=bool(state.train))
 
 
 def fill_step(model: Model, walk: Walk, index: int, default_text: str = "",

@@ -86,7 +86,7 @@ def _step(data, where: str) -> Step:
 
 def step_state(data, where: str) -> StepState:
     fields = ("text", "sentences", "word", "tab", "stage", "layer", "head", "select", "interventions",
-              "temperature", "translator")
+              "temperature", "translator", "train")
     _object(data, f"{where}, state", (), fields)
     where = f"{where}, state"
     for key in ("text", "word", "select"):
@@ -108,9 +108,10 @@ def step_state(data, where: str) -> StepState:
     if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
                                     or not 0.05 <= temperature <= 20):
         raise ModelError(f"{where}: 'temperature' must be a number from 0.05 to 20")
-    translator = data.get("translator")
-    if translator is not None and not isinstance(translator, bool):
-        raise ModelError(f"{where}: 'translator' must be true or false")
+    translator, train = data.get("translator"), data.get("train")
+    for key, value in (("translator", translator), ("train", train)):
+        if value is not None and not isinstance(value, bool):
+            raise ModelError(f"{where}: '{key}' must be true or false")
     items = data.get("interventions")
     if items is not None:
         if not isinstance(items, list) or not all(isinstance(i, dict) and i.get("kind") in INTERVENTION_KINDS
@@ -122,7 +123,7 @@ def step_state(data, where: str) -> StepState:
                      word=data.get("word"), tab=data.get("tab"), stage=data.get("stage"), layer=layer,
                      head=data.get("head"), select=data.get("select"), interventions=items,
                      temperature=None if temperature is None else float(temperature),
-                     translator=translator)
+                     translator=translator, train=train)
 
 
 def _count(value) -> bool:

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QDockWidget, QFrame, QHBoxLayout, QLabel, QListWi
                                QPushButton, QScrollArea, QStackedWidget, QVBoxLayout, QWidget)
 
 from ..core.errors import ModelError
-from ..core.walks import Shown, Walk, fill_step
+from ..core.walks import WALK_TRAINING_STEPS, Shown, Walk, fill_step
 from ..io.walks import load_walks, walk_extras
 from ..state.requests import Latest, Requests
 from ..state.session import DEFAULT_TEXT
@@ -152,8 +152,11 @@ class WalkPanel(QDockWidget):
                    layer=state.layer, head=state.head, selected=shown.state.selected,
                    temperature=state.temperature, interventions=state.interventions)
         self.caption.setText(shown.caption if shown.applies else f"ⓘ {shown.caption}")
-        if state.translator and shown.index == self.index and shown.walk.steps[shown.index].state.translator:
+        own = shown.walk.steps[shown.index].state            # what this step itself sets
+        if own.translator:
             self._show_translator(shown.numbers.get("translation_source", ""))
+        if own.train:
+            self.window_.tabs.view("training").start_short(WALK_TRAINING_STEPS)
 
     def _show_translator(self, source: str) -> None:
         """The step shows the built-in translator: its own window, translating `source`."""
