@@ -13,11 +13,13 @@ import numpy as np
 import pyqtgraph as pg
 
 from ...core import measures
-from ...core.sum_readouts import WeightedSumAnswer, weighted_sum_answer
+from ...core.sum_readouts import WeightedSumAnswer, quick_enough, weighted_sum_answer
 from ..plots import Bars, Curve, Heatmap, Lines
 from ..plots.common import format_value
 from .base import StageView
 from .weighted_sum_words import answer_values
+from ..workers import Task
+from shiboken6 import isValid
 
 
 class Answers:
@@ -69,6 +71,7 @@ class WeightedSumView(StageView):
             "Σ w_j v_j and Σ w′_j v_j", "head dimension", "", value_label="value",
             row_names="weighting", col_names="head dim", click=None), 1, 2)
         self.answers = Answers()
+        self.answer: Optional[WeightedSumAnswer] = None
         self.sum_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#000", width=2))
         self.contributions.plot.addItem(self.sum_line)
 
@@ -76,13 +79,9 @@ class WeightedSumView(StageView):
         # every head's weights for the selected query: in a layer kept per head (a long text),
         # each head's n² softmax, seconds in all; in a worker, not on the GUI thread
         trace, layer, i = self.trace, self.session.layer, self.selected
-        head = self.session.head
         return super().prepare_work() or self.work_once(
             trace.head_rows_ready("attn_weights", layer, i), trace.head_rows, "attn_weights", layer, i,
-            message=f"Computing every head's attention weights for token {i} (layer {layer})…") or \
-            self.work_once(self.answers.get(trace, layer, head, i) is not None, self.answers.compute,
-                           trace, layer, head, i,
-                           message=f"Looking for another weighting with the same output (token {i})…")
+            message=f"Computing every head's attention weights for token {i} (layer {layer})…")
 
     def update_data(self) -> None:
         pass              # everything here depends on the selected query
@@ -120,9 +119,22 @@ class WeightedSumView(StageView):
 
     def _draw_answer(self, weights: np.ndarray, v: np.ndarray) -> None:
         """w beside w′ (another weighting with the same output), or beside ŵ (w read back from
-        the output) when the query reads too few keys for another to exist."""
-        answer = self.answers.get(self.trace, self.session.layer, self.session.head, self.selected)
+        the output) when the query reads too few keys for another to exist. The answer (a
+        linear program) is computed in a worker; the other figures do not wait for it."""
+        trace, layer, head, i = self.trace, self.session.layer, self.session.head, self.selected
+        answer = self.answers.get(trace, layer, head, i)
         self.answer = answer
+        if answer is None:
+            self.two_weightings.set_title("w and w′: looking for another weighting with the same output…")
+            self.two_weightings.set_curves([])
+            self.two_outputs.set_title("Their outputs: computing…")
+            n_keys = int(np.count_nonzero(np.nan_to_num(weights) > 0))
+            if self.session.inline_work or quick_enough(n_keys, v.shape[1]):   # (an export draws at once)
+                self.answers.compute(trace, layer, head, i)
+                return self._draw_answer(weights, v)
+            self.session.workers.start(Task(0, self.answers.compute, trace, layer, head, i),
+                                       self._answer_done, self._answer_failed)
+            return
         w = np.nan_to_num(weights.astype(np.float64))
         if answer.other is not None:
             o, name = answer.other, "w′ (the same output)"
@@ -152,8 +164,27 @@ class WeightedSumView(StageView):
                 "top_size": f"{float(self.sizes_values[top]):.3f}",
                 "head_favourites": ", ".join(f"head {h} → '{w}'" for h, w in enumerate(favourites[:6])),
                 "n_distinct_favourites": len(set(favourites)),
-                **answer_values(self.answer, self.labels, self._weights)}
+                **(answer_values(self.answer, self.labels, self._weights) if self.answer else {})}
 
     def stage_flags(self) -> dict:
-        return {"other_weighting": self.answer.other is not None,
-                "top_changed": self.answer.other is not None and self.answer.other.top_changed}
+        answer = self.answer
+        return {"answer_ready": answer is not None,
+                "other_weighting": answer is not None and answer.other is not None,
+                "top_changed": answer is not None and answer.other is not None and answer.other.top_changed}
+
+    def waiting_for(self) -> Optional[str]:
+        """The explanation quotes the answer: it waits for the worker computing it."""
+        waiting = super().waiting_for()
+        if waiting is None and self.trace is not None and self.is_current() and self.answer is None:
+            return "Looking for another weighting with the same output (a linear program, in the background)."
+        return waiting
+
+    def _answer_done(self, *_) -> None:
+        if isValid(self) and self.is_current() and self.answer is None:
+            self._draw_answer(self.head_array("attn_weights")[self.selected], self.head_array("v"))
+            if self.answer is not None:
+                self.updated.emit()             # the explanation quotes it
+
+    def _answer_failed(self, _request, message: str, _user_error) -> None:
+        if isValid(self):
+            self.two_weightings.set_title(f"⚠ {message}")
