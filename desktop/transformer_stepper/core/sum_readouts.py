@@ -24,8 +24,8 @@ MAX_TRIES = 8          # other sources tried as the new top, most-weighted first
 
 def max_keys(d_head: int) -> int:
     """The most keys the construction moves (the rest keep their weights): a linear program's
-    cost grows with them; 4 (d_head + 1) leaves a null space of 3 (d_head + 1) dimensions."""
-    return max(4 * (d_head + 1), 64)
+    cost grows with them; 2 (d_head + 1) leaves a null space of d_head + 1 dimensions."""
+    return max(2 * (d_head + 1), 64)
 
 
 def constraint_matrix(v: np.ndarray) -> np.ndarray:
@@ -91,7 +91,15 @@ def _run(table: np.ndarray, basis: list, columns: int, tol: float) -> None:
 
 def linear_program(a: np.ndarray, b: np.ndarray, c: np.ndarray, tol: float = 1e-11) -> Optional[np.ndarray]:
     """max c·x subject to a x = b, x ≥ 0 (a [m, n], float64): the two-phase tableau simplex
-    with Bland's rule. None when infeasible. Small dense problems only (m ≲ 200)."""
+    (Dantzig's rule, Bland's against cycling). None when infeasible. Small dense problems only
+    (m ≲ 200)."""
+    start = feasible_start(a, b, tol)
+    return None if start is None else optimise(start, c, tol)
+
+
+def feasible_start(a: np.ndarray, b: np.ndarray, tol: float = 1e-11) -> Optional[tuple]:
+    """Phase 1: a basic feasible solution of a x = b, x ≥ 0, as (tableau, basis) for optimise
+    (shared by every objective over the same constraints); None when there is none."""
     m, n = a.shape
     flip = np.where(b < 0, -1.0, 1.0)
     table = np.zeros((m + 1, n + m + 1))
@@ -99,7 +107,7 @@ def linear_program(a: np.ndarray, b: np.ndarray, c: np.ndarray, tol: float = 1e-
     table[:m, n:n + m] = np.eye(m)
     table[:m, -1] = b * flip
     basis = list(range(n, n + m))
-    table[m, :n] = -table[:m, :n].sum(axis=0)      # phase 1: minimise the artificials' sum
+    table[m, :n] = -table[:m, :n].sum(axis=0)      # minimise the artificials' sum
     table[m, -1] = -table[:m, -1].sum()
     _run(table, basis, n, tol)
     if table[m, -1] < -tol * max(1.0, float(np.abs(b).sum())) * 1e3:
@@ -114,8 +122,15 @@ def linear_program(a: np.ndarray, b: np.ndarray, c: np.ndarray, tol: float = 1e-
             basis[row] = int(candidates[0])
         keep.append(row)
     table = np.vstack([table[keep][:, list(range(n)) + [-1]], np.zeros(n + 1)])
-    basis = [basis[r] for r in keep]
-    table[-1, :n] = -c                             # phase 2: reduced costs of max c·x
+    return table, [basis[r] for r in keep]
+
+
+def optimise(start: tuple, c: np.ndarray, tol: float = 1e-11) -> np.ndarray:
+    """Phase 2 from feasible_start's (tableau, basis), left as it was: max c·x."""
+    table, basis = start[0].copy(), list(start[1])
+    n = table.shape[1] - 1
+    table[-1, :n] = -c                             # reduced costs of max c·x
+    table[-1, -1] = 0.0
     for row, var in enumerate(basis):
         table[-1] += c[var] * table[row]
     _run(table, basis, n, tol)
@@ -150,12 +165,15 @@ def same_output_weighting(weights_row: np.ndarray, v: np.ndarray,
     if token_ids is not None:
         ids = np.asarray(token_ids)[support]
         order = [j for j in order if ids[j] != ids[top]] + [j for j in order if ids[j] == ids[top]]
+    start = feasible_start(a, b)
+    if start is None:
+        return None
     best = None          # (how far it moved, target, w′): the first new top, else the farthest
     for target in order[:MAX_TRIES]:
         c = np.zeros(n)
         c[target], c[top] = 1.0, -1.0
-        end = linear_program(a, b, c)
-        if end is None or not _same(a, end, b):
+        end = optimise(start, c)
+        if not _same(a, end, b):
             continue
         moved = w + SHRINK * (end - w)
         change = float(np.abs(moved - w).sum())
