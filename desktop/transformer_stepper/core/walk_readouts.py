@@ -7,71 +7,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
-from typing import Callable, Mapping, Optional
+from typing import Optional
 
 import numpy as np
 
 from . import measures
-from .compare import Comparison, compare, pick, piece_text
+from .compare import piece_text
 from .errors import ModelError
 from .interventions import AblateHead
-from .labels import POSITION_LABELS, default_token
-from .model import Model
+from .labels import POSITION_LABELS
 from .trace import Trace
-
-Readout = Callable[["Context"], dict]
-READOUTS: dict[str, Readout] = {}
-
-
-def readout(name: str, context: "Context") -> dict:
-    if name not in READOUTS:
-        raise ModelError(f"no readout named '{name}' (known: {', '.join(sorted(READOUTS))})")
-    return READOUTS[name](context)
-
-
-def _register(function: Readout) -> Readout:
-    READOUTS[function.__name__.removeprefix("read_")] = function
-    return function
-
-
-class Context:
-    """A step's state on one model, with what its readouts share computed once: the trace of
-    the text, the comparison of the sentences, the selected token."""
-
-    def __init__(self, model: Model, state, extras: Mapping) -> None:
-        self.model, self.state, self.extras = model, state, extras
-        self.config = model.config
-        self._trace: Optional[Trace] = None
-        self._comparison: Optional[Comparison] = None
-        self._position: Optional[int] = None
-
-    @property
-    def trace(self) -> Trace:
-        if self._trace is None:
-            self._trace = self.model.trace(self.state.text)
-        return self._trace
-
-    @property
-    def comparison(self) -> Comparison:
-        if self._comparison is None:
-            self._comparison = compare(self.model, self.state.sentences, self.state.word)
-        return self._comparison
-
-    @property
-    def position(self) -> int:
-        """The selected token: the step's word in the text (its first token), else the default."""
-        if self._position is None:
-            found = pick(self.trace, self.model.tokenizer, self.state.select) if self.state.select else None
-            self._position = (found.position if found is not None and found.position is not None
-                              else default_token(self.trace))
-        return self._position
-
-    def label(self, index: int, trace: Optional[Trace] = None) -> str:
-        return piece_text((trace or self.trace).tokens[index]) or repr((trace or self.trace).tokens[index])
-
-
-def _f(value) -> float:
-    return float(np.asarray(value, dtype=np.float64))
+from .walk_context import READOUTS, WALK_TRAINING_STEPS, Context, Readout, _f, _register, readout  # noqa: F401
 
 
 # -- always there -------------------------------------------------------------------------
@@ -329,8 +275,6 @@ def read_prediction(c: Context) -> dict:
 # -- training ------------------------------------------------------------------------------------
 @_register
 def read_training(c: Context) -> dict:
-    from .walks import WALK_TRAINING_STEPS
-
     return dict(_one_training_batch(), walk_steps=WALK_TRAINING_STEPS)
 
 
@@ -355,5 +299,3 @@ def _one_training_batch() -> tuple:
                       batch_distinct_ids=int(len(np.unique(ids))), batch_size=len(ids),
                       head_rows=head_rows, tied="tied" if config.tied_head else "untied").items())
 
-
-from . import walk_readouts_sum, walk_readouts_translator  # noqa: E402,F401  (they register readouts)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .sum_readouts import WeightedSumAnswer, weighted_sum_answer
-from .walk_readouts import Context, _f, _register
+from .walk_context import Context, _f, _register
 
 
 def answer(c: Context) -> WeightedSumAnswer:

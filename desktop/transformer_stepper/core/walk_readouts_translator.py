@@ -7,7 +7,7 @@ import numpy as np
 
 from .compare import piece_text
 from .errors import ModelError
-from .walk_readouts import Context, _register
+from .walk_context import Context, _register
 
 SOURCE = "the old man saw the red bank near the river ."
 

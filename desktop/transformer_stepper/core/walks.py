@@ -22,10 +22,8 @@ from . import stages
 from .errors import ModelError
 from .interventions import AblateHead, HeadTemperature, NoPositions, ShufflePositions
 from .model import Model
+from .walk_context import WALK_TRAINING_STEPS  # noqa: F401  (the walk panel starts that run)
 
-# a walk's own training run (the quick recipe, cut short): enough steps for every plot of the
-# Training tab to be drawn, in seconds
-WALK_TRAINING_STEPS = 200
 TABS = ("stepper", "compare", "training", "positions", "attribution", "interventions")
 # what a step (or a whole walk) may need of the model: the check, and what the caption says
 NEEDS = {
@@ -180,7 +178,7 @@ def fill_step(model: Model, walk: Walk, index: int, default_text: str = "",
     """Step `index` of `walk` on `model`: its concrete state and its caption with every number
     computed from that state (extras: facts read from files, e.g. the positions laboratory's
     results rows under "positions_results")."""
-    from .walk_readouts import Context, readout
+    from .walk_readout_set import Context, readout
 
     step = walk.steps[index]
     where = f"walk '{walk.key}', step {index + 1} ('{step.title}')"

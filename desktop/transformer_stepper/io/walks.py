@@ -73,7 +73,7 @@ def _step(data, where: str) -> Step:
     readouts = data.get("readouts", [])
     if not isinstance(readouts, list) or not all(isinstance(r, str) for r in readouts):
         raise ModelError(f"{where}: 'readouts' must be a list of names")
-    from ..core.walk_readouts import READOUTS
+    from ..core.walk_readout_set import READOUTS
 
     for name in readouts:
         if name not in READOUTS:
