@@ -58,3 +58,21 @@ def test_prediction_change_orders_gains_and_losses():
     assert (change.top_clean, change.top_after) == (0, 2)
     assert list(change.gained) == [2] and list(change.lost) == [0]
     np.testing.assert_allclose(change.p_after, [0.1, 0.3, 0.6], rtol=1e-5)
+
+
+def test_echo_count_counts_only_known_positions():
+    top = np.array([5, 7, 9, 2])
+    ids = np.array([5, 1, 9, 2])
+    assert readouts.echo_count(top, ids) == (3, 4)
+    assert readouts.echo_count(top, ids, known=np.array([True, True, False, False])) == (1, 2)
+
+
+def test_recent_loop_finds_the_loop_greedy_decoding_falls_into():
+    assert readouts.recent_loop([4, 9, 9, 9, 9]) == readouts.Loop(1, 1, 4)
+    assert readouts.recent_loop([1, 2, 3, 5, 6, 5, 6, 5, 6]) == readouts.Loop(3, 2, 3)
+    # "the prince the prince the prince in the boys": the loop need not reach the end
+    assert readouts.recent_loop([8, 1, 2, 1, 2, 1, 2, 7, 1, 3]) == readouts.Loop(1, 2, 3)
+    assert readouts.recent_loop([1, 2, 3, 4, 5, 6]) is None
+    assert readouts.recent_loop([7, 7]) is None                    # twice is not yet a loop
+    assert readouts.recent_loop([]) is None
+    assert readouts.recent_loop([5, 5, 5] + list(range(10, 50))) is None     # long ago: not recent

@@ -53,16 +53,25 @@ def test_every_walk_runs_on_the_builtin_model_with_exact_answers():
     assert shown[("01-static-or-contextual", 2)].numbers["onehot_difference"] == 0.0
     # the hidden states separate: the last layer's pair cosine is below the entry's
     assert n["cos_last"] < n["cos_entry"]
-    assert not shown[("01-static-or-contextual", 4)].applies      # no encoder-decoder is open
+    translator = shown[("01-static-or-contextual", 4)]           # the built-in translator, beside
+    assert translator.applies and translator.state.translator
+    # by Velan's rules: la noun adjective, "near" after its phrase as apud, the verb last
+    assert translator.numbers["translation"] == "la viro olda la bordo ruga la rivo apud vidis ."
+    assert (translator.numbers["verb"], translator.numbers["verb_reads"]) == ("vidis", "saw")
+    assert translator.numbers["n_decoder_steps"] == len(translator.numbers["translation"].split()) + 1
     repeated = shown[("03-one-word-many-embeddings", 2)].numbers
     assert repeated["repeated_row_difference"] == 0.0 and repeated["repeated_entry_difference"] > 0.1
     weights = shown[("05-weighted-sum-keeps-sources", 0)]
     assert weights.numbers["top_source"] == "queen" and weights.state.selected == 11
     assert abs(weights.numbers["weight_sum"] - 1.0) < 1e-5
-    assert shown[("05-weighted-sum-keeps-sources", 1)].numbers["sum_difference"] < 1e-5
-    prov = shown[("05-weighted-sum-keeps-sources", 2)].numbers
-    assert abs(prov["prov_value"] - prov["prov_traced"]) < 1e-5
-    assert shown[("05-weighted-sum-keeps-sources", 4)].numbers["ablation_change"] > 0.0
+    short = shown[("05-weighted-sum-keeps-sources", 1)].numbers
+    assert short["sum_difference"] < 1e-5 and short["n_keys"] == 12 <= short["limit_keys"] == 17
+    assert "can be read back" in short["recovery"]
+    other = shown[("05-weighted-sum-keeps-sources", 2)].numbers
+    assert other["other_keys"] > 17 and other["other_difference"] < 1e-5 and other["other_change"] > 0.1
+    assert "now its top" in other["other_verdict"]          # a weighting with another top source
+    assert shown[("05-weighted-sum-keeps-sources", 5)].numbers["ablation_change"] > 0.0
+    assert shown[("05-weighted-sum-keeps-sources", 6)].state.interventions == ()
     assert shown[("06-unseen-sentence", 1)].numbers["score_difference"] < 1e-4
     rotary = shown[("04-positions-added", 3)].numbers
     assert rotary["shift_spread"] < 1e-4 < rotary["key_only_spread"]

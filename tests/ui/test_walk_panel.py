@@ -32,17 +32,16 @@ def test_a_walk_sets_the_state_its_caption_quotes(qtbot, window):
     panel.next_button.click()
     _caption_ready(qtbot, panel)
     assert session.stage_key == "weighted_sum"
-    for _ in range(3):                           # to the ablation step
+    for _ in range(4):                           # to the ablation step
         panel.next_button.click()
         _caption_ready(qtbot, panel)
-    assert not panel.next_button.isEnabled()
     assert window.tabs.current_key() == "interventions"
-    qtbot.waitUntil(lambda: session.interventions == (AblateHead(1, 1),), timeout=10_000)
+    qtbot.waitUntil(lambda: session.interventions == (AblateHead(2, 0),), timeout=10_000)
     panel.back_button.click()
     _caption_ready(qtbot, panel)
     # back is the earlier step's state: no intervention there
     qtbot.waitUntil(lambda: session.interventions == (), timeout=10_000)
-    assert session.stage_key == "softmax" and window.tabs.current_key() == "stepper"
+    assert session.stage_key == "output_projection" and window.tabs.current_key() == "stepper"
     panel.leave_button.click()
     assert not panel.isVisible()
-    assert session.stage_key == "softmax" and session.layer == 1      # the window stays there
+    assert session.stage_key == "output_projection" and session.layer == 2      # the window stays there

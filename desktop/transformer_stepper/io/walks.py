@@ -4,6 +4,7 @@ and the facts from files their readouts quote (the positions laboratory's result
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
@@ -72,7 +73,7 @@ def _step(data, where: str) -> Step:
     readouts = data.get("readouts", [])
     if not isinstance(readouts, list) or not all(isinstance(r, str) for r in readouts):
         raise ModelError(f"{where}: 'readouts' must be a list of names")
-    from ..core.analysis.walk_readouts import READOUTS
+    from ..core.analysis.walk_readout_set import READOUTS
 
     for name in readouts:
         if name not in READOUTS:
@@ -85,7 +86,7 @@ def _step(data, where: str) -> Step:
 
 def step_state(data, where: str) -> StepState:
     fields = ("text", "sentences", "word", "tab", "stage", "layer", "head", "select", "interventions",
-              "temperature")
+              "temperature", "translator", "train")
     _object(data, f"{where}, state", (), fields)
     where = f"{where}, state"
     for key in ("text", "word", "select"):
@@ -107,6 +108,10 @@ def step_state(data, where: str) -> StepState:
     if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
                                     or not 0.05 <= temperature <= 20):
         raise ModelError(f"{where}: 'temperature' must be a number from 0.05 to 20")
+    translator, train = data.get("translator"), data.get("train")
+    for key, value in (("translator", translator), ("train", train)):
+        if value is not None and not isinstance(value, bool):
+            raise ModelError(f"{where}: '{key}' must be true or false")
     items = data.get("interventions")
     if items is not None:
         if not isinstance(items, list) or not all(isinstance(i, dict) and i.get("kind") in INTERVENTION_KINDS
@@ -117,7 +122,8 @@ def step_state(data, where: str) -> StepState:
     return StepState(text=data.get("text"), sentences=None if sentences is None else tuple(sentences),
                      word=data.get("word"), tab=data.get("tab"), stage=data.get("stage"), layer=layer,
                      head=data.get("head"), select=data.get("select"), interventions=items,
-                     temperature=None if temperature is None else float(temperature))
+                     temperature=None if temperature is None else float(temperature),
+                     translator=translator, train=train)
 
 
 def _count(value) -> bool:
@@ -125,10 +131,21 @@ def _count(value) -> bool:
 
 
 def walk_extras() -> dict:
-    """Facts from files the readouts quote: the shipped positions laboratory's results rows."""
+    """Facts from files the readouts quote: the shipped positions laboratory's results rows, and
+    how to load the built-in translator (called by its readout, in the walk's worker)."""
     from .positions_lab import read_results_csv
 
+    extras: dict = {"translator": load_builtin_translator}
     try:
-        return {"positions_results": read_results_csv(resources_dir() / "positions" / "results.csv")}
+        extras["positions_results"] = read_results_csv(resources_dir() / "positions" / "results.csv")
     except ModelError:
-        return {}
+        pass
+    return extras
+
+
+@lru_cache(maxsize=1)
+def load_builtin_translator():
+    from .loader import load_model
+    from .resources import builtin_translator_dir
+
+    return load_model(str(builtin_translator_dir()))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -123,3 +124,38 @@ def prediction_change(clean_logits: np.ndarray, intervened_logits: np.ndarray, t
     p_after = ops.softmax(intervened_logits.astype(np.float32, copy=True))
     order = np.argsort(p_after - p_clean, kind="stable")
     return PredictionChange(p_clean, p_after, order[::-1][:top], order[:top])
+
+
+def echo_count(top_ids: np.ndarray, input_ids: np.ndarray, known: Optional[np.ndarray] = None) -> tuple[int, int]:
+    """The logit lens's first row (the embedding output through the head): at how many of the
+    positions computed so far (`known`, bool per position; None: all) its top token is the input
+    token itself, and of how many. A tied head scores each token by its own embedding row, so
+    this row mostly echoes the input."""
+    top, ids = np.asarray(top_ids), np.asarray(input_ids)
+    mask = np.ones(len(ids), dtype=bool) if known is None else np.asarray(known, dtype=bool)
+    return int(np.count_nonzero((top == ids) & mask)), int(np.count_nonzero(mask))
+
+
+@dataclass(frozen=True)
+class Loop:
+    start: int               # index in `ids` where the repeats begin
+    period: int              # tokens in one repeat
+    repeats: int             # whole repeats in a row
+
+
+def recent_loop(ids, min_repeats: int = 3, max_period: int = 8, window: int = 32) -> Optional[Loop]:
+    """A block of at most `max_period` tokens repeated at least `min_repeats` times in a row,
+    ending within the last `window` of `ids` (generated token ids): what greedy decoding falls
+    into on a small model ("mill mill mill", "the prince the prince the prince"). The run that
+    ends latest, and of those the shortest period."""
+    ids = [int(i) for i in ids]
+    for end in range(len(ids), max(len(ids) - window, 0), -1):
+        for period in range(1, max_period + 1):
+            block = ids[end - period:end]
+            repeats = 1
+            while end - (repeats + 1) * period >= 0 and \
+                    ids[end - (repeats + 1) * period:end - repeats * period] == block:
+                repeats += 1
+            if repeats >= min_repeats and len(block) == period:
+                return Loop(end - repeats * period, period, repeats)
+    return None

@@ -7,71 +7,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
-from typing import Callable, Mapping, Optional
+from typing import Optional
 
 import numpy as np
 
 from ..model import measures
-from .compare import Comparison, compare, pick, piece_text
+from .compare import piece_text
 from ..model.errors import ModelError
 from ..model.interventions import AblateHead
-from .labels import POSITION_LABELS, default_token
-from ..trace.model import Model
+from .labels import POSITION_LABELS
 from ..trace.trace import Trace
-
-Readout = Callable[["Context"], dict]
-READOUTS: dict[str, Readout] = {}
-
-
-def readout(name: str, context: "Context") -> dict:
-    if name not in READOUTS:
-        raise ModelError(f"no readout named '{name}' (known: {', '.join(sorted(READOUTS))})")
-    return READOUTS[name](context)
-
-
-def _register(function: Readout) -> Readout:
-    READOUTS[function.__name__.removeprefix("read_")] = function
-    return function
-
-
-class Context:
-    """A step's state on one model, with what its readouts share computed once: the trace of
-    the text, the comparison of the sentences, the selected token."""
-
-    def __init__(self, model: Model, state, extras: Mapping) -> None:
-        self.model, self.state, self.extras = model, state, extras
-        self.config = model.config
-        self._trace: Optional[Trace] = None
-        self._comparison: Optional[Comparison] = None
-        self._position: Optional[int] = None
-
-    @property
-    def trace(self) -> Trace:
-        if self._trace is None:
-            self._trace = self.model.trace(self.state.text)
-        return self._trace
-
-    @property
-    def comparison(self) -> Comparison:
-        if self._comparison is None:
-            self._comparison = compare(self.model, self.state.sentences, self.state.word)
-        return self._comparison
-
-    @property
-    def position(self) -> int:
-        """The selected token: the step's word in the text (its first token), else the default."""
-        if self._position is None:
-            found = pick(self.trace, self.model.tokenizer, self.state.select) if self.state.select else None
-            self._position = (found.position if found is not None and found.position is not None
-                              else default_token(self.trace))
-        return self._position
-
-    def label(self, index: int, trace: Optional[Trace] = None) -> str:
-        return piece_text((trace or self.trace).tokens[index]) or repr((trace or self.trace).tokens[index])
-
-
-def _f(value) -> float:
-    return float(np.asarray(value, dtype=np.float64))
+from .walk_context import READOUTS, WALK_TRAINING_STEPS, Context, Readout, _f, _register, readout  # noqa: F401
 
 
 # -- always there -------------------------------------------------------------------------
@@ -189,23 +135,37 @@ def read_position_sizes(c: Context) -> dict:
 def read_positions_lab(c: Context) -> dict:
     """The positions laboratory's shipped results (extras["positions_results"]: its rows):
     held-out accuracy per scheme over its seeds."""
-    from ..training.positions_table import seeds_in, standing, summarize
-
     rows = c.extras.get("positions_results")
     if not rows:
         raise ModelError("the positions laboratory's results are not available")
+    return positions_lab_numbers(rows)
+
+
+def positions_lab_numbers(rows) -> dict:
+    """The laboratory's results rows -> mean (range over seeds) per scheme, as quoted text, and
+    how the concatenated variant (the same width split between e and p) stands to the sum."""
+    from ..training.positions_table import seeds_in, standing, summarize
+
     summary = summarize(rows, ("heldout_accuracy", "pronoun"))
     ranks = standing(summary, "heldout_accuracy")
     best = next((v for v, r in ranks.items() if r == "best"), "—")
     def spread(variant: str, measure: str) -> str:
         s = summary.get(variant, {}).get(measure)
         return "—" if s is None else f"{100 * s.mean:.1f} % ({100 * s.low:.1f}–{100 * s.high:.1f})"
+    added, concat = (summary.get(v, {}).get("heldout_accuracy") for v in ("sum_sinusoidal", "concat"))
+    if added is None or concat is None:
+        versus = "not measured"
+    elif concat.low <= added.high and added.low <= concat.high:
+        versus = "a tie: their ranges over the seeds overlap"
+    else:
+        versus = ("concatenation ahead" if concat.mean > added.mean else "the sum ahead") + \
+            ", beyond the range over the seeds"
     return dict(n_schemes=len(summary), n_seeds=len(seeds_in(rows)),
                 sum_accuracy=spread("sum_sinusoidal", "heldout_accuracy"),
                 concat_accuracy=spread("concat", "heldout_accuracy"),
                 rotary_accuracy=spread("rotary", "heldout_accuracy"),
                 none_pronoun=spread("none", "pronoun"), sum_pronoun=spread("sum_sinusoidal", "pronoun"),
-                best_accuracy=best.replace("_", " "),
+                best_accuracy=best.replace("_", " "), concat_versus_sum=versus,
                 sum_standing={"best": "the best", "tie": "within the best scheme's seed range",
                               "apart": "outside the best scheme's seed range"}.get(ranks.get("sum_sinusoidal"), "not measured"))
 
@@ -315,7 +275,7 @@ def read_prediction(c: Context) -> dict:
 # -- training ------------------------------------------------------------------------------------
 @_register
 def read_training(c: Context) -> dict:
-    return dict(_one_training_batch())
+    return dict(_one_training_batch(), walk_steps=WALK_TRAINING_STEPS)
 
 
 @lru_cache(maxsize=1)
@@ -338,3 +298,4 @@ def _one_training_batch() -> tuple:
     return tuple(dict(train_loss=_f(loss), train_vocab=config.n_vocab, lookup_rows=lookup_rows,
                       batch_distinct_ids=int(len(np.unique(ids))), batch_size=len(ids),
                       head_rows=head_rows, tied="tied" if config.tied_head else "untied").items())
+

@@ -22,6 +22,7 @@ from ..model import stages
 from ..model.errors import ModelError
 from ..model.interventions import AblateHead, HeadTemperature, NoPositions, ShufflePositions
 from ..trace.model import Model
+from .walk_context import WALK_TRAINING_STEPS  # noqa: F401  (the walk panel starts that run)
 
 TABS = ("stepper", "compare", "training", "positions", "attribution", "interventions")
 # what a step (or a whole walk) may need of the model: the check, and what the caption says
@@ -54,6 +55,8 @@ class StepState:
     select: Optional[str] = None               # a word of the text: its first token
     interventions: Optional[tuple[Mapping, ...]] = None
     temperature: Optional[float] = None
+    translator: Optional[bool] = None          # open the built-in translator beside the window
+    train: Optional[bool] = None               # start a short training run in the Training tab
 
     def over(self, earlier: "StepState") -> "StepState":
         """This step's settings over what the earlier steps left."""
@@ -62,7 +65,8 @@ class StepState:
 
 
 DEFAULT_STATE = StepState(text="", sentences=(), word="", tab="stepper", stage="tokenize", layer=0,
-                          head=0, select="", interventions=(), temperature=1.0)
+                          head=0, select="", interventions=(), temperature=1.0, translator=False,
+                          train=False)
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,8 @@ class Resolved:
     selected: Optional[int]                    # token index of `select` in the text (None: default)
     interventions: tuple
     temperature: float
+    translator: bool = False
+    train: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,7 +169,8 @@ def resolve(model: Model, walk: Walk, index: int, default_text: str) -> Resolved
     return Resolved(text=state.text or default_text, sentences=tuple(state.sentences), word=state.word,
                     tab=state.tab, stage=stage, layer=layer, head=head, select=state.select,
                     selected=None, interventions=interventions_of(state.interventions, layer, head, config),
-                    temperature=float(state.temperature))
+                    temperature=float(state.temperature), translator=bool(state.translator),
+                    train=bool(state.train))
 
 
 def fill_step(model: Model, walk: Walk, index: int, default_text: str = "",
@@ -171,7 +178,7 @@ def fill_step(model: Model, walk: Walk, index: int, default_text: str = "",
     """Step `index` of `walk` on `model`: its concrete state and its caption with every number
     computed from that state (extras: facts read from files, e.g. the positions laboratory's
     results rows under "positions_results")."""
-    from .walk_readouts import Context, readout
+    from .walk_readout_set import Context, readout
 
     step = walk.steps[index]
     where = f"walk '{walk.key}', step {index + 1} ('{step.title}')"

@@ -31,6 +31,23 @@ class TranslationWindows:
         self.windows.append(window)
         return window
 
+    def show_translating(self, path: str, source: str) -> TranslationWindow:
+        """A walk's step: the window on `path` (the one already open, if it is), translating
+        `source` from the start token."""
+        for window in self.windows:
+            if isValid(window) and window.isVisible() and window.path == path and window.model is not None:
+                window.source_box.setText(source)
+                window.target_box.setText("")
+                window.retrace_then_translate()
+                window.raise_()
+                return window
+        window = TranslationWindow(source)
+        window.translate_when_open = True
+        window.open_model(path)
+        window.show()
+        self.windows = [w for w in self.windows if isValid(w) and w.isVisible()] + [window]
+        return window
+
     def close_all(self) -> None:
         for window in self.windows:
             if isValid(window):

@@ -17,6 +17,8 @@ from PySide6.QtCore import Qt
 from ...core.analysis.labels import token_labels
 from ...core.model.seq2seq_interventions import describe_all
 from ...core.model.seq2seq_stages import SECTIONS, seq2seq_stages
+from ...io.resources import builtin_translator_dir
+from ..explain.explanation_panel import ExplanationPanel
 from ..stages import create_view
 from ..timers import one_shot
 from ..view_state import FixedSampling, ViewState
@@ -25,8 +27,10 @@ from .cross_view import CrossAttentionView
 from .compare_page import EncoderComparePage
 from .interventions_panel import InterventionsPanel
 from .provenance import ProvenanceRelay, install as install_provenance
+from .explain import cross_attention_markdown, stage_markdown, velan_markdown
 from . import work
 
+VELAN = ("Velan", "velan")          # the stage list's key of the page on Velan
 
 class _Steer(FixedSampling):
     """The decoder's prediction view: a click on a bar appends that token (as in the main
@@ -59,6 +63,8 @@ class TranslationWindow(QMainWindow):
         self.states: dict[str, ViewState] = {}
         self.views: dict[tuple[str, str], QWidget] = {}
         self.layer = self.head = 0
+        self.path: Optional[str] = None
+        self.translate_when_open = False     # a walk's step: translate once the model is open
         self.workers = WorkerPool(max_threads=1)
         self._request = 0
         self._status_base = ""
@@ -98,9 +104,15 @@ class TranslationWindow(QMainWindow):
         self.interventions_panel = InterventionsPanel(self, self.open_cell)
         self.pages.addWidget(self.interventions_panel)
         self.compare_page: Optional[EncoderComparePage] = None   # made when first shown
+        self.velan_page = ExplanationPanel()
+        self.pages.addWidget(self.velan_page)
+        self.explanation = ExplanationPanel()
+        self.explanation.setMinimumWidth(240)
         splitter.addWidget(self.stage_list)
         splitter.addWidget(self.pages)
+        splitter.addWidget(self.explanation)
         splitter.setStretchFactor(1, 1)
+        splitter.setSizes([200, 760, 330])
         outer.addWidget(splitter, 1)
         self.setCentralWidget(central)
         self.source_box.textEdited.connect(self._debounce_start)
@@ -124,11 +136,17 @@ class TranslationWindow(QMainWindow):
 
     def open_model(self, path: Optional[str]) -> None:
         self.status.setText(f"opening {path} …")
+        self.path = path
         self._run(work.open_and_trace, path, self.source_box.text(), self.target_box.text())
 
     def retrace(self) -> None:
         if self.model is not None:
             self._run(work.trace, self.model, self.source_box.text(), self.target_box.text(), self.layer)
+
+    def retrace_then_translate(self) -> None:
+        """Trace the source afresh (the target emptied), then translate it step by step."""
+        if self.model is not None:
+            self._run(work.translate, self.model, self.source_box.text(), self.layer)
 
     def next_token(self) -> None:
         if self.trace is not None:
@@ -172,6 +190,9 @@ class TranslationWindow(QMainWindow):
                              f"({trace.decoder.computed_rows} computed by this pass)")
         self._take_trace(new_model)
         self._show_status()
+        if new_model and self.translate_when_open:
+            self.translate_when_open = False
+            self.translate()
 
     def _failed(self, request: int, message: str, _user_error: bool) -> None:
         if request == self._request:
@@ -242,6 +263,10 @@ class TranslationWindow(QMainWindow):
             extra = QTreeWidgetItem([title])
             extra.setData(0, Qt.ItemDataRole.UserRole, ("", key))
             self.stage_list.addTopLevelItem(extra)
+        if self.is_builtin():
+            page = QTreeWidgetItem(["Velan: the translator's language"])
+            page.setData(0, Qt.ItemDataRole.UserRole, VELAN)
+            self.stage_list.addTopLevelItem(page)
         self.stage_list.blockSignals(False)
         self.stage_list.setCurrentItem(cross)
 
@@ -275,6 +300,13 @@ class TranslationWindow(QMainWindow):
         if key is None or self.trace is None:
             return
         section, stage_key = key
+        if key == VELAN:
+            self.velan_page.show_markdown(velan_markdown(self.model.config.encoder.n_vocab))
+            self.explanation.show_markdown("## Velan\n\nThe page on the left gives Velan's rules and "
+                                           "words, from the generator that wrote the translator's "
+                                           "training pairs: check a translation against them.")
+            self.pages.setCurrentWidget(self.velan_page)
+            return
         if stage_key == "interventions":
             self.pages.setCurrentWidget(self.interventions_panel)
             return
@@ -284,12 +316,35 @@ class TranslationWindow(QMainWindow):
         if stage_key == "cross_attention":
             self._refresh_cross()
             self.pages.setCurrentWidget(self.cross_view)
+            self.explanation.show_markdown(cross_attention_markdown(self.trace, self.layer, self.head))
             return
         view = self.views.get(key)
         if view is None:
             view = self.views[key] = create_view(stage_key, self.states[section])
+            view.updated.connect(self._explain)
             self.pages.addWidget(view)
         self.pages.setCurrentWidget(view)
+        self._explain()
+
+    def is_builtin(self) -> bool:
+        """The built-in translator is open (its language, Velan, has a page)."""
+        from pathlib import Path
+
+        try:
+            return self.path is not None and Path(self.path).resolve() == builtin_translator_dir().resolve()
+        except OSError:
+            return False
+
+    def _explain(self) -> None:
+        """The shown one-stack view's explanation, under its part of the encoder–decoder."""
+        current = self.stage_list.currentItem()
+        key = current.data(0, Qt.ItemDataRole.UserRole) if current is not None else None
+        view = self.views.get(key) if key is not None else None
+        if view is None or self.trace is None or self.pages.currentWidget() is not view:
+            return
+        section, stage_key = key
+        stage = next(s for sec, s in seq2seq_stages(self.model.config) if sec == section and s.key == stage_key)
+        self.explanation.show_markdown(stage_markdown(section, stage, view, self.trace))
 
     def _compare(self) -> EncoderComparePage:
         if self.compare_page is None:
@@ -304,6 +359,8 @@ class TranslationWindow(QMainWindow):
             return
         labels = {side: token_labels(state.trace, state.model.tokenizer) for side, state in self.states.items()}
         self.cross_view.show_trace(shown, self.layer, self.head, labels["Encoder"], labels["Decoder"])
+        if self.pages.currentWidget() is self.cross_view:
+            self.explanation.show_markdown(cross_attention_markdown(shown, self.layer, self.head))
 
     def _select(self, section: str, index: int) -> None:
         state = self.states.get(section)

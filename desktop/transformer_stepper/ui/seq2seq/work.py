@@ -62,3 +62,8 @@ def intervene(model, trace, interventions, clean_translation=None):
     _, intervened, differences = intervene_and_compare(model, trace, interventions)
     return intervened, differences, translations(model, trace.source_text, interventions,
                                                  clean=clean_translation)
+
+
+def translate(model, source: str, layer: int):
+    """The source traced from the start token, then translated greedily."""
+    return steps(model, model.trace(source, ""), 64, layer)

@@ -16,6 +16,7 @@ from shiboken6 import isValid
 
 from ...core.trace.generate import lens
 from ...core.trace.lens_blocks import TraceLens, next_piece, trace_lens
+from ...core.analysis import readouts
 from ...core.analysis.labels import readable
 from ..plots import Heatmap, Lines
 from ..plots.common import format_value
@@ -201,8 +202,12 @@ class LogitLensView(StageView):
         self._values = {"final_token": final, "first_state": self.state_names()[first],
                         "final_probability": f"{float(result.final_probabilities[-1, i]):.3f}",
                         "embedding_probability": f"{float(result.final_probabilities[0, i]):.3f}"}
+        known = None if result.known is None else result.known[0]
+        echoed, counted = readouts.echo_count(result.ids[0, :, 0], self.trace.input_ids, known)
+        self._values.update(emb_echo=echoed, emb_counted=counted)
 
     def stage_values(self) -> dict:
         # before the lens is drawn (computing), the template's values are not known yet
-        return getattr(self, "_values", {"final_token": "…", "first_state": "…",
-                                         "final_probability": "…", "embedding_probability": "…"})
+        return getattr(self, "_values", {"final_token": "…", "first_state": "…", "emb_echo": "…",
+                                         "emb_counted": "…", "final_probability": "…",
+                                         "embedding_probability": "…"})

@@ -1,6 +1,8 @@
 """4. Position addition: x = e + p (+ t), then the embedding LayerNorm where the model has one."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 from typing import Iterator, Optional
 
 import numpy as np
@@ -244,7 +246,27 @@ class PositionAdditionView(StageView):
             return {"e_norm": f"{float(np.linalg.norm(e[i])):.2f}", "p_norm": f"{float(np.linalg.norm(p[i])):.2f}",
                     "d_token": trace.config.d_token, "d_position": trace.config.d_position, "pos": i}
         r = readouts.position_addition_readout(e, p, trace["embedding_sum"], i)
-        return {"cos_selected": f"{r.cos_selected:.3f}", "survival": r.survival,
+        return {**lab_values(), "cos_selected": f"{r.cos_selected:.3f}", "survival": r.survival,
                 "cos_ep": f"{r.cos_ep:.2f}", "cos_mean": f"{r.cos_mean:.3f}",
                 "e_norm": f"{r.e_norm:.2f}", "p_norm": f"{r.p_norm:.2f}",
                 "p_dominates": r.p_dominates, "first_dims_ratio": f"{r.first_dims_ratio:.2f}"}
+
+
+@lru_cache(maxsize=1)
+def _lab_numbers() -> tuple:
+    from ...core.analysis.walk_readouts import positions_lab_numbers
+    from ...io.walks import walk_extras
+
+    rows = walk_extras().get("positions_results")
+    return tuple(positions_lab_numbers(rows).items()) if rows else ()
+
+
+def lab_values() -> dict:
+    """What the positions laboratory measured (its shipped results), for the text's
+    concatenation paragraph; "not available" where its results file is missing."""
+    numbers = dict(_lab_numbers())
+    if not numbers:
+        return {"lab_sum": "not available", "lab_concat": "not available", "lab_seeds": 0,
+                "lab_versus": "not measured"}
+    return {"lab_sum": numbers["sum_accuracy"], "lab_concat": numbers["concat_accuracy"],
+            "lab_seeds": numbers["n_seeds"], "lab_versus": numbers["concat_versus_sum"]}

@@ -12,6 +12,8 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QSpinBox, QToolBar, QWidget
 
 from ...core.trace.generate import Sampling
+from ...core.analysis.labels import readable
+from ...core.analysis.readouts import recent_loop
 from ...state.generation import UNTIL_END_LIMIT
 from ..session import Session
 
@@ -146,4 +148,25 @@ class GenerateBar(QToolBar):
                  f"of {trace.n_seq - trace.computed_rows}" if trace.computed_rows else "")
         timing = f" in {1000 * control.step_seconds:.0f} ms" if trace.computed_rows else ""
         return (f"{n_generated} generated{cache}{timing}" + undecodable_note(trace)
-                + (f" · {reason}" if reason else ""))
+                + self._loop_note(trace) + (f" · {reason}" if reason else ""))
+
+    def _loop_note(self, trace) -> str:
+        """Greedy decoding stuck in a loop: say so here, and why in the tooltip."""
+        loop = recent_loop(trace.input_ids[np.flatnonzero(trace.generated)])
+        greedy = self.control.sampling.temperature == 0
+        if loop is None:
+            self.status.setToolTip("")
+            return ""
+        tokenizer = self.session.model.tokenizer
+        generated = trace.input_ids[np.flatnonzero(trace.generated)]
+        block = " ".join(readable(tokenizer.id_to_token(int(t)) or "?")
+                         for t in generated[loop.start:loop.start + loop.period])
+        self.status.setToolTip(
+            "Greedy decoding (T = greedy) always appends the single most likely token. Once a "
+            "small model has repeated a word, the repeat itself makes the same word the most likely "
+            "next one (attention finds the copies), and past the length of the passages it was "
+            "trained on it has never seen what should come next, so greedy decoding stays in the loop. Sampling draws from the probabilities instead: "
+            "set T above 0 (e.g. 0.8), with top-k or top-p to cut the unlikely tail, and Undo the "
+            "looped tokens." if greedy else
+            "Sampling can loop too when one continuation dominates: raise T, or undo and change the seed.")
+        return f" · a loop: '{block}' ×{loop.repeats}" + (" (greedy; try T > 0)" if greedy else "")

@@ -198,7 +198,18 @@ class TrainingView(QWidget):
         if self.running:
             return
         key = self.recipe_box.currentData()
-        recipe = self.recipes[key].replace(seed=int(self.seed_box.value()))
+        self.start_recipe(self.recipes[key].replace(seed=int(self.seed_box.value())))
+
+    def start_short(self, steps: int) -> bool:
+        """A guided walk's run: the quick recipe cut to `steps` (every plot drawn in seconds);
+        nothing when a run is going or has been made (its plots are there already)."""
+        if self.running or self.outcome is not None or "quick" not in self.recipes:
+            return False
+        self.recipe_box.setCurrentIndex(self.recipe_box.findData("quick"))
+        self.start_recipe(self.recipes["quick"].replace(seed=int(self.seed_box.value()), steps=steps))
+        return True
+
+    def start_recipe(self, recipe) -> None:
         self.outcome, self.last_frame = None, None
         self.map.reset()
         self.embedding.extent = 0.0

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QDockWidget, QFrame, QHBoxLayout, QLabel, QListWi
                                QPushButton, QScrollArea, QStackedWidget, QVBoxLayout, QWidget)
 
 from ...core.model.errors import ModelError
-from ...core.analysis.walks import Shown, Walk, fill_step
+from ...core.analysis.walks import WALK_TRAINING_STEPS, Shown, Walk, fill_step
 from ...io.walks import load_walks, walk_extras
 from ...state.requests import Latest, Requests
 from ...state.session import DEFAULT_TEXT
@@ -152,6 +152,17 @@ class WalkPanel(QDockWidget):
                    layer=state.layer, head=state.head, selected=shown.state.selected,
                    temperature=state.temperature, interventions=state.interventions)
         self.caption.setText(shown.caption if shown.applies else f"ⓘ {shown.caption}")
+        own = shown.walk.steps[shown.index].state            # what this step itself sets
+        if own.translator:
+            self._show_translator(shown.numbers.get("translation_source", ""))
+        if own.train:
+            self.window_.tabs.view("training").start_short(WALK_TRAINING_STEPS)
+
+    def _show_translator(self, source: str) -> None:
+        """The step shows the built-in translator: its own window, translating `source`."""
+        from ...io.resources import builtin_translator_dir
+
+        self.window_.translations.show_translating(str(builtin_translator_dir()), source)
 
     def _on_failed(self, request_id: int, message: str, user_error: bool) -> None:
         if self._latest.is_latest(request_id):
