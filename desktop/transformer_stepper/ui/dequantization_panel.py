@@ -20,6 +20,7 @@ from ..io.dequantization import Readout, readout
 from ..io.gguf_weights import is_gguf, layer_tensors, place_of, why_not_gguf
 from .connections import Connections
 from .plots import Bars, Heatmap
+from .reflow import scrolling
 from .session import Session
 
 
@@ -201,7 +202,7 @@ def install_dequantization_dock(window: QMainWindow) -> QDockWidget:
     panel = DequantizationPanel(window.session)
     dock = QDockWidget("Dequantization (GGUF)", window)
     dock.setObjectName("dequantization")
-    dock.setWidget(panel)
+    dock.setWidget(scrolling(panel))      # scrolls inside the dock on a short screen
     window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
     dock.setVisible(False)
     action = dock.toggleViewAction()

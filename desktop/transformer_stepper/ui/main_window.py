@@ -25,6 +25,7 @@ from .weight_budget import WeightBudget
 from .session import Session
 from .seq2seq.opener import TranslationWindows
 from .generate_bar import GenerateBar
+from . import screen_fit
 from .intervened_toggle import show_intervened_action
 from .stepper_view import StepperView
 from .tabs import TabHost
@@ -59,6 +60,7 @@ class MainWindow(QMainWindow):
         self.translations = TranslationWindows()      # encoder–decoders opened from here
         self.errors: list[str] = []              # every error shown, for tests and bug reports
         self.error_box: Optional[QMessageBox] = None
+        self._fitted = False                     # fitted to its screen once, when first shown
         self.setWindowTitle("Transformer Stepper")
         self.setAcceptDrops(True)
         self._build_central()
@@ -77,6 +79,9 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
+        if not self._fitted:                     # the frame is known once the window is mapped
+            self._fitted = True
+            QTimer.singleShot(0, self, lambda: screen_fit.fit_window(self))
         if QApplication.focusWidget() is None or QApplication.focusWidget() is self.stepper.text_box:
             self.stepper.focus_stage()
 
@@ -384,11 +389,14 @@ class MainWindow(QMainWindow):
 
     # -- settings ----------------------------------------------------------------------------
     def _restore_settings(self) -> None:
+        # the user's size from last time, else the preferred one; either within this screen
+        # (a laptop's 1366 x 768 takes the window whole), checked again once the frame is known
         geometry = self.settings.value("geometry")
-        if geometry is not None:
-            self.restoreGeometry(geometry)
-        else:
-            self.resize(1400, 860)
+        if geometry is None or not self.restoreGeometry(geometry):
+            self.resize(screen_fit.PREFERRED)
+        screen = self.screen()
+        if screen is not None and not self.isMaximized():
+            self.resize(screen_fit.fitted_size(self.size(), screen.availableGeometry().size()))
         splitter = self.settings.value("splitter")
         if splitter is not None:
             self.stepper.splitter.restoreState(splitter)

@@ -18,6 +18,7 @@ from ..core import stages
 from ..core.interventions import describe_all
 from ..core.provenance import Explanation, explain
 from .connections import Connections
+from .reflow import scrolling
 from .session import Session
 
 PANEL_WIDTH = 440            # what the dock opens at: a term's label and three numbers a row
@@ -171,7 +172,7 @@ def install_provenance_dock(window: QMainWindow) -> QDockWidget:
     panel = ProvenancePanel(window.session)
     dock = QDockWidget("Where does this number come from?", window)
     dock.setObjectName("provenance")
-    dock.setWidget(panel)
+    dock.setWidget(scrolling(panel))      # a long formula scrolls inside the dock
     dock.setAllowedAreas(Qt.DockWidgetArea.RightDockWidgetArea | Qt.DockWidgetArea.BottomDockWidgetArea
                          | Qt.DockWidgetArea.LeftDockWidgetArea)
     window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)

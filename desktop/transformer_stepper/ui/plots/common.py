@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, QSizeF, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, QSize, QSizeF, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QFontMetrics, QFontMetricsF
 from PySide6.QtWidgets import QGraphicsItem, QToolTip, QWidget
 
@@ -27,6 +27,8 @@ LABEL_STYLE = {"font-size": "10pt", "color": "#222"}
 TICK_FONT_POINTS = 9
 ROTATED_PIXELS = 90          # a label written upwards is cut to this length
 SHORT_CHART = 16             # up to this many labels, every one is drawn (smaller if need be)
+FIGURE_LEAST = QSize(160, 130)      # a figure's minimum before its chrome is known
+VIEW_BOX_LEAST = QSize(150, 110)    # the plotting area a figure keeps, to stay legible
 MIN_TICK_PIXELS = 7.0        # the smallest font a label is shrunk to (its line height, pixels)
 
 _configured = False
@@ -454,9 +456,36 @@ class Figure(pg.GraphicsLayoutWidget):
         self.set_title(title)
         self.plot.setLabel("bottom", x_label, **LABEL_STYLE)
         self.plot.setLabel("left", y_label, **LABEL_STYLE)
-        self.setMinimumSize(160, 130)
+        self.setMinimumSize(FIGURE_LEAST)
+        self._legible_pending = False
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.scene().sigMouseClicked.connect(self._on_mouse_clicked)
+
+    # -- a legible minimum --------------------------------------------------------------
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if not getattr(self, "_legible_pending", True):
+            # once pyqtgraph has laid out the title and axes (its layout runs after this event)
+            self._legible_pending = True
+            QTimer.singleShot(0, self, self.keep_legible)
+
+    def chrome(self) -> QSize:
+        """What the title, the axes, their labels and a colour bar take around the view box."""
+        box = self.plot.vb.sceneBoundingRect()
+        return QSize(max(0, self.width() - int(box.width())), max(0, self.height() - int(box.height())))
+
+    def keep_legible(self) -> None:
+        """The figure's minimum size: its chrome plus a legible view box (VIEW_BOX_LEAST), so a
+        narrow window scrolls or reflows the plots rather than crushing them."""
+        self._legible_pending = False
+        if not self.isVisible():
+            return
+        chrome = self.chrome()
+        want = QSize(max(FIGURE_LEAST.width(), chrome.width() + VIEW_BOX_LEAST.width()),
+                     max(FIGURE_LEAST.height(), chrome.height() + VIEW_BOX_LEAST.height()))
+        least = self.minimumSize()
+        if abs(want.width() - least.width()) > 2 or abs(want.height() - least.height()) > 2:
+            self.setMinimumSize(want)
 
     def finish(self) -> None:
         """Make what the figure makes only when first needed (a heatmap's colour bar): the
