@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt
 
 from ...core.labels import token_labels
 from ...core.seq2seq_stages import SECTIONS, seq2seq_stages
+from ..reflow import scrolling
 from ..stages import create_view
 from ..timers import one_shot
 from ..view_state import FixedSampling, ViewState
@@ -88,7 +89,7 @@ class TranslationWindow(QMainWindow):
         self.cross_view = CrossAttentionView()
         self.pages.addWidget(self.cross_view)
         splitter.addWidget(self.stage_list)
-        splitter.addWidget(self.pages)
+        splitter.addWidget(scrolling(self.pages))      # keeps its plots legible on a laptop
         splitter.setStretchFactor(1, 1)
         outer.addWidget(splitter, 1)
         self.setCentralWidget(central)
