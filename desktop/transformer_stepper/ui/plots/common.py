@@ -318,6 +318,29 @@ def _tolerate_half_freed(cls, name: str, empty) -> None:
     setattr(cls, name, guarded)
 
 
+def _curve_options_for_curves_only(name: str) -> None:
+    # PlotItem counts every item that says it implements 'plotData' as a curve (a BarGraphItem,
+    # a ScatterPlotItem), and its menu's Plot Options (alpha, FFT, mean, downsampling) and
+    # restoreState call PlotDataItem methods on each: setAlpha raised AttributeError on bars.
+    # The options apply to the curves that have them; the project's bars are no curves at all
+    # (plots/bar_item.py).
+    method = getattr(pg.PlotItem, name)
+
+    def guarded(self, *args):
+        every = self.curves
+        self.curves = [c for c in every if isinstance(c, pg.PlotDataItem)]
+        try:
+            return method(self, *args)
+        finally:
+            self.curves = every
+
+    guarded.__name__, guarded.__doc__ = method.__name__, method.__doc__
+    setattr(pg.PlotItem, name, guarded)
+
+
+for _option in ("updateAlpha", "updateSpectrumMode", "updateSubtractMeanMode", "updateDownsampling"):
+    _curve_options_for_curves_only(_option)
+
 _tolerate_half_freed(pg.LabelItem, "sizeHint", lambda: QSizeF(0, 0))
 _tolerate_half_freed(pg.LabelItem, "resizeEvent", lambda: None)
 _tolerate_half_freed(pg.GraphicsWidget, "boundingRect", QRectF)

@@ -8,6 +8,8 @@ from typing import Mapping, Optional
 
 import numpy as np
 import pyqtgraph as pg
+
+from ..plots.bar_item import BarItem
 from PySide6.QtGui import QColor, QCursor
 from PySide6.QtWidgets import QToolTip
 
@@ -123,7 +125,7 @@ class InterferenceFigure(Figure):
         self.angles.setLabel("bottom", "principal angle k", **LABEL_STYLE)
         self.angles.setLabel("left", "cos θₖ", **LABEL_STYLE)
         self.angles.setYRange(0, 1.05, padding=0)
-        self.cosines = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush("#6a51a3"), pen=None)
+        self.cosines = BarItem(x=[], height=[], width=0.7, brush=pg.mkBrush("#6a51a3"), pen=None)
         self.angles.addItem(self.cosines)
         self.note = pg.TextItem("", color=MUTED, anchor=(0.5, 0.5))
         self.note.setPos(0.5, 0.5)

@@ -5,6 +5,8 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 import pyqtgraph as pg
+
+from ..plots.bar_item import BarItem
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
@@ -22,7 +24,7 @@ class TokenSpans(Figure):
     def __init__(self) -> None:
         super().__init__("Which characters of the text each token covers", "character offset", "token")
         self.plot.invertY(True)
-        self.spans = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[], pen=None, brush=BAR_BRUSH)
+        self.spans = BarItem(x0=[], y=[], height=0.7, width=[], pen=None, brush=BAR_BRUSH)
         self.plot.addItem(self.spans)
         self.starts = np.zeros(0, dtype=np.int64)
         self.ends = np.zeros(0, dtype=np.int64)

@@ -7,6 +7,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
+
+from ..plots.bar_item import BarItem
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
@@ -157,7 +159,7 @@ class GradientStrip(Figure):
 
     def __init__(self, title: str, colour: str, marks: bool) -> None:
         super().__init__(title, "token id", "‖gradient row‖")
-        self.bars = pg.BarGraphItem(x=[], height=[], width=0.8, brush=pg.mkBrush(colour), pen=None)
+        self.bars = BarItem(x=[], height=[], width=0.8, brush=pg.mkBrush(colour), pen=None)
         self.plot.addItem(self.bars)
         self.marks = pg.ScatterPlotItem(size=5, symbol="t1", pen=None, brush=pg.mkBrush(SELECTED)) if marks else None
         if self.marks is not None:
