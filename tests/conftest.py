@@ -55,3 +55,17 @@ def minilm_dir() -> Path:
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+# the slow tier: tests marked slow (a soak of random UI actions) run with `pytest --slow`
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", help="also run the tests marked slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason="slow tier: run with --slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
