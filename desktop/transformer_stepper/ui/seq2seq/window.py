@@ -60,6 +60,9 @@ class TranslationWindow(QMainWindow):
         self._request = 0
         self._build(source)
         self._debounce = one_shot(self, 200, self.retrace)
+        self.traced_source: Optional[str] = None     # the source text of the trace shown
+        self._running_source: Optional[str] = None   # ... of the trace the worker makes
+        self.target_generated = False                # the target box holds the model's words
 
     # -- widgets ----------------------------------------------------------------------------
     def _build(self, source: str) -> None:
@@ -93,8 +96,8 @@ class TranslationWindow(QMainWindow):
         splitter.setStretchFactor(1, 1)
         outer.addWidget(splitter, 1)
         self.setCentralWidget(central)
-        self.source_box.textEdited.connect(self._debounce_start)
-        self.target_box.textEdited.connect(self._debounce_start)
+        self.source_box.textEdited.connect(self._source_edited)
+        self.target_box.textEdited.connect(self._target_edited)
         self.next_button.clicked.connect(self.next_token)
         self.translate_button.clicked.connect(self.translate)
         self.layer_box.valueChanged.connect(self._layer_changed)
@@ -106,8 +109,21 @@ class TranslationWindow(QMainWindow):
     def _debounce_start(self, _text: str = "") -> None:
         self._debounce.start()
 
+    def _source_edited(self, _text: str = "") -> None:
+        # the model's translation was of the old source: it goes (a target the user typed stays)
+        if self.target_generated:
+            self.target_box.clear()
+            self.target_generated = False
+        self._debounce.start()
+
+    def _target_edited(self, _text: str = "") -> None:
+        self.target_generated = False            # the user's own target: teacher-forced
+        self._debounce.start()
+
     # -- work --------------------------------------------------------------------------------
     def _run(self, function, *args) -> None:
+        self._running_source = self.source_box.text() if function in (
+            work.open_and_trace, work.trace, work.translate) else self.traced_source
         self._request += 1
         task = Task(self._request, function, *args)
         self.workers.start(task, self._finished, self._failed)
@@ -129,8 +145,16 @@ class TranslationWindow(QMainWindow):
             self._run(work.append, self.model, self.trace, int(token_id), self.layer)
 
     def translate(self) -> None:
-        if self.trace is not None:
-            self._run(work.steps, self.model, self.trace, 64, self.layer)
+        """To the end of the sentence: of the source in the box, traced afresh if it changed."""
+        if self.trace is None:
+            return
+        if self.source_box.text() != self.traced_source or self._debounce.isActive():
+            self._debounce.stop()
+            if self.target_generated:
+                self.target_box.clear()
+            self._run(work.translate, self.model, self.source_box.text(), self.target_box.text(), self.layer)
+            return
+        self._run(work.steps, self.model, self.trace, 64, self.layer)
 
     def _layer_changed(self, layer: int) -> None:
         self.layer = layer
@@ -149,8 +173,10 @@ class TranslationWindow(QMainWindow):
         model, trace, target_text = result
         new_model = model is not self.model
         self.model, self.trace = model, trace
+        self.traced_source = self._running_source
         if target_text is not None:
             self.target_box.setText(target_text)
+            self.target_generated = True
         self.status.setText(" ".join(trace.notices) or f"{model.name}: {trace.encoder.n_seq} source "
                             f"tokens, encoded once; {trace.decoder.n_seq} decoder positions "
                             f"({trace.decoder.computed_rows} computed by this pass)")
