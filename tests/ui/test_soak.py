@@ -63,8 +63,13 @@ def _act(rng: random.Random, window, qtbot, tmp_path, models) -> None:
         export_plot(window, figure.figure, tmp_path / "soak.png",
                     ExportOptions(format="png", scale=rng.choice([1.0, 2.0])), figure.title)
     elif kind == 12:
-        window.stepper.text_box.setFocus()
-        qtbot.keyClicks(window.stepper.text_box, rng.choice(WORDS))
+        box, word = window.stepper.text_box, " " + rng.choice(WORDS)
+        box.setFocus()
+        if word.isascii():
+            qtbot.keyClicks(box, word)               # (QTest types ASCII only)
+        else:
+            box.insert(word)
+            box.textEdited.emit(box.text())
     qtbot.wait(rng.choice([0, 1, 5, 20]))
 
 
