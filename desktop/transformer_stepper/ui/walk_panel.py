@@ -181,7 +181,7 @@ class WalkPanel(QDockWidget):
                    word=state.word if state.sentences else None, tab=state.tab, stage=state.stage,
                    layer=state.layer, head=state.head, selected=shown.state.selected,
                    temperature=state.temperature, interventions=state.interventions)
-        self.caption.setText(shown.caption if shown.applies else f"ⓘ {shown.caption}")
+        self.caption.setText(shown.caption if shown.applies else f"ℹ {shown.caption}")
 
     def _on_failed(self, request_id: int, message: str, user_error: bool) -> None:
         if self._latest.is_latest(request_id):
