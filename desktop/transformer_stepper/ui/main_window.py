@@ -92,6 +92,7 @@ class MainWindow(QMainWindow):
         self.show_intervened_action = show_intervened_action(self.session, self)
         self.stepper = StepperView(self.session, self.show_intervened_action)
         self.stepper.stageShown.connect(self._update_stepping)
+        self.stepper.vocabularyWanted.connect(self.show_vocabulary)
         self.tabs = TabHost(self)                  # "Stepper", "Compare", ...: ui/tabs.py
         self.tabs.currentChanged.connect(self._tab_changed)
         self.setCentralWidget(self.tabs)
@@ -249,6 +250,11 @@ class MainWindow(QMainWindow):
             self.recent.add(str(Path(path).expanduser().resolve()))
             return
         self.session.open_model(path)
+
+    def show_vocabulary(self) -> None:
+        from .vocabulary import show_vocabulary
+
+        show_vocabulary(self)
 
     def open_builtin_translator(self) -> None:
         from ..io.resources import builtin_translator_dir
