@@ -65,6 +65,12 @@ class Checker:
             if size.width() > available.width() or size.height() > available.height():
                 self.problems.append(f"{where}: {name} {size.width()}x{size.height()} > "
                                      f"{available.width()}x{available.height()}")
+        from PySide6.QtWidgets import QToolBar, QToolButton
+
+        for bar in top.findChildren(QToolBar):     # a toolbar too long shows its '»' overflow
+            extension = bar.findChild(QToolButton, "qt_toolbar_ext_button")
+            if bar.isVisible() and extension is not None and extension.isVisible():
+                self.problems.append(f"{where}: the toolbar '{bar.windowTitle()}' overflows into '»'")
         for figure in top.findChildren(Figure):
             if not figure.isVisible():
                 continue

@@ -11,6 +11,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QSpinBox, QToolBar, QWidget
 
+from .reflow import ElidingLabel
+
 from ..core.generate import Sampling
 from .generation import UNTIL_END_LIMIT
 from .session import Session
@@ -67,7 +69,7 @@ class GenerateBar(QToolBar):
                                    "The seed of sampling: the same seed gives the same text "
                                    "(a token depends on the seed and its position)")
         self.addSeparator()
-        self.status = QLabel()
+        self.status = ElidingLabel()          # what fits; the whole message in its tooltip
         self.status.setStyleSheet("color: #555; padding-left: 6px;")
         self.addWidget(self.status)
         control.changed.connect(self.refresh)

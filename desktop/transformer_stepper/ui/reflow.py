@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtCore import QRect, QSize, Qt
-from PySide6.QtWidgets import QFrame, QGridLayout, QScrollArea, QSizePolicy, QWidget
+from PySide6.QtGui import QPainter
+from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QScrollArea, QSizePolicy, QWidget
 
 NARROW_ROW = 240           # px: a plot's height in the one-column layout
 # about 150 x 110 px of view box once a title, a tick column and an axis label are around it
@@ -90,3 +91,28 @@ def scrolling(widget: QWidget, horizontal: bool = True) -> QScrollArea:
     area.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
     area.setWidget(widget)
     return area
+
+
+class ElidingLabel(QLabel):
+    """A one-line label that takes the room left to it and ends with '…' when its text is
+    longer (the whole text in its tooltip, and in text()): in a toolbar it never pushes the
+    toolbar into its '»' overflow menu, where the message would hide."""
+
+    def __init__(self, text: str = "", parent: Optional[QWidget] = None) -> None:
+        super().__init__(text, parent)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setMinimumWidth(40)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.setToolTip(text)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(40, super().minimumSizeHint().height())
+
+    def paintEvent(self, event) -> None:
+        painter = QPainter(self)
+        rect = self.contentsRect()
+        shown = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, rect.width())
+        painter.setPen(self.palette().color(self.foregroundRole()))
+        painter.drawText(rect, int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft), shown)
