@@ -481,12 +481,18 @@ class Figure(pg.GraphicsLayoutWidget):
         self.plot.setLabel("left", y_label, **LABEL_STYLE)
         self.setMinimumSize(FIGURE_LEAST)
         self._legible_pending = False
+        # the chrome grows with new data too (longer tick labels, a wrapped title): the view box
+        # then shrinks inside an unchanged figure, and the minimum is checked again
+        self.plot.vb.sigResized.connect(self._check_legible_soon)
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.scene().sigMouseClicked.connect(self._on_mouse_clicked)
 
     # -- a legible minimum --------------------------------------------------------------
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
+        self._check_legible_soon()
+
+    def _check_legible_soon(self, *_) -> None:
         if not getattr(self, "_legible_pending", True):
             # once pyqtgraph has laid out the title and axes (its layout runs after this event)
             self._legible_pending = True
