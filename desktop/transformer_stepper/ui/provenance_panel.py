@@ -33,6 +33,17 @@ def _num(value: float) -> str:
     return f"{value:.7g}"
 
 
+def term_headers(e: Explanation) -> tuple[str, str, str]:
+    """The heads of the terms' three number columns: a, b and a·b for products; for terms of
+    one number (a softmax's exp(s - max), ...) its argument and the term, not 'a·b'."""
+    factors = max((len(t.factors) for t in e.terms), default=0)
+    if factors >= 2:
+        return "a", "b", "a·b"
+    if factors == 1:
+        return "x", "", "term"
+    return "", "", "term"
+
+
 def explanation_html(e: Explanation) -> str:
     """The explanation as a small HTML document: formula, terms, steps, notes, sources."""
     parts = [f"<p><b>{html.escape(e.title)}</b></p>",
@@ -50,10 +61,10 @@ def explanation_html(e: Explanation) -> str:
         rows += (f"<tr><td><b>Σ = {html.escape(e.terms_label)}</b></td><td></td><td></td>"
                  f"<td align='right'><b>{_num(e.terms_total)}</b></td></tr>")
         what = "largest first, by |term|" if e.terms_label != "sum" else "in the formula's order"
+        heads = "".join(f"<th align='right'>{html.escape(h)}</th>" for h in term_headers(e))
         parts.append(f"<p>{e.n_terms} terms ({what}):</p>"
                      "<table cellspacing='0' cellpadding='2' border='0' width='100%'>"
-                     "<tr><th align='left'>term</th><th align='right'>a</th><th align='right'>b</th>"
-                     f"<th align='right'>a·b</th></tr>{rows}</table>")
+                     f"<tr><th align='left'>term</th>{heads}</tr>{rows}</table>")
     steps = "".join(f"<tr><td>{html.escape(s.label)}</td><td align='right'>{_num(s.value)}</td></tr>"
                     for s in e.steps)
     steps += (f"<tr><td><b>the trace's value</b></td><td align='right'><b>{_num(e.traced)}</b></td></tr>")
