@@ -52,32 +52,43 @@ class Checker:
         signal.disconnect(loop.quit)
 
     def check(self, where: str, top=None) -> None:
+        """The problems of this view, once they persist: layouts and the figures' legible
+        minimums settle over a few turns of the event loop (more on a loaded machine)."""
+        self.visits += 1
+        found: list[str] = []
+        for _ in range(8):
+            self.settle()
+            found = self._problems(where, top or self.window)
+            if not found:
+                return
+        self.problems.extend(found)
+
+    def _problems(self, where: str, top) -> list[str]:
+        from PySide6.QtWidgets import QToolBar, QToolButton
+
         from transformer_stepper.ui.plots.common import Figure
 
-        self.settle()
-        self.visits += 1
-        top = top or self.window
+        problems: list[str] = []
         available = top.screen().availableGeometry()
         frame = top.frameGeometry()
         if not available.contains(frame):
-            self.problems.append(f"{where}: frame {frame.getRect()} outside {available.getRect()}")
+            problems.append(f"{where}: frame {frame.getRect()} outside {available.getRect()}")
         for name, size in (("minimum size", top.minimumSize()), ("minimum size hint", top.minimumSizeHint())):
             if size.width() > available.width() or size.height() > available.height():
-                self.problems.append(f"{where}: {name} {size.width()}x{size.height()} > "
-                                     f"{available.width()}x{available.height()}")
-        from PySide6.QtWidgets import QToolBar, QToolButton
-
+                problems.append(f"{where}: {name} {size.width()}x{size.height()} > "
+                                f"{available.width()}x{available.height()}")
         for bar in top.findChildren(QToolBar):     # a toolbar too long shows its '»' overflow
             extension = bar.findChild(QToolButton, "qt_toolbar_ext_button")
             if bar.isVisible() and extension is not None and extension.isVisible():
-                self.problems.append(f"{where}: the toolbar '{bar.windowTitle()}' overflows into '»'")
+                problems.append(f"{where}: the toolbar '{bar.windowTitle()}' overflows into '»'")
         for figure in top.findChildren(Figure):
             if not figure.isVisible():
                 continue
             box = figure.plot.vb.sceneBoundingRect()
             if box.width() < LEGIBLE[0] or box.height() < LEGIBLE[1]:
-                self.problems.append(f"{where}: plot '{figure.title}' view box "
-                                     f"{box.width():.0f}x{box.height():.0f}")
+                problems.append(f"{where}: plot '{figure.title}' view box "
+                                f"{box.width():.0f}x{box.height():.0f}")
+        return problems
 
 
 def visit_stages(checker: Checker, model: str) -> None:
