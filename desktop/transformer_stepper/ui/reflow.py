@@ -100,7 +100,8 @@ class ElidingLabel(QLabel):
 
     def __init__(self, text: str = "", parent: Optional[QWidget] = None) -> None:
         super().__init__(text, parent)
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        # it may grow into the room left, and shrink to 40 px before the toolbar overflows
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.setMinimumWidth(40)
 
     def setText(self, text: str) -> None:
