@@ -12,11 +12,12 @@ from typing import Optional
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QMainWindow, QPushButton,
                                QSpinBox, QSplitter, QStackedWidget, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 
 from ...core.labels import token_labels
 from ...core.seq2seq_stages import SECTIONS, seq2seq_stages
 from ..reflow import scrolling
+from ..screen_fit import fit_window
 from ..stages import create_view
 from ..timers import one_shot
 from ..view_state import FixedSampling, ViewState
@@ -60,6 +61,7 @@ class TranslationWindow(QMainWindow):
         self._request = 0
         self._build(source)
         self._debounce = one_shot(self, 200, self.retrace)
+        self._fitted = False                         # fitted to its screen once, when first shown
         self.traced_source: Optional[str] = None     # the source text of the trace shown
         self._running_source: Optional[str] = None   # ... of the trace the worker makes
         self.target_generated = False                # the target box holds the model's words
@@ -105,6 +107,12 @@ class TranslationWindow(QMainWindow):
         self.stage_list.currentItemChanged.connect(self._show_stage)
         self.cross_view.targetSelected.connect(lambda i: self._select("Decoder", i))
         self.cross_view.sourceSelected.connect(lambda i: self._select("Encoder", i))
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._fitted:                         # its frame is known once it is mapped
+            self._fitted = True
+            QTimer.singleShot(0, self, lambda: fit_window(self))
 
     def _debounce_start(self, _text: str = "") -> None:
         self._debounce.start()
