@@ -31,6 +31,8 @@ def fit_window(window) -> None:
     available = screen.availableGeometry()
     frame, inner = window.frameGeometry(), window.geometry()
     border = QSize(frame.width() - inner.width(), frame.height() - inner.height())
+    if border.isNull() and window.windowHandle() is not None and _decorated():
+        border = FRAME_ALLOWANCE                  # the window manager has not framed it yet
     size = fitted_size(inner.size(), available.size(), border)
     if size != inner.size():
         window.resize(size)
@@ -38,3 +40,16 @@ def fit_window(window) -> None:
     x, y = fitted_position(QRect(frame.topLeft(), size + border), available)
     if (x, y) != (frame.x(), frame.y()):
         window.move(x, y)
+
+
+def _decorated() -> bool:
+    """Windows get a frame from a window manager here (not on the offscreen platform)."""
+    from PySide6.QtGui import QGuiApplication
+
+    return QGuiApplication.platformName() not in ("offscreen", "minimal")
+
+
+def fit_new_window(window, wanted: QSize) -> None:
+    """Size a window about to be shown: `wanted`, within its screen with room for a frame."""
+    screen = window.screen()
+    window.resize(wanted if screen is None else fitted_size(wanted, screen.availableGeometry().size()))

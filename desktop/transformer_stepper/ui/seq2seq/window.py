@@ -12,12 +12,12 @@ from typing import Optional
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QMainWindow, QPushButton,
                                QSpinBox, QSplitter, QStackedWidget, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QSize, Qt, QTimer
 
 from ...core.labels import token_labels
 from ...core.seq2seq_stages import SECTIONS, seq2seq_stages
 from ..reflow import scrolling
-from ..screen_fit import fit_window
+from ..screen_fit import fit_new_window, fit_window
 from ..stages import create_view
 from ..timers import one_shot
 from ..view_state import FixedSampling, ViewState
@@ -62,6 +62,7 @@ class TranslationWindow(QMainWindow):
         self._build(source)
         self._debounce = one_shot(self, 200, self.retrace)
         self._fitted = False                         # fitted to its screen once, when first shown
+        fit_new_window(self, QSize(1200, 800))       # room for the alignment and a stage's plots
         self.traced_source: Optional[str] = None     # the source text of the trace shown
         self._running_source: Optional[str] = None   # ... of the trace the worker makes
         self.target_generated = False                # the target box holds the model's words
