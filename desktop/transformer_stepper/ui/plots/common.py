@@ -137,7 +137,10 @@ class LabelAxis(pg.AxisItem):
         if self.orientation == "bottom":
             pixels_per_unit = size / abs(maxVal - minVal or 1)
             placed = self._fit_across(lo, hi, min(minVal, maxVal), pixels_per_unit)
-            complete = placed is not None and len(placed) == hi - lo + 1
+            # complete: every label under its tick, none cut ("pri…" across is worse than
+            # "princess" written upwards; an export laid out narrower than the screen cut them)
+            complete = (placed is not None and len(placed) == hi - lo + 1
+                        and all(placed[i] == _shorten(self.labels[i]) for i in placed))
             line = QFontMetricsF(self._font()).height()
             short = len(self.labels) <= SHORT_CHART and pixels_per_unit >= MIN_TICK_PIXELS
             if not complete and (pixels_per_unit >= line or short):
