@@ -1,10 +1,18 @@
+import json
 import os
+import tempfile
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# the offscreen platform with a desktop monitor's screen (its default is 800 x 600, into which
+# the window would fit itself: ui/screen_fit.py); tests/ui/laptop_layout.py tries laptop screens
+_SCREEN = Path(tempfile.gettempdir()) / f"transformer-stepper-test-screen-{os.getpid()}.json"
+_SCREEN.write_text(json.dumps({"screens": [{"name": "desktop", "x": 0, "y": 0, "width": 1920,
+                                             "height": 1200, "logicalDpi": 96, "logicalBaseDpi": 96,
+                                             "dpr": 1}]}))
+os.environ.setdefault("QT_QPA_PLATFORM", f"offscreen:configfile={_SCREEN}")
 
 import pytest
 
@@ -47,3 +55,17 @@ def minilm_dir() -> Path:
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+# the slow tier: tests marked slow (a soak of random UI actions) run with `pytest --slow`
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", help="also run the tests marked slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason="slow tier: run with --slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -124,3 +124,30 @@ def test_a_bad_walk_file_is_one_line_naming_it(tmp_path, content, problem):
         read_walk(path)
     assert str(path) in str(info.value) and problem in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def _token_label(model, shown) -> str:
+    from transformer_stepper.core.analysis.word_match import piece_text
+
+    trace = model.trace(shown.state.text)
+    return piece_text(trace.tokens[shown.state.selected])
+
+
+def test_the_selected_token_is_the_one_the_caption_speaks_of():
+    """Every step selects a token, and it is the caption's: walk 3 step 3 speaks of the repeated
+    'the' (it kept the earlier selection, 'queen'); walk 6 step 5 of the last token, 'song' (it
+    kept step 4's 'he')."""
+    model = load_model(None)
+    walks = {w.key: w for w in WALKS}
+    for walk in WALKS:
+        for index in range(len(walk.steps)):
+            shown = fill_step(model, walk, index, TEXT, EXTRAS)
+            assert shown.state.selected is not None, (walk.key, index)
+    repeated = fill_step(model, walks["03-one-word-many-embeddings"], 2, TEXT, EXTRAS)
+    assert repeated.state.selected == repeated.numbers["first_at"]
+    assert _token_label(model, repeated) == repeated.numbers["repeated"]
+    assert f"'{repeated.numbers['repeated']}'" in repeated.caption or repeated.numbers["repeated"] in repeated.caption
+    predicted = fill_step(model, walks["06-unseen-sentence"], 4, TEXT, EXTRAS)
+    trace = model.trace(predicted.state.text)
+    assert predicted.state.selected == trace.n_seq - 1
+    assert _token_label(model, predicted) == predicted.numbers["last_token"] == "song"

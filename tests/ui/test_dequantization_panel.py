@@ -99,3 +99,30 @@ def test_panel_shows_the_newer_types_blocks(qtbot, window, file_name, tensor):
     np.testing.assert_array_equal(panel.values.values, expected.values)
     assert panel.histogram.labels == list(expected.grid_labels)
     assert all(f.isVisibleTo(panel) for f in (panel.codes, panel.values, panel.histogram))
+
+
+def test_it_opens_on_a_quantized_weight_the_stage_uses(qtbot, window):
+    """A Q4_0 file: the panel opened on blk.0.attn_norm (F32, nothing to dequantize); now on the
+    current stage's weight, else the layer's first quantized one; a one-row block's heatmaps tick
+    their one sub-block as 0 (they ticked -0.5 ... 0.5)."""
+    from transformer_stepper.io.gguf.weights import layer_tensors
+
+    q4 = FIXTURE.parent / "llama_small.Q4_0.gguf"
+    session, panel = window.session, window.dequantization_panel
+    session.set_stage("feed_forward")
+    with qtbot.waitSignal(session.traceChanged, timeout=20_000):
+        window.open_model(str(q4))
+    kinds = {s.tensor: s.quant_type for s in layer_tensors(session.model, 0)}
+    assert kinds["blk.0.attn_norm.weight"] == "F32"
+    assert panel.tensor.currentData() == "blk.0.ffn_down.weight" and kinds["blk.0.ffn_down.weight"] == "Q4_0"
+    session.set_stage("tokenize")                      # no weight of its own: the first quantized
+    with qtbot.waitSignal(session.traceChanged, timeout=20_000):
+        window.open_model(str(FIXTURE))
+    kinds = {s.tensor: s.quant_type for s in layer_tensors(session.model, 0)}
+    first = next(t for t, q in kinds.items() if q not in ("F32", "F16"))
+    assert panel.tensor.currentData() == first
+    with qtbot.waitSignal(session.traceChanged, timeout=20_000):
+        window.open_model(str(q4))
+    assert panel.readout is not None and panel.readout.values.shape[0] == 1
+    for heatmap in (panel.values, panel.codes):
+        assert heatmap.y_axis.tickValues(-0.5, 0.5, 120) == [(1, [0])]

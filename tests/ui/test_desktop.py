@@ -47,7 +47,8 @@ def test_go_and_help_menus_and_their_shortcuts_are_shown(qtbot, loaded_window):
     assert any("Next" in t for t in go) and any("Layer" in t for t in go)
     assert "→" in window.next_action.toolTip() and "Alt+→" in window.next_action.toolTip()
     titles = [a.text().replace("&", "") for a in window.help_menu.actions() if a.text()]
-    assert titles == ["Questions…", "What Am I Looking At?", "Keyboard Shortcuts", "Check Against Transformers…",
+    assert titles == ["Questions…", "What Am I Looking At?", "Model Vocabulary…", "Keyboard Shortcuts",
+                      "Check Against Transformers…",
                       "About Transformer Stepper"]
     guide = app_help.guide_html()
     assert "Softmax" in guide and not re.search(r"\{[a-z_]+\}", guide), "unfilled placeholders"

@@ -87,3 +87,24 @@ def test_t5_scores_are_titled_as_computed(qtbot):
     _show(w, "Decoder", "cross_attention")
     assert w.cross_view.scores.title.startswith("Scores q·kᵀ (not scaled)")
     w.workers.wait()
+
+
+def test_translate_follows_an_edited_source(qtbot, window):
+    """Translate after the source was edited translates the new source (it kept the old
+    translation: the old target was teacher-forced into the new source's pass)."""
+    from transformer_stepper.ui.seq2seq import work
+
+    window.translate()
+    qtbot.waitUntil(lambda: window.target_generated and window.target_box.text() != "", timeout=20000)
+    old_target = window.target_box.text()
+    new_source = "The money in the bank."
+    window.source_box.setText(new_source)
+    window.source_box.textEdited.emit(new_source)
+    assert window.target_box.text() == ""                  # the old translation went with its source
+    window.translate()                                     # at once, before the pause's retrace
+    qtbot.waitUntil(lambda: window.traced_source == new_source and window.target_generated,
+                    timeout=20000)
+    _, trace, expected = work.translate(window.model, new_source, "", 0)
+    assert window.target_box.text() == expected
+    assert window.trace.encoder.n_seq == trace.encoder.n_seq
+    np.testing.assert_array_equal(window.trace.decoder.input_ids, trace.decoder.input_ids)

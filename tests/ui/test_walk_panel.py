@@ -45,3 +45,71 @@ def test_a_walk_sets_the_state_its_caption_quotes(qtbot, window):
     panel.leave_button.click()
     assert not panel.isVisible()
     assert session.stage_key == "output_projection" and session.layer == 2      # the window stays there
+
+
+def test_a_closed_walk_sets_nothing_again_and_gives_the_user_state_back(qtbot, window):
+    """Walk 6 to its end, close the dock: the user's sentence, stage, layer and head come back;
+    typing a sentence and opening the built-in model then leaves them alone (the closed walk
+    re-applied its last step whenever a model opened)."""
+    _open_builtin(qtbot, window)
+    session, panel = window.session, window.walk_panel
+    mine = "the king saw the river"
+    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+        session.set_text(mine, immediate=True)
+    session.set_stage("embedding")
+    session.select_token(2)
+    window.questions_action.trigger()
+    panel.start([w.key for w in panel.walks].index("06-unseen-sentence"))
+    _caption_ready(qtbot, panel)
+    while panel.next_button.isEnabled():
+        panel.next_button.click()
+        _caption_ready(qtbot, panel)
+    assert session.text != mine
+    panel.close()                                        # the dock's close button
+    assert not panel.isVisible() and panel.walk is None
+    qtbot.waitUntil(lambda: session.trace is not None and session.trace.text == mine, timeout=10_000)
+    assert (session.stage_key, session.layer, session.head) == ("embedding", 0, 0)
+    qtbot.waitUntil(lambda: session.selected_token == 2, timeout=10_000)
+    typed = "a girl met the prince"
+    with qtbot.waitSignal(session.traceChanged, timeout=10_000):
+        session.set_text(typed, immediate=True)
+    with qtbot.waitSignal(session.traceChanged, timeout=20_000):
+        window.open_model(str(builtin_model_or_skip()))
+    qtbot.wait(300)                                      # a walk's worker would answer by now
+    assert session.text == typed and session.stage_key == "embedding"
+    assert not panel.isVisible()
+
+
+def test_leaving_keeps_the_walk_state_and_the_list_gives_the_user_state_back(qtbot, window):
+    _open_builtin(qtbot, window)
+    session, panel = window.session, window.walk_panel
+    mine = session.text
+    walk = [w.key for w in panel.walks].index("06-unseen-sentence")
+    panel.start(walk)
+    _caption_ready(qtbot, panel)
+    walked = session.text
+    assert walked != mine
+    panel.leave_button.click()
+    with qtbot.waitSignal(session.traceChanged, timeout=20_000):
+        window.open_model(str(builtin_model_or_skip()))
+    qtbot.wait(300)
+    assert session.text == walked and session.stage_key == "qkv"      # left as the step left it
+    panel.start(walk)
+    _caption_ready(qtbot, panel)
+    panel.list_button.click()                            # "All questions": the walk ended
+    qtbot.waitUntil(lambda: session.text == walked and session.stage_key == "qkv", timeout=10_000)
+
+
+def test_the_selection_is_the_token_the_caption_speaks_of(qtbot, window):
+    _open_builtin(qtbot, window)
+    session, panel = window.session, window.walk_panel
+    session.select_token(2)                              # 'queen' in the default sentence
+    panel.start([w.key for w in panel.walks].index("03-one-word-many-embeddings"))
+    _caption_ready(qtbot, panel)
+    panel.next_button.click()
+    _caption_ready(qtbot, panel)
+    panel.next_button.click()                            # step 3: the repeated token
+    _caption_ready(qtbot, panel)
+    first = panel.shown.numbers["first_at"]
+    qtbot.waitUntil(lambda: session.selected_token == first, timeout=10_000)
+    assert session.token_labels()[first] == panel.shown.numbers["repeated"]

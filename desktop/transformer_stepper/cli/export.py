@@ -1,5 +1,6 @@
 """`transformer-stepper export --model PATH --text TEXT --out DIR [--format png|svg] [--layer L]
-[--head H] [--scale S]`: every stage's plots rendered with no display into DIR.
+[--head H] [--scale S] [--stages 4,7] [--figure NAME]`: every stage's plots (or the stages and
+figures named) rendered with no display into DIR.
 
 DIR is created if its parent exists. Files already in DIR with the same names are replaced
 (the line that reports them says so); nothing else in DIR is touched. Stages that do not apply
@@ -22,16 +23,23 @@ from .console import check_scale, say, warn_non_finite
 
 def add_parser(sub) -> None:
     parser = sub.add_parser("export", help="render every stage's plots to image files (no display)")
-    parser.add_argument("--model")
-    parser.add_argument("--text")
+    parser.add_argument("--model", help="HF folder, .safetensors, .gguf or .npz (default: built-in model)")
+    parser.add_argument("--text", help="the sentence whose pass is drawn")
     parser.add_argument("--session", help="a .stepper session file: its model, text (and generated "
                                           "tokens), layer, head, selection, temperature and shown pass")
     seq2seq.add_arguments(parser)
     parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--format", choices=figure_format_names(), default=DEFAULT_FIGURE_FORMAT)
-    parser.add_argument("--layer", type=int, default=0)
-    parser.add_argument("--head", type=int, default=0)
-    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--format", choices=figure_format_names(), default=DEFAULT_FIGURE_FORMAT,
+                        help=f"image format (default {DEFAULT_FIGURE_FORMAT})")
+    parser.add_argument("--layer", type=int, default=0, help="the layer of the per-layer stages (default 0)")
+    parser.add_argument("--head", type=int, default=0, help="the head of the per-head stages (default 0)")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="PNG pixels per screen pixel, 0.1-16 (default 1; 2 for print)")
+    parser.add_argument("--stages", help="only these stages, by number or key: e.g. 4,7 or "
+                                         "position_addition,softmax (default: every stage)")
+    parser.add_argument("--figure", action="append", metavar="NAME",
+                        help="only the figure(s) of this name, e.g. attention_weights (repeatable; the "
+                             "file names show each figure's name: 07-softmax-attention_weights-L0H0.png)")
     parser.set_defaults(run=run_export)
 
 
@@ -78,8 +86,24 @@ def run_export(args: argparse.Namespace) -> int:
         say(f"warning: the text is longer than the model's context; truncated to "
             f"{model.config.n_ctx} tokens", sys.stderr)
     warn_non_finite(model, trace, drawn=True)
-    _render(args, model, trace, folder, [s.key for s in stages.STAGES], view.get("snapshot", {}))
+    _render(args, model, trace, folder, chosen_stages(args.stages), view.get("snapshot", {}))
     return 0
+
+
+def chosen_stages(text) -> list[str]:
+    """--stages "4,7" or "position_addition,softmax" -> stage keys in stepping order."""
+    if not text:
+        return [s.key for s in stages.STAGES]
+    by_number = {str(s.number): s.key for s in stages.STAGES}
+    keys = {s.key for s in stages.STAGES}
+    chosen = set()
+    for part in (p.strip() for p in str(text).split(",")):
+        key = by_number.get(part, part)
+        if key not in keys:
+            raise ModelError(f"--stages {text}: no stage '{part}' (stages 1-{len(stages.STAGES)} or "
+                             f"{', '.join(s.key for s in stages.STAGES)})")
+        chosen.add(key)
+    return [s.key for s in stages.STAGES if s.key in chosen]
 
 
 def _export_seq2seq(args: argparse.Namespace, model, folder: Path) -> int:
@@ -114,6 +138,7 @@ def _render(args: argparse.Namespace, model, trace, folder: Path, stage_keys, sn
     session = SnapshotSession(model, trace, layer=args.layer, head=args.head, **(snapshot or {}))
     options = ExportOptions(format=args.format, scale=float(args.scale))
     job = ExportJob(session, folder, stage_keys, options)
+    job.only_figures = frozenset(args.figure) if getattr(args, "figure", None) else None
     for note in job.notes:
         say(f"note: {note}", sys.stderr)
     job.fileWritten.connect(
@@ -125,6 +150,9 @@ def _render(args: argparse.Namespace, model, trace, folder: Path, stage_keys, sn
         session.deleteLater()
     for problem in job.problems:
         say(f"warning: {problem}", sys.stderr)
+    if job.only_figures and not written:
+        raise ModelError(f"--figure {', '.join(sorted(job.only_figures))}: no figure of that name in the "
+                         f"stages exported; their figures: {', '.join(job.figure_names)}")
     say(f"{len(written)} files in {folder} ({time.perf_counter() - start:.1f} s)")
     return written
 

@@ -14,16 +14,20 @@ from .console import say
 
 
 def add_parser(sub) -> None:
-    parser = sub.add_parser("generate", help="continue a text token by token (decoders), print the continuation")
-    parser.add_argument("--model")
-    parser.add_argument("--text")
+    parser = sub.add_parser(
+        "generate", help="continue a text token by token (decoders), print the continuation",
+        description="Continue --text token by token. Prints only the continuation on stdout (the text "
+                    "after the prompt, spelled as its tokens spell it, so it often starts with a space); "
+                    "stderr names the prompt and how many tokens were added.")
+    parser.add_argument("--model", help="HF folder, .safetensors, .gguf or .npz (default: built-in model)")
+    parser.add_argument("--text", help="the prompt to continue")
     seq2seq.add_arguments(parser)
     parser.add_argument("--tokens", type=int, default=20, help="how many tokens to add (default 20)")
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     parser.add_argument("--top-k", type=int, default=0, help="0 = off")
     parser.add_argument("--top-p", type=float, default=1.0, help="1 = off")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--trace", help="also write the final trace as .npz")
+    parser.add_argument("--seed", type=int, default=0, help="the sampling's random seed (default 0)")
+    parser.add_argument("--trace", help="also write the final trace (prompt and continuation) as .npz")
     parser.set_defaults(run=run_generate)
 
 
@@ -56,6 +60,9 @@ def run_generate(args: argparse.Namespace) -> int:
     if len(steps) < args.tokens:
         say(f"warning: the context is full ({model.config.n_ctx} tokens): stopped after "
             f"{len(steps)} tokens", sys.stderr)
+    how = "greedy" if sampling.temperature == 0 else f"temperature {sampling.temperature:g}, seed {sampling.seed}"
+    say(f"the continuation of {prompt.text!r} ({len(steps)} tokens, {how}) follows; the prompt is not "
+        f"repeated", sys.stderr)
     say(final.text[len(prompt.text):])
     if out is not None:
         save_npz(out, final)

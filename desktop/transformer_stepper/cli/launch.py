@@ -14,7 +14,7 @@ def gui_parser(subcommands) -> argparse.ArgumentParser:
         description="Step through what a transformer computes. Subcommands: " + ", ".join(subcommands)
                     + " (see transformer-stepper SUBCOMMAND --help).")
     parser.add_argument("session", nargs="?", help="a .stepper session file to open")
-    parser.add_argument("--model", help="HF folder, .safetensors or .npz (default: built-in model)")
+    parser.add_argument("--model", help="HF folder, .safetensors, .gguf or .npz (default: built-in model)")
     parser.add_argument("--text", help="the sentence to open on")
     parser.add_argument("--version", action="version", version=f"transformer-stepper {_version()}")
     parser.add_argument("--install-desktop-entry", action="store_true",
@@ -44,6 +44,15 @@ def _desktop_entry(install: bool) -> int:
 def run_launcher(args: argparse.Namespace) -> int:
     if args.install_desktop_entry or args.uninstall_desktop_entry:
         return _desktop_entry(install=args.install_desktop_entry)
+    import os
+    import sys
+
+    from .qt_check import xcb_cursor_problem
+
+    problem = xcb_cursor_problem(os.environ)
+    if problem:                                  # before Qt starts, which would abort
+        print(problem, file=sys.stderr)
+        return 2
     from ..ui.app import run
 
     if args.session and not args.session.endswith(".stepper"):

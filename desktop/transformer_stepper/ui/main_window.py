@@ -27,6 +27,7 @@ from .seq2seq.opener import TranslationWindows
 from .stepper.generate_bar import GenerateBar
 from .stepper.intervened_toggle import show_intervened_action
 from .stepper.stepper_view import StepperView
+from . import screen_fit
 from .tabs import TabHost
 
 def resident_memory() -> Optional[int]:
@@ -59,6 +60,7 @@ class MainWindow(QMainWindow):
         self.translations = TranslationWindows()      # encoder–decoders opened from here
         self.errors: list[str] = []              # every error shown, for tests and bug reports
         self.error_box: Optional[QMessageBox] = None
+        self._fitted = False                     # fitted to its screen once, when first shown
         self.setWindowTitle("Transformer Stepper")
         self.setAcceptDrops(True)
         self._build_central()
@@ -77,6 +79,9 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
+        if not self._fitted:                     # the frame is known once the window is mapped
+            self._fitted = True
+            QTimer.singleShot(0, self, lambda: screen_fit.fit_window(self))
         if QApplication.focusWidget() is None or QApplication.focusWidget() is self.stepper.text_box:
             self.stepper.focus_stage()
 
@@ -87,6 +92,7 @@ class MainWindow(QMainWindow):
         self.show_intervened_action = show_intervened_action(self.session, self)
         self.stepper = StepperView(self.session, self.show_intervened_action)
         self.stepper.stageShown.connect(self._update_stepping)
+        self.stepper.vocabularyWanted.connect(self.show_vocabulary)
         self.tabs = TabHost(self)                  # "Stepper", "Compare", ...: ui/tabs.py
         self.tabs.currentChanged.connect(self._tab_changed)
         self.setCentralWidget(self.tabs)
@@ -247,6 +253,11 @@ class MainWindow(QMainWindow):
             return
         self.session.open_model(path)
 
+    def show_vocabulary(self) -> None:
+        from .vocabulary import show_vocabulary
+
+        show_vocabulary(self)
+
     def open_builtin_translator(self) -> None:
         from ..io.resources import builtin_translator_dir
 
@@ -393,11 +404,14 @@ class MainWindow(QMainWindow):
 
     # -- settings ----------------------------------------------------------------------------
     def _restore_settings(self) -> None:
+        # the user's size from last time, else the preferred one; either within this screen
+        # (a laptop's 1366 x 768 takes the window whole), checked again once the frame is known
         geometry = self.settings.value("geometry")
-        if geometry is not None:
-            self.restoreGeometry(geometry)
-        else:
-            self.resize(1400, 860)
+        if geometry is None or not self.restoreGeometry(geometry):
+            self.resize(screen_fit.PREFERRED)
+        screen = self.screen()
+        if screen is not None and not self.isMaximized():
+            self.resize(screen_fit.fitted_size(self.size(), screen.availableGeometry().size()))
         splitter = self.settings.value("splitter")
         if splitter is not None:
             self.stepper.splitter.restoreState(splitter)

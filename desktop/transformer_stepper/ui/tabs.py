@@ -8,6 +8,8 @@ from typing import Callable, Optional
 
 from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
 
+from .reflow import scrolling
+
 
 def _stepper(window) -> QWidget:
     return window.stepper                 # built by the window itself (ui/stepper/stepper_view.py)
@@ -102,7 +104,9 @@ class TabHost(QTabWidget):
         if key not in self.views:
             index = [tab.key for tab in TABS].index(key)
             view = TABS[index].create(self.window_)
-            self._holders[index].layout().addWidget(view)
+            # the view keeps its minimum size and scrolls inside its tab: no tab raises the
+            # window's minimum size past a laptop's screen
+            self._holders[index].layout().addWidget(scrolling(view))
             self.views[key] = view
         return self.views[key]
 

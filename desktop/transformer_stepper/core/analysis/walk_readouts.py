@@ -69,7 +69,8 @@ def read_repeated(c: Context) -> dict:
     a, b = where[ids == twice][:2]
     rows = trace.arrays["token_embeddings"]
     entry = trace.hidden_states[0]
-    return dict(repeated=c.label(a), first_at=int(a), second_at=int(b),
+    # focus: the token the caption speaks of, selected in the window (ui/walks/walk_panel.py)
+    return dict(repeated=c.label(a), first_at=int(a), second_at=int(b), focus=int(a),
                 repeated_row_difference=_f(np.max(np.abs(rows[a] - rows[b]))),
                 repeated_entry_difference=_f(np.max(np.abs(entry[a] - entry[b]))),
                 repeated_entry_cosine=_f(measures.cosine_rows(entry[a:a + 1], entry[b:b + 1])[0]),
@@ -269,7 +270,8 @@ def read_prediction(c: Context) -> dict:
     probs = measures.top_k_probabilities(c.trace.logits_at([i])[0], 1)
     ids, values = probs
     token = c.model.tokenizer.id_to_token(int(ids[0])) or "?"
-    return dict(next_token=piece_text(token), next_probability=_f(values[0]), last_token=c.label(i))
+    return dict(next_token=piece_text(token), next_probability=_f(values[0]), last_token=c.label(i),
+                focus=i)
 
 
 # -- training ------------------------------------------------------------------------------------

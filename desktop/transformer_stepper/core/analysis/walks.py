@@ -99,7 +99,7 @@ class Resolved:
     layer: int
     head: int
     select: str
-    selected: Optional[int]                    # token index of `select` in the text (None: default)
+    selected: Optional[int]                    # the token the caption speaks of (None: not filled yet)
     interventions: tuple
     temperature: float
     translator: bool = False
@@ -184,7 +184,6 @@ def fill_step(model: Model, walk: Walk, index: int, default_text: str = "",
     where = f"walk '{walk.key}', step {index + 1} ('{step.title}')"
     resolved = resolve(model, walk, index, default_text)
     context = Context(model, resolved, dict(extras or {}))
-    resolved = replace(resolved, selected=context.position if resolved.select else None)
     missing = missing_needs(walk.needs + step.needs, model.config)
     template = step.otherwise if missing else step.caption
     names = ("model",) if missing else ("model", "selection") + step.readouts
@@ -194,6 +193,9 @@ def fill_step(model: Model, walk: Walk, index: int, default_text: str = "",
             numbers.update(readout(name, context))
         except ModelError as exc:
             raise WalkError(f"{where}: readout '{name}' failed on {model.name}: {exc}") from None
+    # the token the caption speaks of is the one selected: a readout about another token than
+    # the step's word (the repeated token, the last one for a prediction) names it as `focus`
+    resolved = replace(resolved, selected=int(numbers.get("focus", context.position)))
     return Shown(walk, index, resolved, fill(template, numbers, where), applies=not missing,
                  numbers=numbers)
 

@@ -125,6 +125,17 @@ class Tokenizer:
         """The largest id the tokenizer can produce; -1 for an empty vocabulary."""
         return max(self._tok.get_vocab(with_added_tokens=True).values(), default=-1)
 
+    @property
+    def unknown_id(self) -> Optional[int]:
+        """The id a word outside the vocabulary becomes ([UNK]), or None: byte-level BPE has no
+        unknown words."""
+        token = getattr(self._tok.model, "unk_token", None)
+        return self._tok.token_to_id(token) if token else None
+
+    def vocabulary(self) -> list[tuple[int, str]]:
+        """(id, piece) of every entry, by id."""
+        return sorted((i, piece) for piece, i in self._tok.get_vocab(with_added_tokens=True).items())
+
     def id_to_token(self, token_id: int) -> str:
         token = self._tok.id_to_token(int(token_id))
         return token if token is not None else f"<{token_id}>"

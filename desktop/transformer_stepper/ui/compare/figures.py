@@ -8,6 +8,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
+
+from ..plots.bar_item import BarItem
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QColor
 
@@ -278,7 +280,7 @@ class AttentionFigure(Figure):
     def __init__(self) -> None:
         super().__init__("Attention of each occurrence", "token (sentences side by side)", "weight")
         self.groups: list[pg.BarGraphItem] = []              # one per sentence
-        self.own = pg.BarGraphItem(x=[], height=[], width=0.8, pen=pg.mkPen("#111", width=1.6))
+        self.own = BarItem(x=[], height=[], width=0.8, pen=pg.mkPen("#111", width=1.6))
         self.own.setZValue(2)                                # the compared token, outlined
         self.plot.addItem(self.own)
         self.slots: list[Optional[tuple[int, int]]] = []    # bar slot -> (occurrence, token)
@@ -305,7 +307,7 @@ class AttentionFigure(Figure):
         self.slots = []
         starts = []
         groups = self._items(self.groups, len(self.weights),
-                             lambda: pg.BarGraphItem(x=[], height=[], width=0.8, pen=None))
+                             lambda: BarItem(x=[], height=[], width=0.8, pen=None))
         own_x, own_height, own_brushes = [], [], []
         for o, (occ, weights, group) in enumerate(zip(comparison.occurrences, self.weights, groups)):
             if o:

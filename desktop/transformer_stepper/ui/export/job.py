@@ -113,6 +113,8 @@ class ExportJob(QObject):
         self.problems: list[str] = []      # views that could not be drawn (and why)
         self.total = len(self.units) * STEPS_PER_UNIT
         self.caption = False               # a line under each figure saying where it came from
+        self.only_figures: Optional[frozenset] = None    # figure names to write (None: every one)
+        self.figure_names: list[str] = []  # the names of the figures met, for a message
         self.workers = workers if workers is not None else WorkerPool(max_threads=1)
         self.runner = ExportRun(self.workers, self._run_steps, encode_and_write,
                               session.trace.prepare, max_pending, release=self._release)
@@ -195,8 +197,12 @@ class ExportJob(QObject):
             if problem:                       # said, never skipped in silence
                 self.problems.append(f"{unit.stage.number:02d}-{unit.stage.key}: not drawn: {problem}")
             for k, (name, item) in enumerate(plots):
+                if name not in self.figure_names:
+                    self.figure_names.append(name)
+                if self.only_figures is not None and name not in self.only_figures:
+                    continue
                 path = self.folder / plot_file_name(unit.stage, name, unit.layer, unit.head, options.format,
-                                                           model.config)
+                                                    model.config)
                 report(index * STEPS_PER_UNIT + k * STEPS_PER_UNIT // len(plots), self.total, path.name)
                 where = f"layer {unit.layer}, head {unit.head}" if unit.stage.per_head else \
                     f"layer {unit.layer}" if unit.stage.per_layer else ""

@@ -18,6 +18,7 @@ from ...core.model import stages
 from ...core.model.interventions import describe_all
 from ...core.analysis.provenance.explain import Explanation, explain
 from ..connections import Connections
+from ..reflow import scrolling
 from ..session import Session
 
 PANEL_WIDTH = 440            # what the dock opens at: a term's label and three numbers a row
@@ -30,6 +31,17 @@ def _num(value: float) -> str:
     if value == float("-inf"):
         return "−∞"
     return f"{value:.7g}"
+
+
+def term_headers(e: Explanation) -> tuple[str, str, str]:
+    """The heads of the terms' three number columns: a, b and a·b for products; for terms of
+    one number (a softmax's exp(s - max), ...) its argument and the term, not 'a·b'."""
+    factors = max((len(t.factors) for t in e.terms), default=0)
+    if factors >= 2:
+        return "a", "b", "a·b"
+    if factors == 1:
+        return "x", "", "term"
+    return "", "", "term"
 
 
 def explanation_html(e: Explanation) -> str:
@@ -49,10 +61,10 @@ def explanation_html(e: Explanation) -> str:
         rows += (f"<tr><td><b>Σ = {html.escape(e.terms_label)}</b></td><td></td><td></td>"
                  f"<td align='right'><b>{_num(e.terms_total)}</b></td></tr>")
         what = "largest first, by |term|" if e.terms_label != "sum" else "in the formula's order"
+        heads = "".join(f"<th align='right'>{html.escape(h)}</th>" for h in term_headers(e))
         parts.append(f"<p>{e.n_terms} terms ({what}):</p>"
                      "<table cellspacing='0' cellpadding='2' border='0' width='100%'>"
-                     "<tr><th align='left'>term</th><th align='right'>a</th><th align='right'>b</th>"
-                     f"<th align='right'>a·b</th></tr>{rows}</table>")
+                     f"<tr><th align='left'>term</th>{heads}</tr>{rows}</table>")
     steps = "".join(f"<tr><td>{html.escape(s.label)}</td><td align='right'>{_num(s.value)}</td></tr>"
                     for s in e.steps)
     steps += (f"<tr><td><b>the trace's value</b></td><td align='right'><b>{_num(e.traced)}</b></td></tr>")
@@ -171,7 +183,7 @@ def install_provenance_dock(window: QMainWindow) -> QDockWidget:
     panel = ProvenancePanel(window.session)
     dock = QDockWidget("Where does this number come from?", window)
     dock.setObjectName("provenance")
-    dock.setWidget(panel)
+    dock.setWidget(scrolling(panel))      # a long formula scrolls inside the dock
     dock.setAllowedAreas(Qt.DockWidgetArea.RightDockWidgetArea | Qt.DockWidgetArea.BottomDockWidgetArea
                          | Qt.DockWidgetArea.LeftDockWidgetArea)
     window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)

@@ -164,6 +164,7 @@ def add_help_menu(window) -> None:
     menu.addAction("&Questions…", lambda: window.walk_panel.show_list())    # guided walks
     menu.addSeparator()
     menu.addAction("&What Am I Looking At?", lambda: show_html(window, "What am I looking at?", guide_html()))
+    menu.addAction("Model &Vocabulary…", window.show_vocabulary)
     menu.addAction("&Keyboard Shortcuts", lambda: show_html(window, "Keyboard shortcuts", shortcuts_html(),
                                                             (520, 380)))
     menu.addSeparator()

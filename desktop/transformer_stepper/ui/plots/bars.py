@@ -6,6 +6,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
+
+from .bar_item import BarItem
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QWidget
 
@@ -27,10 +29,10 @@ class Bars(Figure):
         self.notes: Optional[list[str]] = None
         self._base_brushes: list[QBrush] = []
         if horizontal:
-            self.bars = pg.BarGraphItem(x0=[], y=[], height=0.75, width=[], brush=BAR_BRUSH, pen=None)
+            self.bars = BarItem(x0=[], y=[], height=0.75, width=[], brush=BAR_BRUSH, pen=None)
             self.plot.invertY(True)       # rank 1 on top
         else:
-            self.bars = pg.BarGraphItem(x=[], height=[], width=0.75, brush=BAR_BRUSH, pen=None)
+            self.bars = BarItem(x=[], height=[], width=0.75, brush=BAR_BRUSH, pen=None)
         self.plot.addItem(self.bars)
         self.zero_line = pg.InfiniteLine(pos=0, angle=90 if horizontal else 0, pen=pg.mkPen("#666"))
         self.plot.addItem(self.zero_line)

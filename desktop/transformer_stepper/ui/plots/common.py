@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, QSizeF, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, QSize, QSizeF, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QFontMetrics, QFontMetricsF
 from PySide6.QtWidgets import QGraphicsItem, QToolTip, QWidget
 
@@ -18,6 +18,8 @@ SELECTED = QColor("#ff7f0e")          # the selected token, in every plot
 HIGHLIGHT_PEN = pg.mkPen(SELECTED, width=2.5)
 INK = QColor("#222222")
 MUTED = QColor("#9a9a9a")
+# a token outside the model's vocabulary: the strip's fill and edge, and its text wherever shown
+UNKNOWN_FILL, UNKNOWN_EDGE, UNKNOWN_INK = "#fde2e1", "#c0392b", "#b00020"
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf",
            "#bcbd22", "#7f7f7f")
 BAR_BRUSH = QColor("#4c78a8")
@@ -27,6 +29,8 @@ LABEL_STYLE = {"font-size": "10pt", "color": "#222"}
 TICK_FONT_POINTS = 9
 ROTATED_PIXELS = 90          # a label written upwards is cut to this length
 SHORT_CHART = 16             # up to this many labels, every one is drawn (smaller if need be)
+FIGURE_LEAST = QSize(160, 130)      # a figure's minimum before its chrome is known
+VIEW_BOX_LEAST = QSize(150, 110)    # the plotting area a figure keeps, to stay legible
 MIN_TICK_PIXELS = 7.0        # the smallest font a label is shrunk to (its line height, pixels)
 
 _configured = False
@@ -135,7 +139,10 @@ class LabelAxis(pg.AxisItem):
         if self.orientation == "bottom":
             pixels_per_unit = size / abs(maxVal - minVal or 1)
             placed = self._fit_across(lo, hi, min(minVal, maxVal), pixels_per_unit)
-            complete = placed is not None and len(placed) == hi - lo + 1
+            # complete: every label under its tick, none cut ("pri…" across is worse than
+            # "princess" written upwards; an export laid out narrower than the screen cut them)
+            complete = (placed is not None and len(placed) == hi - lo + 1
+                        and all(placed[i] == _shorten(self.labels[i]) for i in placed))
             line = QFontMetricsF(self._font()).height()
             short = len(self.labels) <= SHORT_CHART and pixels_per_unit >= MIN_TICK_PIXELS
             if not complete and (pixels_per_unit >= line or short):
@@ -316,6 +323,29 @@ def _tolerate_half_freed(cls, name: str, empty) -> None:
     setattr(cls, name, guarded)
 
 
+def _curve_options_for_curves_only(name: str) -> None:
+    # PlotItem counts every item that says it implements 'plotData' as a curve (a BarGraphItem,
+    # a ScatterPlotItem), and its menu's Plot Options (alpha, FFT, mean, downsampling) and
+    # restoreState call PlotDataItem methods on each: setAlpha raised AttributeError on bars.
+    # The options apply to the curves that have them; the project's bars are no curves at all
+    # (plots/bar_item.py).
+    method = getattr(pg.PlotItem, name)
+
+    def guarded(self, *args):
+        every = self.curves
+        self.curves = [c for c in every if isinstance(c, pg.PlotDataItem)]
+        try:
+            return method(self, *args)
+        finally:
+            self.curves = every
+
+    guarded.__name__, guarded.__doc__ = method.__name__, method.__doc__
+    setattr(pg.PlotItem, name, guarded)
+
+
+for _option in ("updateAlpha", "updateSpectrumMode", "updateSubtractMeanMode", "updateDownsampling"):
+    _curve_options_for_curves_only(_option)
+
 _tolerate_half_freed(pg.LabelItem, "sizeHint", lambda: QSizeF(0, 0))
 _tolerate_half_freed(pg.LabelItem, "resizeEvent", lambda: None)
 _tolerate_half_freed(pg.GraphicsWidget, "boundingRect", QRectF)
@@ -454,9 +484,42 @@ class Figure(pg.GraphicsLayoutWidget):
         self.set_title(title)
         self.plot.setLabel("bottom", x_label, **LABEL_STYLE)
         self.plot.setLabel("left", y_label, **LABEL_STYLE)
-        self.setMinimumSize(160, 130)
+        self.setMinimumSize(FIGURE_LEAST)
+        self._legible_pending = False
+        # the chrome grows with new data too (longer tick labels, a wrapped title): the view box
+        # then shrinks inside an unchanged figure, and the minimum is checked again
+        self.plot.vb.sigResized.connect(self._check_legible_soon)
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.scene().sigMouseClicked.connect(self._on_mouse_clicked)
+
+    # -- a legible minimum --------------------------------------------------------------
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._check_legible_soon()
+
+    def _check_legible_soon(self, *_) -> None:
+        if not getattr(self, "_legible_pending", True):
+            # once pyqtgraph has laid out the title and axes (its layout runs after this event)
+            self._legible_pending = True
+            QTimer.singleShot(0, self, self.keep_legible)
+
+    def chrome(self) -> QSize:
+        """What the title, the axes, their labels and a colour bar take around the view box."""
+        box = self.plot.vb.sceneBoundingRect()
+        return QSize(max(0, self.width() - int(box.width())), max(0, self.height() - int(box.height())))
+
+    def keep_legible(self) -> None:
+        """The figure's minimum size: its chrome plus a legible view box (VIEW_BOX_LEAST), so a
+        narrow window scrolls or reflows the plots rather than crushing them."""
+        self._legible_pending = False
+        if not self.isVisible():
+            return
+        chrome = self.chrome()
+        want = QSize(max(FIGURE_LEAST.width(), chrome.width() + VIEW_BOX_LEAST.width()),
+                     max(FIGURE_LEAST.height(), chrome.height() + VIEW_BOX_LEAST.height()))
+        least = self.minimumSize()
+        if abs(want.width() - least.width()) > 2 or abs(want.height() - least.height()) > 2:
+            self.setMinimumSize(want)
 
     def finish(self) -> None:
         """Make what the figure makes only when first needed (a heatmap's colour bar): the

@@ -168,10 +168,16 @@ class Heatmap(Figure):
             self._cell_texts.append(text)
         for text in self._cell_texts[len(shown):]:
             text.setVisible(False)
+        metrics = QFontMetricsF(self._cell_font)
+        if shown and self.row_pixels() < metrics.height():
+            # rows lower than a line of text: the words would run over each other (a prediction
+            # table of 58 positions at a laptop's size); they are on hover
+            shown = []
+            for text in self._cell_texts:
+                text.setVisible(False)
         if not shown:
             return
         pixels = self.cell_pixels()
-        metrics = QFontMetricsF(self._cell_font)
         colours = self.cell_colours()
         for text, (row, col) in zip(self._cell_texts, shown):
             text.setText(cell_text.elide(names[row][col], metrics, pixels, self._cell_chars))
@@ -183,6 +189,11 @@ class Heatmap(Figure):
         """How wide one cell is on screen (or in the export being drawn), in pixels."""
         (x0, x1), _ = self.plot.vb.viewRange()
         return self.plot.vb.width() / max(x1 - x0, 1e-9)
+
+    def row_pixels(self) -> float:
+        """How high one cell is on screen (or in the export being drawn), in pixels."""
+        _, (y0, y1) = self.plot.vb.viewRange()
+        return self.plot.vb.height() / max(y1 - y0, 1e-9)
 
     def cell_colours(self) -> np.ndarray:
         """The colour of every cell as drawn, [rows, cols, 3] in 0 … 1 (masked cells: the

@@ -9,6 +9,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
+
+from .bar_item import BarItem
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -44,7 +46,7 @@ class StackedBars(Figure):
 
     def _item(self, k: int) -> pg.BarGraphItem:
         while len(self.items) <= k:
-            item = pg.BarGraphItem(x=[], y0=[], height=[], width=BAR_WIDTH, pen=pg.mkPen("#fff", width=0.5))
+            item = BarItem(x=[], y0=[], height=[], width=BAR_WIDTH, pen=pg.mkPen("#fff", width=0.5))
             self.plot.addItem(item)
             self.items.append(item)
         return self.items[k]

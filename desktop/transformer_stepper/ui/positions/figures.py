@@ -8,6 +8,8 @@ from typing import Mapping, Optional
 
 import numpy as np
 import pyqtgraph as pg
+
+from ..plots.bar_item import BarItem
 from PySide6.QtGui import QColor, QCursor
 from PySide6.QtWidgets import QToolTip
 
@@ -106,7 +108,8 @@ class InterferenceFigure(Figure):
         self.base_title = title
         self.rms_e = self.plot.plot([], [], pen=pg.mkPen(E_COLOUR, width=1.8), name="e (token rows)")
         self.rms_p = self.plot.plot([], [], pen=pg.mkPen(P_COLOUR, width=1.8), name="p (positions)")
-        legend = self.plot.addLegend(offset=(6, 4), labelTextSize="9pt", colCount=2)
+        # one entry a row: two side by side were cut ("p (positio") in a laptop's narrow panel
+        legend = self.plot.addLegend(offset=(6, 4), labelTextSize="9pt", colCount=1)
         legend.setBrush(pg.mkBrush(255, 255, 255, 210))
         legend.addItem(self.rms_e, "e (tokens)")
         legend.addItem(self.rms_p, "p (positions)")
@@ -123,7 +126,7 @@ class InterferenceFigure(Figure):
         self.angles.setLabel("bottom", "principal angle k", **LABEL_STYLE)
         self.angles.setLabel("left", "cos θₖ", **LABEL_STYLE)
         self.angles.setYRange(0, 1.05, padding=0)
-        self.cosines = pg.BarGraphItem(x=[], height=[], width=0.7, brush=pg.mkBrush("#6a51a3"), pen=None)
+        self.cosines = BarItem(x=[], height=[], width=0.7, brush=pg.mkBrush("#6a51a3"), pen=None)
         self.angles.addItem(self.cosines)
         self.note = pg.TextItem("", color=MUTED, anchor=(0.5, 0.5))
         self.note.setPos(0.5, 0.5)
@@ -157,7 +160,7 @@ class InterferenceFigure(Figure):
         self.angles.setYRange(0, 1.05, padding=0)
         top = float(max(rms_e.max(initial=0), rms_p.max(initial=0))) or 1.0
         self.plot.setXRange(-0.5, len(rms_e) + (len(rms_p) if concat else 0) - 0.5, padding=0.01)
-        self.plot.setYRange(0, 1.4 * top, padding=0)        # room for the legend above the data
+        self.plot.setYRange(0, 1.7 * top, padding=0)        # room for the legend above the data
         if concat:
             self._show_note("disjoint dimensions:\nno shared direction")
             self.set_title(f"{label}: e in dimensions 0–{len(rms_e) - 1}, p in "

@@ -12,13 +12,15 @@ from typing import Optional
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QMainWindow, QPushButton,
                                QSpinBox, QSplitter, QStackedWidget, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt, QTimer
 
 from ...core.analysis.labels import token_labels
 from ...core.model.seq2seq_interventions import describe_all
 from ...core.model.seq2seq_stages import SECTIONS, seq2seq_stages
 from ...io.resources import builtin_translator_dir
 from ..explain.explanation_panel import ExplanationPanel
+from ..reflow import scrolling
+from ..screen_fit import fit_new_window, fit_window
 from ..stages import create_view
 from ..timers import one_shot
 from ..view_state import FixedSampling, ViewState
@@ -73,6 +75,11 @@ class TranslationWindow(QMainWindow):
         self.provenance = ProvenanceRelay(self)          # Alt-click a value: its arithmetic
         self.provenance_dock, self.provenance_panel = install_provenance(self, self.provenance)
         self.cross_view.explainRequested.connect(self._explain_decoder)
+        self._fitted = False                         # fitted to its screen once, when first shown
+        fit_new_window(self, QSize(1200, 800))       # room for the alignment and a stage's plots
+        self.traced_source: Optional[str] = None     # the source text of the trace shown
+        self._running_source: Optional[str] = None   # ... of the trace the worker makes
+        self.target_generated = False                # the target box holds the model's words
 
     # -- widgets ----------------------------------------------------------------------------
     def _build(self, source: str) -> None:
@@ -109,14 +116,14 @@ class TranslationWindow(QMainWindow):
         self.explanation = ExplanationPanel()
         self.explanation.setMinimumWidth(240)
         splitter.addWidget(self.stage_list)
-        splitter.addWidget(self.pages)
+        splitter.addWidget(scrolling(self.pages))      # keeps its plots legible on a laptop
         splitter.addWidget(self.explanation)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([200, 760, 330])
         outer.addWidget(splitter, 1)
         self.setCentralWidget(central)
-        self.source_box.textEdited.connect(self._debounce_start)
-        self.target_box.textEdited.connect(self._debounce_start)
+        self.source_box.textEdited.connect(self._source_edited)
+        self.target_box.textEdited.connect(self._target_edited)
         self.next_button.clicked.connect(self.next_token)
         self.translate_button.clicked.connect(self.translate)
         self.layer_box.valueChanged.connect(self._layer_changed)
@@ -125,11 +132,30 @@ class TranslationWindow(QMainWindow):
         self.cross_view.targetSelected.connect(lambda i: self._select("Decoder", i))
         self.cross_view.sourceSelected.connect(lambda i: self._select("Encoder", i))
 
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._fitted:                         # its frame is known once it is mapped
+            self._fitted = True
+            QTimer.singleShot(0, self, lambda: fit_window(self))
+
     def _debounce_start(self, _text: str = "") -> None:
+        self._debounce.start()
+
+    def _source_edited(self, _text: str = "") -> None:
+        # the model's translation was of the old source: it goes (a target the user typed stays)
+        if self.target_generated:
+            self.target_box.clear()
+            self.target_generated = False
+        self._debounce.start()
+
+    def _target_edited(self, _text: str = "") -> None:
+        self.target_generated = False            # the user's own target: teacher-forced
         self._debounce.start()
 
     # -- work --------------------------------------------------------------------------------
     def _run(self, function, *args) -> None:
+        self._running_source = self.source_box.text() if function in (
+            work.open_and_trace, work.trace, work.translate) else self.traced_source
         self._request += 1
         task = Task(self._request, function, *args)
         self.workers.start(task, self._finished, self._failed)
@@ -146,7 +172,7 @@ class TranslationWindow(QMainWindow):
     def retrace_then_translate(self) -> None:
         """Trace the source afresh (the target emptied), then translate it step by step."""
         if self.model is not None:
-            self._run(work.translate, self.model, self.source_box.text(), self.layer)
+            self._run(work.translate, self.model, self.source_box.text(), "", self.layer)
 
     def next_token(self) -> None:
         if self.trace is not None:
@@ -157,8 +183,16 @@ class TranslationWindow(QMainWindow):
             self._run(work.append, self.model, self.trace, int(token_id), self.layer)
 
     def translate(self) -> None:
-        if self.trace is not None:
-            self._run(work.steps, self.model, self.trace, 64, self.layer)
+        """To the end of the sentence: of the source in the box, traced afresh if it changed."""
+        if self.trace is None:
+            return
+        if self.source_box.text() != self.traced_source or self._debounce.isActive():
+            self._debounce.stop()
+            if self.target_generated:
+                self.target_box.clear()
+            self._run(work.translate, self.model, self.source_box.text(), self.target_box.text(), self.layer)
+            return
+        self._run(work.steps, self.model, self.trace, 64, self.layer)
 
     def _layer_changed(self, layer: int) -> None:
         self.layer = layer
@@ -183,8 +217,10 @@ class TranslationWindow(QMainWindow):
         model, trace, target_text = result
         new_model = model is not self.model
         self.model, self.trace = model, trace
+        self.traced_source = self._running_source
         if target_text is not None:
             self.target_box.setText(target_text)
+            self.target_generated = True
         self._status_base = (" ".join(trace.notices) or f"{model.name}: {trace.encoder.n_seq} source "
                              f"tokens, encoded once; {trace.decoder.n_seq} decoder positions "
                              f"({trace.decoder.computed_rows} computed by this pass)")

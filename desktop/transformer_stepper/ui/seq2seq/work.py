@@ -47,6 +47,11 @@ def steps(model, trace, n_tokens: int, layer: int):
     return (*prepared(model, final, layer)[:2], target_text(model, final))
 
 
+def translate(model, source: str, target: str, layer: int, n_tokens: int = 64):
+    """A new source: traced afresh (the target typed so far forced), then continued to the end."""
+    return steps(model, model.trace(source, target), n_tokens, layer)
+
+
 def append(model, trace, token_id: int, layer: int):
     """The user's choice of the next target token (a click on a prediction bar)."""
     final = model.extend(trace, [token_id])
@@ -63,7 +68,3 @@ def intervene(model, trace, interventions, clean_translation=None):
     return intervened, differences, translations(model, trace.source_text, interventions,
                                                  clean=clean_translation)
 
-
-def translate(model, source: str, layer: int):
-    """The source traced from the start token, then translated greedily."""
-    return steps(model, model.trace(source, ""), 64, layer)

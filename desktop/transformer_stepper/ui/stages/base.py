@@ -11,7 +11,7 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 from shiboken6 import isValid
 
 from ...core.model import stages
@@ -21,6 +21,7 @@ from ...io.gguf.weights import is_gguf
 from ..connections import Connections
 from ..frames import FigureTurns
 from ..plots.common import Figure
+from ..reflow import ReflowGrid, scrolling
 from ..view_state import ViewState
 from ..workers import Task
 from .explanation_values import common_values
@@ -73,9 +74,12 @@ class StageView(QWidget):
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.placeholder.setVisible(False)
         outer.addWidget(self.placeholder)
-        self.grid = QGridLayout()
+        # the plots: a grid that becomes one scrolling column when the window is narrow
+        self.plot_area = QWidget()
+        self.grid = ReflowGrid(self.plot_area)
+        self.grid.setContentsMargins(0, 0, 0, 0)
         self.grid.setSpacing(6)
-        outer.addLayout(self.grid, stretch=1)
+        outer.addWidget(scrolling(self.plot_area), stretch=1)
         self.readout = QLabel(READOUT_HINT)
         self.readout.setObjectName("readout")
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

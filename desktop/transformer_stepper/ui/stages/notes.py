@@ -2,6 +2,8 @@
 trace shown change at this stage, and which positions a pass took from the KV cache."""
 from __future__ import annotations
 
+import numpy as np
+
 from PySide6.QtWidgets import QLabel
 
 from ...core.model import stages
@@ -49,17 +51,26 @@ def intervention_note(interventions, stage: stages.Stage, layer: int, head: int)
     return "Intervened here: " + "; ".join(dict.fromkeys(notes)) + "." if notes else ""
 
 
+def positions(first: int, last: int) -> str:
+    """'position 3' or 'positions 3–5'."""
+    return f"position {first}" if first == last else f"positions {first}–{last}"
+
+
 def cache_note(trace: Trace, per_head: bool) -> str:
-    """An attention stage's note after a pass that reused cached positions ('' for none)."""
+    """An attention stage's note after a pass that reused cached positions ('' for none). The
+    pass is said to be a generation step only when the new positions are generated tokens; any
+    other new text (typed, a walk's or a session's) is said to share its beginning."""
     reused = trace.n_seq - trace.computed_rows
     if not (per_head and trace.kv_cache is not None and 0 < reused < trace.n_seq):
         return ""
-    new = (f"position {reused}" if trace.computed_rows == 1
-           else f"positions {reused}–{trace.n_seq - 1}")
-    return (f"KV cache: the last pass (a generation step, or text typed after an unchanged "
-            f"beginning) computed only {new}. The keys and values of positions 0–{reused - 1} "
-            f"({reused} of {trace.n_seq}) came from earlier passes, unchanged; each new "
-            f"query's row reads all {trace.n_seq}.")
+    new = positions(reused, trace.n_seq - 1)
+    generated = trace.generated
+    stepped = generated is not None and len(generated) == trace.n_seq and bool(np.all(generated[reused:]))
+    why = ("a generation step" if stepped else
+           f"the text's first {reused} token{'s' if reused > 1 else ''} unchanged since the pass before")
+    return (f"KV cache: the last pass ({why}) computed only {new}. The keys and values of "
+            f"{positions(0, reused - 1)} ({reused} of {trace.n_seq}) came from earlier passes, "
+            f"unchanged; each new query's row reads all {trace.n_seq}.")
 
 
 def note_label(name: str, color: str, background: str) -> QLabel:

@@ -5,10 +5,15 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 import pyqtgraph as pg
+
+from ..plots.bar_item import BarItem
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 from ...core.trace.trace import Trace
+from ...core.analysis.unknown_words import unknown_words
+from ..plots.common import UNKNOWN_INK
 
 from ..plots import Bars
 from ..plots.common import BAR_BRUSH, MUTED, SELECTED, Figure, nearest_index, solid_brush
@@ -22,7 +27,7 @@ class TokenSpans(Figure):
     def __init__(self) -> None:
         super().__init__("Which characters of the text each token covers", "character offset", "token")
         self.plot.invertY(True)
-        self.spans = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[], pen=None, brush=BAR_BRUSH)
+        self.spans = BarItem(x0=[], y=[], height=0.7, width=[], pen=None, brush=BAR_BRUSH)
         self.plot.addItem(self.spans)
         self.starts = np.zeros(0, dtype=np.int64)
         self.ends = np.zeros(0, dtype=np.int64)
@@ -72,6 +77,7 @@ class TokenRows(NamedTuple):
     ids: np.ndarray
     offsets: np.ndarray
     special: np.ndarray
+    unknown: np.ndarray              # outside the vocabulary: the unknown token ([UNK])
 
 
 class TokenTable(QAbstractTableModel):
@@ -85,12 +91,13 @@ class TokenTable(QAbstractTableModel):
         super().__init__()
         self.tokens: Optional[TokenRows] = None
 
-    def set_trace(self, trace: Trace, labels: list[str]) -> None:
+    def set_trace(self, trace: Trace, labels: list[str], unknown: Optional[np.ndarray] = None) -> None:
         # the trace's token rows, not the trace: a table kept for a hidden view must not keep
         # a replaced trace's arrays alive
         self.beginResetModel()
         self.tokens = TokenRows(trace.text, trace.tokens, tuple(labels), trace.input_ids, trace.offsets,
-                                trace.special_tokens_mask)
+                                trace.special_tokens_mask,
+                                np.zeros(trace.n_seq, bool) if unknown is None else unknown)
         self.endResetModel()
 
     def rowCount(self, parent=QModelIndex()) -> int:
@@ -110,11 +117,14 @@ class TokenTable(QAbstractTableModel):
         rows, i = self.tokens, index.row()
         if role == Qt.ItemDataRole.ToolTipRole and index.column() == 0:
             return f"the tokenizer's own piece: {rows.pieces[i]!r}"
+        if role == Qt.ItemDataRole.ForegroundRole and rows.unknown[i]:
+            return QColor(UNKNOWN_INK)
         if role != Qt.ItemDataRole.DisplayRole:
             return None
         special = bool(rows.special[i])
         start, end = (int(v) for v in rows.offsets[i])
-        return (rows.labels[i], str(int(rows.ids[i])), "yes" if special else "",
+        return (rows.labels[i], str(int(rows.ids[i])),
+                "yes" if special else "unknown" if rows.unknown[i] else "",
                 "" if special else str(start), "" if special else str(end),
                 "" if special else rows.text[start:end])[index.column()]
 
@@ -154,11 +164,17 @@ class TokenizeView(StageView):
                             rows, self.selected)
         self.ids.set_data(trace.input_ids.astype(np.float32), self.labels, self.selected,
                           muted=trace.special_tokens_mask)
-        self.table_model.set_trace(trace, self.labels)
+        tokenizer = self.session.model.tokenizer if self.session.model is not None else None
+        unknown = unknown_words(trace, tokenizer.unknown_id if tokenizer is not None else None).mask
+        self.table_model.set_trace(trace, self.labels, unknown)
         # every column as wide as its widest cell (the text column last, never clipped), and
         # the table as wide as its columns
-        self.table.resizeColumnsToContents()
         header = self.table.horizontalHeader()
+        # the stretched last column's own width is taken again from its content (a stretch
+        # remembers the width it started from, and the column would not shrink below it)
+        header.setStretchLastSection(False)
+        self.table.resizeColumnsToContents()
+        header.setStretchLastSection(True)
         width = sum(header.sectionSize(c) for c in range(header.count()))
         self.table.setMinimumWidth(min(width + self.table.verticalHeader().width()
                                        + self.table.verticalScrollBar().sizeHint().width()

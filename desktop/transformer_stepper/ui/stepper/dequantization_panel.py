@@ -20,7 +20,11 @@ from ...io.gguf.dequantization import Readout, readout
 from ...io.gguf.weights import is_gguf, layer_tensors, place_of, why_not_gguf
 from ..connections import Connections
 from ..plots import Bars, Heatmap
+from ..reflow import scrolling
 from ..session import Session
+from ..stages import VIEWS
+
+UNQUANTIZED = ("F32", "F16", "BF16", "F64")
 
 
 class DequantizationPanel(QWidget):
@@ -59,13 +63,31 @@ class DequantizationPanel(QWidget):
         self.tensor.currentIndexChanged.connect(self._tensor_chosen)
         for spin in (self.row, self.block, self.weight):
             spin.valueChanged.connect(self._show)
-        self._connections = Connections([(session.modelChanged, self._refill),
+        self._connections = Connections([(session.modelChanged, self._on_model),
                                          (session.layerChanged, self._refill),
                                          (session.provenanceRequested, self._weight_clicked),
                                          (session.dequantizationRequested, self.show_param)])
         self._refill()
 
     # -- choosing -----------------------------------------------------------------------------
+    def _on_model(self) -> None:
+        self.tensor.clear()                      # a new model: it opens on its own first weight
+        self._refill()
+
+    def opening_tensor(self) -> Optional[str]:
+        """A new model's first tensor to show: the quantized weight the current stage uses (the
+        Q/K/V stage's W_Q, ...), else the layer's first quantized tensor, else its first."""
+        model = self.session.model
+        sources = layer_tensors(model, self.session.layer)
+        quantized = [s for s in sources if s.quant_type not in UNQUANTIZED]
+        view = VIEWS.get(self.session.stage_key)
+        weight = view.dequantized_weight.format(layer=self.session.layer) if view is not None else ""
+        if weight:
+            used = next((s for s in quantized if weight in s.params), None)
+            if used is not None:
+                return used.tensor
+        return (quantized or sources)[0].tensor if sources else None
+
     def _refill(self, *_) -> None:
         """The tensor list of the current layer, keeping the same kind of tensor selected."""
         model = self.session.model
@@ -78,7 +100,9 @@ class DequantizationPanel(QWidget):
                                     source.tensor)
             leaf = None if previous is None else previous.split(".", 2)[-1]
             match = next((i for i in range(self.tensor.count())
-                          if leaf and self.tensor.itemData(i).endswith(leaf)), 0)
+                          if leaf and self.tensor.itemData(i).endswith(leaf)), None)
+            if match is None:
+                match = max(0, self.tensor.findData(self.opening_tensor()))
             self.tensor.setCurrentIndex(match)
         self._updating = False
         self._tensor_chosen()
@@ -165,11 +189,12 @@ class DequantizationPanel(QWidget):
             f"<p><b>Weight {k}</b> (sub-block {k // size}): <code>{esc(r.numbers)}</code></p>"
             f"<p><b>Formula</b> <code>{esc(r.formula)}</code></p>"
             f"<p>{esc(r.scales_text)}</p>{table}<p style='color: #555;'>{esc(r.header)}</p>")
-        self.values.set_data(r.values)
+        rows = [str(j) for j in range(sub)]       # sub-blocks by number: one row is "0", not ±0.5
+        self.values.set_data(r.values, row_labels=rows)
         self.values.set_highlight(row=k // size, col=k % size)
         self.values.set_title(f"float32 values: w[{k}] = {r.value:.6g}")
         if r.codes is not None:
-            self.codes.set_data(r.codes.astype(np.float32))
+            self.codes.set_data(r.codes.astype(np.float32), row_labels=rows)
             self.codes.set_highlight(row=k // size, col=k % size)
             self.codes.set_title(f"Stored codes q ({sub} × {size}): q[{k}] = {int(r.block.codes[k])}")
             grid, counts = r.grid
@@ -203,7 +228,7 @@ def install_dequantization_dock(window: QMainWindow) -> QDockWidget:
     panel = DequantizationPanel(window.session)
     dock = QDockWidget("Dequantization (GGUF)", window)
     dock.setObjectName("dequantization")
-    dock.setWidget(panel)
+    dock.setWidget(scrolling(panel))      # scrolls inside the dock on a short screen
     window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
     dock.setVisible(False)
     action = dock.toggleViewAction()

@@ -11,6 +11,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QSpinBox, QToolBar, QWidget
 
+from ..reflow import ElidingLabel
+
 from ...core.trace.generate import Sampling
 from ...core.analysis.labels import readable
 from ...core.analysis.readouts import recent_loop
@@ -69,7 +71,7 @@ class GenerateBar(QToolBar):
                                    "The seed of sampling: the same seed gives the same text "
                                    "(a token depends on the seed and its position)")
         self.addSeparator()
-        self.status = QLabel()
+        self.status = ElidingLabel()          # what fits; the whole message in its tooltip
         self.status.setStyleSheet("color: #555; padding-left: 6px;")
         self.addWidget(self.status)
         control.changed.connect(self.refresh)

@@ -8,6 +8,7 @@ steps the session (toolbar, Go menu) and shows the stage's title; `stageShown` t
 is on screen."""
 from __future__ import annotations
 
+import html
 from typing import Optional
 
 import numpy as np
@@ -19,6 +20,7 @@ from shiboken6 import isValid
 
 from ...core.model import stages
 from ...core.model.errors import ModelError
+from ...core.analysis.unknown_words import unknown_words
 from ...state.frames import AHEAD, IDLE, NOW, PAUSE, run_generator
 from ..explain import explanations
 from ..explain.explanation_panel import ExplanationPanel
@@ -36,6 +38,7 @@ EXPLAIN, BUILD_AHEAD, IDLE_BUILD = "stepper explanation", "stepper build ahead",
 
 class StepperView(QWidget):
     stageShown = Signal()          # the session's stage is the one on screen
+    vocabularyWanted = Signal()    # the unknown-words note's link: show the model's vocabulary
 
     def __init__(self, session: Session, show_intervened: QAction,
                  parent: Optional[QWidget] = None) -> None:
@@ -75,6 +78,14 @@ class StepperView(QWidget):
         self.text_problem.setStyleSheet("color: #b00020;")
         self.text_problem.setVisible(False)
         layout.addWidget(self.text_problem)
+        # words outside the vocabulary: said, with a link to the vocabulary (Help menu too)
+        self.unknown_note = QLabel()
+        self.unknown_note.setObjectName("unknown_note")
+        self.unknown_note.setWordWrap(True)
+        self.unknown_note.setStyleSheet("color: #b00020;")
+        self.unknown_note.setVisible(False)
+        self.unknown_note.linkActivated.connect(lambda _link: self.vocabularyWanted.emit())
+        layout.addWidget(self.unknown_note)
         self.tokens = TokenStripArea()
         self.tokens.strip.tokenClicked.connect(self.session.select_token)
         layout.addWidget(self.tokens)
@@ -161,9 +172,12 @@ class StepperView(QWidget):
             self.tokens.strip.set_tokens([], [], [], -1)
             self.update_explanation()
             return
+        unknown = unknown_words(trace, self.session.model.tokenizer.unknown_id
+                                if self.session.model is not None else None)
         self.tokens.strip.set_tokens(self.session.token_labels(), trace.input_ids,
                                      trace.special_tokens_mask, self.session.selected_token,
-                                     trace.generated)
+                                     trace.generated, unknown.mask)
+        self._say_unknown(unknown)
         self.tokens.fit_height()
         if trace.truncated:
             self._say_truncated(trace)
@@ -173,6 +187,18 @@ class StepperView(QWidget):
                                       "ranges, maps and choices")
             self.text_problem.setVisible(True)
         self._explain_soon()                 # (the view draws the new trace itself, being shown)
+
+    def _say_unknown(self, unknown) -> None:
+        if not unknown.count:
+            self.unknown_note.setVisible(False)
+            return
+        words = ", ".join(dict.fromkeys(unknown.words))
+        n = unknown.count
+        self.unknown_note.setText(
+            f"⚠ {n} word{'s' if n > 1 else ''} of this text {'are' if n > 1 else 'is'} not in the model's "
+            f"vocabulary and became the unknown token (marked red): {html.escape(words)}. The model "
+            f"sees one and the same vector for all of them. <a href='vocabulary'>See the vocabulary</a>")
+        self.unknown_note.setVisible(True)
 
     def _say_truncated(self, trace) -> None:
         """A text longer than the model's context: said in the warning line, with how much went."""

@@ -12,7 +12,7 @@ from PySide6.QtCore import QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QScrollArea, QSizePolicy, QWidget
 
-from ..plots.common import SELECTED
+from ..plots.common import SELECTED, UNKNOWN_EDGE, UNKNOWN_FILL, UNKNOWN_INK
 
 PAD_X, PAD_Y, GAP, LINE_GAP = 6, 3, 4, 4
 GENERATED_FILL, GENERATED_EDGE = "#e3f4e1", "#3a8f3a"     # tokens the model appended
@@ -29,6 +29,7 @@ class TokenStrip(QWidget):
         self.ids: list[int] = []
         self.special: list[bool] = []
         self.generated: list[bool] = []           # appended by generation, not typed
+        self.unknown: list[bool] = []             # outside the vocabulary: the unknown token
         self.selected = -1
         self.piece_font = QFont()
         self.piece_font.setPointSize(10)
@@ -39,15 +40,17 @@ class TokenStrip(QWidget):
         self._line_tops: list[float] = []      # y of each line of boxes
         self._line_starts: list[int] = []      # index of each line's first box
         self._laid_out_width = -1
-        self._styles: dict[tuple[bool, bool, bool], tuple] = {}
+        self._styles: dict[tuple, tuple] = {}
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setMouseTracking(True)
         self.setToolTip("Click a token to select it in every plot")
 
     def set_tokens(self, labels: Sequence[str], ids: Sequence[int], special: Sequence[bool],
-                   selected: int, generated: Optional[Sequence[bool]] = None) -> None:
+                   selected: int, generated: Optional[Sequence[bool]] = None,
+                   unknown: Optional[Sequence[bool]] = None) -> None:
         self.labels, self.ids, self.special = list(labels), [int(i) for i in ids], [bool(s) for s in special]
         self.generated = [bool(g) for g in generated] if generated is not None else [False] * len(self.ids)
+        self.unknown = [bool(u) for u in unknown] if unknown is not None else [False] * len(self.ids)
         self.selected = selected
         self._layout()
         self.update()
@@ -107,18 +110,20 @@ class TokenStrip(QWidget):
     def sizeHint(self) -> QSize:
         return QSize(600, self.height())
 
-    def _style(self, selected: bool, generated: bool, special: bool) -> tuple:
+    def _style(self, selected: bool, generated: bool, special: bool, unknown: bool = False) -> tuple:
         """(edge pen, fill, piece ink, id ink) of a box, made once per kind of box."""
-        key = (selected, generated, special)
+        key = (selected, generated, special, unknown)
         style = self._styles.get(key)
         if style is None:
             fill = QColor(SELECTED) if selected else QColor(
-                GENERATED_FILL if generated else "#eef2f7" if not special else "#e4e4e4")
-            pen = QPen(QColor(GENERATED_EDGE if generated else "#b8c4d4"), 1.4 if generated else 1)
+                GENERATED_FILL if generated else UNKNOWN_FILL if unknown
+                else "#eef2f7" if not special else "#e4e4e4")
+            pen = QPen(QColor(GENERATED_EDGE if generated else UNKNOWN_EDGE if unknown else "#b8c4d4"),
+                       1.4 if generated or unknown else 1)
             if generated:
                 pen.setStyle(Qt.PenStyle.DashLine)
-            style = self._styles[key] = (pen, fill, QColor("#fff" if selected else ("#666" if special else "#111")),
-                                         QColor("#fff" if selected else "#667"))
+            ink = "#fff" if selected else "#666" if special else UNKNOWN_INK if unknown else "#111"
+            style = self._styles[key] = (pen, fill, QColor(ink), QColor("#fff" if selected else "#667"))
         return style
 
     def paintEvent(self, event) -> None:
@@ -130,7 +135,8 @@ class TokenStrip(QWidget):
             box = self.boxes[i]
             if not box.intersects(exposed):
                 continue
-            pen, fill, piece_ink, id_ink = self._style(i == self.selected, self.generated[i], self.special[i])
+            pen, fill, piece_ink, id_ink = self._style(i == self.selected, self.generated[i], self.special[i],
+                                                       self.unknown[i] if i < len(self.unknown) else False)
             painter.setPen(pen)
             painter.setBrush(fill)
             painter.drawRoundedRect(box.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)

@@ -7,6 +7,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
+
+from ..plots.bar_item import BarItem
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
@@ -20,17 +22,25 @@ TRAIN_COLOUR = QColor("#9ecae1")
 HELDOUT_COLOUR = QColor("#d62728")
 
 
+def legend_below(figure: Figure, columns: int) -> pg.LegendItem:
+    """A legend in the figure's own layout under its plot (exported with it), over no data."""
+    legend = pg.LegendItem(labelTextSize="8pt", colCount=columns)
+    figure.ci.addItem(legend, row=2, col=0)
+    return legend
+
+
 class LossFigure(Figure):
     """Training loss at every step, held-out loss at intervals, the unigram baseline."""
 
     def __init__(self) -> None:
         super().__init__("1. Loss: training (every step) and held-out", "step", "loss (nats/token)")
-        legend = self.plot.addLegend(offset=(-6, 6), labelTextSize="9pt")
-        legend.setBrush(pg.mkBrush(255, 255, 255, 210))
-        self.train = self.plot.plot([], [], pen=pg.mkPen(TRAIN_COLOUR, width=1), name="training (batch)")
+        self.train = self.plot.plot([], [], pen=pg.mkPen(TRAIN_COLOUR, width=1))
         self.heldout = self.plot.plot([], [], pen=pg.mkPen(HELDOUT_COLOUR, width=2), symbol="o",
-                                      symbolSize=5, symbolBrush=HELDOUT_COLOUR, symbolPen=None,
-                                      name="held-out")
+                                      symbolSize=5, symbolBrush=HELDOUT_COLOUR, symbolPen=None)
+        # the legend under the plot: inside it sat over the "unigram baseline" label
+        self.legend = legend_below(self, 2)
+        self.legend.addItem(self.train, "training (batch)")
+        self.legend.addItem(self.heldout, "held-out")
         self.baseline = pg.InfiniteLine(angle=0, pen=pg.mkPen("#444", width=1.5, style=Qt.PenStyle.DashLine),
                                         label="unigram baseline", labelOpts={"position": 0.85, "color": "#444"})
         self.baseline.setVisible(False)
@@ -81,8 +91,8 @@ class EmbeddingMap(Figure):
         self.points = pg.ScatterPlotItem(size=7, pen=pg.mkPen("#ffffff", width=0.5))
         self.plot.addItem(self.points)
         self.plot.setAspectLocked(True)
-        legend = self.plot.addLegend(offset=(6, 6), labelTextSize="8pt", colCount=3)
-        legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+        # the legend under the map: inside it covered points and the "Press Train" sentence
+        legend = self.legend = legend_below(self, 4)
         for name in WORD_CLASSES:
             if name != "special":
                 sample = pg.ScatterPlotItem(size=8, pen=None, brush=pg.mkBrush(CLASS_COLOURS[name]))
@@ -157,7 +167,7 @@ class GradientStrip(Figure):
 
     def __init__(self, title: str, colour: str, marks: bool) -> None:
         super().__init__(title, "token id", "‖gradient row‖")
-        self.bars = pg.BarGraphItem(x=[], height=[], width=0.8, brush=pg.mkBrush(colour), pen=None)
+        self.bars = BarItem(x=[], height=[], width=0.8, brush=pg.mkBrush(colour), pen=None)
         self.plot.addItem(self.bars)
         self.marks = pg.ScatterPlotItem(size=5, symbol="t1", pen=None, brush=pg.mkBrush(SELECTED)) if marks else None
         if self.marks is not None:

@@ -24,6 +24,7 @@ from ...io.model_folder import save_model_folder, write_model_folder
 from ..explain import explanations
 from ..export.menu import install_plot_menu, warn
 from ..explain.explanation_panel import ExplanationPanel
+from ..reflow import ElidingLabel
 from ..timers import one_shot
 from ..workers import WorkerPool
 from .figures import EmbeddingMap, GradientStrip, LossFigure, SeparationFigure
@@ -95,12 +96,12 @@ class TrainingView(QWidget):
             top.addWidget(button)
         self.progress = QProgressBar()
         self.progress.setFormat("%v / %m steps")
-        self.progress.setMinimumWidth(220)
+        self.progress.setMinimumWidth(140)
         top.addWidget(self.progress, stretch=1)
-        self.status = QLabel()
+        # what fits of the run's state (whole in its tooltip): a 1280-pixel window holds the row
+        self.status = ElidingLabel()
         self.status.setStyleSheet("color: #555;")
-        self.status.setMinimumWidth(300)
-        top.addWidget(self.status)
+        top.addWidget(self.status, stretch=1)
         outer.addLayout(top)
 
         self.message = QLabel()

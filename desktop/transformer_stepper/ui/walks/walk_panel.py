@@ -1,9 +1,13 @@
 """Questions: the guided walks in a dock. A list of the questions; choosing one walks its steps
 with Back / Next, each step putting the window into its state (ui/view_apply.py) and showing a
 caption whose numbers core/analysis/walks.py computes in a worker from that state on the open model.
-"Leave the walk here" closes the walk and keeps the window as the step left it."""
+"Leave the walk here" closes the walk and keeps the window as the step left it; closing the dock
+or going back to the list ends the walk and gives the user's own state back (their sentence,
+tab, stage, layer, head, selection, temperature and interventions, as before the walk). A walk
+that has ended sets nothing again: opening a model afterwards leaves the user's state alone."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 from PySide6.QtCore import Qt
@@ -22,6 +26,30 @@ from ..workers import Task
 WALK_HEIGHT = 190          # px: the plots keep the rest of a 768-pixel screen
 
 
+@dataclass(frozen=True)
+class UserState:
+    """What the user had before a walk: given back when the walk ends."""
+    text: str
+    tab: str
+    stage: str
+    layer: int
+    head: int
+    selected: int
+    temperature: float
+    interventions: tuple
+
+    @classmethod
+    def of(cls, window) -> "UserState":
+        s = window.session
+        return cls(s.text, window.tabs.current_key(), s.stage_key, s.layer, s.head,
+                   s.selected_token, s.temperature, tuple(s.interventions))
+
+    def restore(self, window) -> None:
+        apply_view(window, text=self.text, tab=self.tab or None, stage=self.stage, layer=self.layer,
+                   head=self.head, selected=self.selected, temperature=self.temperature,
+                   interventions=self.interventions)
+
+
 class WalkPanel(QDockWidget):
     def __init__(self, window) -> None:
         super().__init__("Questions", window)
@@ -29,6 +57,7 @@ class WalkPanel(QDockWidget):
         self.window_ = window
         self.session = window.session
         self.walk: Optional[Walk] = None
+        self.before: Optional[UserState] = None     # the user's state when the walk began
         self.index = 0
         self.shown: Optional[Shown] = None
         self.problem = ""
@@ -113,8 +142,7 @@ class WalkPanel(QDockWidget):
         self.go(self.index + 1)
 
     def show_list(self) -> None:
-        self.walk = None
-        self._latest.drop()
+        self.end_walk(restore=True)
         self.pages.setCurrentIndex(0)
         self.show()
         self.raise_()
@@ -122,6 +150,8 @@ class WalkPanel(QDockWidget):
     def start(self, number: int) -> None:
         if not 0 <= number < len(self.walks):
             return
+        if self.walk is None and self.before is None:
+            self.before = UserState.of(self.window_)
         self.walk = self.walks[number]
         self.question_label.setText(self.walk.question)
         self.pages.setCurrentIndex(1)
@@ -151,7 +181,7 @@ class WalkPanel(QDockWidget):
                    word=state.word if state.sentences else None, tab=state.tab, stage=state.stage,
                    layer=state.layer, head=state.head, selected=shown.state.selected,
                    temperature=state.temperature, interventions=state.interventions)
-        self.caption.setText(shown.caption if shown.applies else f"ⓘ {shown.caption}")
+        self.caption.setText(shown.caption if shown.applies else f"ℹ {shown.caption}")
         own = shown.walk.steps[shown.index].state            # what this step itself sets
         if own.translator:
             self._show_translator(shown.numbers.get("translation_source", ""))
@@ -175,13 +205,26 @@ class WalkPanel(QDockWidget):
 
     def leave(self) -> None:
         """Close the walk; the window stays in the step's state."""
-        self.walk = None
-        self._latest.drop()
+        self.end_walk(restore=False)
         self.pages.setCurrentIndex(0)
         self.hide()
 
+    def end_walk(self, restore: bool) -> None:
+        """No walk any more (its pending step dropped); `restore`: the user's state back."""
+        self.walk = None
+        self._latest.drop()
+        before, self.before = self.before, None
+        if restore and before is not None and self.session.model is not None:
+            before.restore(self.window_)
+
+    def closeEvent(self, event) -> None:
+        """The dock's close button: the walk ends and the user's state comes back."""
+        self.end_walk(restore=True)
+        self.pages.setCurrentIndex(0)
+        super().closeEvent(event)
+
     def _on_model(self) -> None:
-        if self.walk is not None:
+        if self.walk is not None and self.isVisible():
             self.go(self.index)            # the same step, with the new model's numbers
 
 
