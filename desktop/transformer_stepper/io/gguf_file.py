@@ -137,6 +137,13 @@ class GGUFFile:
         spans two rows in GGUF)."""
         return self._dequantize(name, self.stored(name)[index])
 
+    def dequantize_codes(self, name: str, codes: np.ndarray) -> np.ndarray:
+        """Rows of the tensor given as their stored bytes ([rows, bytes] uint8) as float32: the
+        numpy reference the compiled kernels equal (core/quantized.py)."""
+        if self.quant_type(name) in ("F16", "F32", "BF16", "F64"):
+            codes = codes.view(self.tensors[name].data.dtype)
+        return self._dequantize(name, codes)
+
     def _dequantize(self, name: str, data: np.ndarray) -> np.ndarray:
         self.check_readable(name)
         qtype = self.tensors[name].tensor_type
