@@ -4,7 +4,7 @@ float32: an 8B model is 32 GB of float32 and 4.9 GB of Q4_K_M.
 
 - few rows of x (a keystroke, a generation step): each stored row's blocks are decoded into
   L1 and multiplied at once (kernels.few_rows_product), over every core;
-- many rows: a tile of TILE_WEIGHTS weights is decoded into float32 (it stays in cache), BLAS
+- many rows: a tile of TILE_WEIGHTS weights is decoded into float32 (it stays in L3), BLAS
   multiplies it, and the next tile reuses the buffer; two threads take alternate tiles.
 
 Without numba the same tiles are decoded by the plain numpy dequantizer the matrix was given
@@ -25,7 +25,7 @@ from .blas import blas_threads
 
 F32 = np.float32
 FEW_ROWS = 2                    # up to this many rows of x: straight from the blocks
-TILE_WEIGHTS = 1 << 17          # weights a decoded tile holds (512 KiB of float32: L2)
+TILE_WEIGHTS = 1 << 20          # weights a decoded tile holds (4 MiB of float32: 256 rows of 4,096)
 
 _half: Optional[np.ndarray] = None
 _kernels = None
@@ -75,6 +75,8 @@ class QuantizedMatrix:
         number, block_size, block_bytes = KINDS[kind]
         if codes.ndim != 2 or n_cols % block_size or codes.shape[1] != n_cols // block_size * block_bytes:
             raise ValueError(f"{kind}: {codes.shape} bytes do not hold rows of {n_cols} weights")
+        if isinstance(codes, np.memmap):        # a plain view: a memmap's slices cost Python calls
+            codes = codes.view(np.ndarray)
         self.codes, self.kind, self.n_cols, self.reference = codes, kind, n_cols, reference
         self.number, self.block_size = number, block_size
 
