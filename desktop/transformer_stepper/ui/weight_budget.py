@@ -55,6 +55,7 @@ class WeightBudget(BudgetSetting):
         return f"{self.TOOLTIP}; {where}"
 
     def apply_budget(self, nbytes: int) -> None:
+        self.window.session.weight_budget = nbytes       # the next model opens with it
         model = self.window.session.model
         if model is not None and hasattr(model.params, "set_budget"):
             model.params.set_budget(nbytes)
