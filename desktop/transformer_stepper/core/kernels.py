@@ -18,11 +18,9 @@ import numpy as np
 
 try:
     import numba
-    prange = numba.prange
     HAVE_NUMBA = True
 except ImportError:            # the numpy path in core/quantized.py does the work
     numba = None
-    prange = range
     HAVE_NUMBA = False
 
 F32 = np.float32
@@ -101,7 +99,8 @@ def _q5_1(blk, dst, half):
 def _q8_0(blk, dst, half):
     d, qs = _half(blk, 0, half), blk[2:34]
     for i in range(32):
-        dst[i] = F32(np.int8(qs[i])) * d
+        q = np.int32(qs[i])
+        dst[i] = F32(q - ((q >> 7) << 8)) * d            # the int8 code (np.int8() does not vectorise)
 
 
 @_jit(inline="always")
@@ -311,7 +310,6 @@ def _row_times(kind, block_size, row, x, acc, half, buf):
 
 
 # ------------------------------------------------------------------ whole rows, products
-CHUNK = 16                     # stored rows a thread takes at a time
 
 
 @_jit()
@@ -324,15 +322,6 @@ def dequantize_rows(kind, block_size, codes, out, half):
             _decode(kind, row, b, values[b * block_size:(b + 1) * block_size], half)
 
 
-@_jit(parallel=True)
-def dequantize_rows_parallel(kind, block_size, codes, out, half):
-    n_rows = codes.shape[0]
-    for chunk in prange((n_rows + CHUNK - 1) // CHUNK):
-        first = chunk * CHUNK
-        last = min(first + CHUNK, n_rows)
-        dequantize_rows(kind, block_size, codes[first:last], out[first:last], half)
-
-
 @_jit()
 def _rows_times(kind, block_size, codes, x, out, half, buf, acc):
     # out[:, r] <- x @ row r of W, for the stored rows `codes`
@@ -343,15 +332,11 @@ def _rows_times(kind, block_size, codes, x, out, half, buf, acc):
             out[i, r] = acc[i]
 
 
-@_jit(parallel=True)
+@_jit()
 def few_rows_product(kind, block_size, codes, x, out, half):
     """out [n, n_out] <- x [n, d_in] @ W.T for W [n_out, d_in] stored as `codes`, straight
-    from the blocks (a keystroke, a generation step: few rows of x), over every core."""
-    n_out = codes.shape[0]
-    width = max(GROUP, block_size)
-    for chunk in prange((n_out + CHUNK - 1) // CHUNK):
-        first = chunk * CHUNK
-        last = min(first + CHUNK, n_out)
-        buf = np.empty(width, dtype=np.float32)
-        acc = np.empty(x.shape[0], dtype=np.float32)
-        _rows_times(kind, block_size, codes[first:last], x, out[:, first:last], half, buf, acc)
+    from the blocks (a keystroke, a generation step: few rows of x). One thread's share:
+    core/quantized.py splits the stored rows between threads (the GIL is released)."""
+    buf = np.empty(max(GROUP, block_size), dtype=np.float32)
+    acc = np.empty(x.shape[0], dtype=np.float32)
+    _rows_times(kind, block_size, codes, x, out, half, buf, acc)

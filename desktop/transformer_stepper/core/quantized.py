@@ -3,7 +3,7 @@ and its products x @ W.T computed from them (core/kernels.py), never holding W w
 float32: an 8B model is 32 GB of float32 and 4.9 GB of Q4_K_M.
 
 - few rows of x (a keystroke, a generation step): each stored row's blocks are decoded into
-  L1 and multiplied at once (kernels.few_rows_product), over every core;
+  L1 and multiplied at once (kernels.few_rows_product), the rows split between threads;
 - many rows: a tile of TILE_WEIGHTS weights is decoded into float32 (it stays in L3), BLAS
   multiplies it, and the next tile reuses the buffer; two threads take alternate tiles.
 
@@ -25,6 +25,9 @@ from .blas import blas_threads
 
 F32 = np.float32
 FEW_ROWS = 2                    # up to this many rows of x: straight from the blocks
+SHARES = 4                      # pieces of a product per thread: a thread the machine's load
+                                # holds up leaves its later pieces to the others (numba's prange
+                                # splits evenly, and its threads spin at the barrier)
 TILE_WEIGHTS = 1 << 20          # weights a decoded tile holds (4 MiB of float32: 256 rows of 4,096)
 
 _half: Optional[np.ndarray] = None
@@ -64,6 +67,17 @@ def compiled_kinds() -> tuple[str, ...]:
     return tuple(KINDS)
 
 
+def _in_pieces(n_rows: int, work: Callable[[int, int], None]) -> None:
+    # work(first, stop) over SHARES pieces a thread of rows 0..n_rows, on the pool's threads
+    n_pieces = min(n_rows, threads() * SHARES)
+    if n_pieces <= 1:
+        work(0, n_rows)
+        return
+    bounds = [n_rows * k // n_pieces for k in range(n_pieces + 1)]
+    for future in [_executor().submit(work, a, b) for a, b in zip(bounds, bounds[1:])]:
+        future.result()
+
+
 class QuantizedMatrix:
     """W [n_rows, n_cols] as stored: codes [n_rows, bytes a row] (uint8, may be memory-mapped)
     of `kind` (a name in core.kernels.KINDS); `reference(codes)` is the plain numpy
@@ -95,7 +109,8 @@ class QuantizedMatrix:
         if compiled is None:
             return np.ascontiguousarray(self.reference(codes), dtype=F32)
         out = np.empty((codes.shape[0], self.n_cols), dtype=F32)
-        compiled.dequantize_rows_parallel(self.number, self.block_size, codes, out, _half)
+        _in_pieces(len(codes), lambda a, b: compiled.dequantize_rows(self.number, self.block_size, codes[a:b],
+                                                                     out[a:b], _half))
         return out
 
     def times_transposed(self, x: np.ndarray) -> np.ndarray:
@@ -104,7 +119,8 @@ class QuantizedMatrix:
         out = np.empty((x.shape[0], self.codes.shape[0]), dtype=F32)
         compiled = kernels()
         if compiled is not None and len(x) <= FEW_ROWS:
-            compiled.few_rows_product(self.number, self.block_size, self.codes, x, out, _half)
+            _in_pieces(len(self.codes), lambda a, b: compiled.few_rows_product(
+                self.number, self.block_size, self.codes[a:b], x, out[:, a:b], _half))
             return out
         self._tiled(x, out, compiled)
         return out
