@@ -70,6 +70,8 @@ def main() -> int:
             phases.append((name, took, worst, worst_cpu))
             print(f"{name}: {took:.1f} s, longest stall {ms(worst)} (GUI thread's own CPU in a gap at most "
                   f"{ms(worst_cpu)}); load {os.getloadavg()[0]:.1f}", flush=True)
+            for label, gap in sorted(meters.meter.longest.items(), key=lambda kv: -kv[1])[:3]:
+                print(f"    {label:<60} {ms(gap)} (GUI CPU {ms(meters.meter.longest_cpu.get(label, 0.0))})")
             if args.shots:
                 args.shots.mkdir(parents=True, exist_ok=True)
                 window.grab().save(str(args.shots / f"{len(phases)}.png"))

@@ -75,6 +75,14 @@ def linear(params: Mapping[str, np.ndarray], name: str, x: np.ndarray,
     return y
 
 
+def columns(params: Mapping[str, np.ndarray], name: str, cols: slice) -> np.ndarray:
+    # [d_in, d_out] weight -> [d_in, len(cols)], a copy: some of a weight's columns (a head's),
+    # read without the whole matrix where the store can (a GGUF dequantizes only those rows)
+    read = getattr(params, "columns", None)
+    value = read(name, cols) if read is not None else None
+    return np.array(params[name][:, cols]) if value is None else value
+
+
 def times_rows_transposed(x: np.ndarray, params: Mapping[str, np.ndarray], name: str) -> np.ndarray:
     # [n, d] @ table[n_rows, d].T -> [n, n_rows]: from the stored form where the store can,
     # else in row blocks where the store offers them

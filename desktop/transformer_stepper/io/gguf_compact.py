@@ -22,15 +22,22 @@ from .keymaps import IDENTITY, Columns, Transpose
 @dataclass(frozen=True)
 class CompactWeight:
     matrix: QuantizedMatrix                 # stored rows S [n_out, d_in]
-    columns: Optional[np.ndarray]           # the product's columns in HF order (None: as stored)
+    column_order: Optional[np.ndarray]      # stored row of each HF row (None: as stored)
 
     def times_transposed(self, x: np.ndarray) -> np.ndarray:
         # [..., d_in] -> [..., n_out]: x @ S.T, columns in Hugging Face's order
         flat = x.reshape(-1, x.shape[-1])
         y = self.matrix.times_transposed(flat)
-        if self.columns is not None:
-            y = np.ascontiguousarray(y[:, self.columns])
+        if self.column_order is not None:
+            y = np.ascontiguousarray(y[:, self.column_order])
         return y.reshape(*x.shape[:-1], y.shape[-1])
+
+
+    def columns(self, cols: slice) -> np.ndarray:
+        # [d_in, len(cols)] of the weight S.T (columns in Hugging Face's order)
+        order = self.column_order
+        stored = np.arange(self.matrix.shape[0])[cols] if order is None else order[cols]
+        return np.ascontiguousarray(self.matrix.dequantize(stored).T)
 
 
 def _stored_codes(f, stored: str) -> Optional[tuple[np.ndarray, str, int]]:

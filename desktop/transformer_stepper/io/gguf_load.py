@@ -127,6 +127,15 @@ class GGUFParams(CheckpointParams):
         self.ckpt.check_unchanged(self.entries[name][0])
         return weight.times_transposed(x)
 
+    def columns(self, name: str, cols: slice) -> Optional[np.ndarray]:
+        """self[name][:, cols] of a weight [d_in, d_out], dequantizing only the stored rows that
+        hold those columns (the QKV view's head, on the GUI thread); None if not compact."""
+        weight = self.compact(name)
+        if weight is None:
+            return None
+        self.ckpt.check_unchanged(self.entries[name][0])
+        return weight.columns(cols)
+
     def product_transposed(self, name: str, x: np.ndarray) -> Optional[np.ndarray]:
         """x @ self[name].T (a table [n_rows, d]: the output head) from the stored blocks."""
         return self.product(name, x, table=True)
