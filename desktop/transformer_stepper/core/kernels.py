@@ -218,22 +218,24 @@ def _q4_k_row(row, x, acc, half):
 @_jit(fastmath=_FAST)
 def _q5_k_row(row, x, acc, half):
     for b in range(x.shape[1] // 256):
-        blk, base = row[b * 176:b * 176 + 176], b * 256
-        d, dmin, s, qh = _half(blk, 0, half), _half(blk, 2, half), blk[4:16], blk[16:48]
+        at, base = b * 176, b * 256
+        d = half[np.int32(row[at]) | (np.int32(row[at + 1]) << 8)]
+        dmin = half[np.int32(row[at + 2]) | (np.int32(row[at + 3]) << 8)]
+        s = row[at + 4:at + 16]
         for p in range(4):
             sc0, m0 = _scale_min(s, 2 * p)
             sc1, m1 = _scale_min(s, 2 * p + 1)
             step0, low0, step1, low1 = d * F32(sc0), dmin * F32(m0), d * F32(sc1), dmin * F32(m1)
-            q = blk[48 + 32 * p:80 + 32 * p]
-            shift0, shift1 = np.uint8(2 * p), np.uint8(2 * p + 1)
+            codes, first = at + 48 + 32 * p, base + 64 * p
+            shift0, shift1 = np.int32(2 * p), np.int32(2 * p + 1)
             for r in range(x.shape[0]):
-                xa, xb = x[r, base + 64 * p:base + 64 * p + 32], x[r, base + 64 * p + 32:base + 64 * p + 64]
                 total = F32(0.0)
                 for i in range(32):
-                    fifth0 = ((qh[i] >> shift0) & np.uint8(1)) << np.uint8(4)
-                    fifth1 = ((qh[i] >> shift1) & np.uint8(1)) << np.uint8(4)
-                    total += (step0 * F32((q[i] & np.uint8(15)) | fifth0) - low0) * xa[i]
-                    total += (step1 * F32((q[i] >> np.uint8(4)) | fifth1) - low1) * xb[i]
+                    q, fifth = np.int32(row[codes + i]), np.int32(row[at + 16 + i])
+                    q0 = (q & 15) | (((fifth >> shift0) & 1) << 4)
+                    q1 = (q >> 4) | (((fifth >> shift1) & 1) << 4)
+                    total += (step0 * F32(q0) - low0) * x[r, first + i]
+                    total += (step1 * F32(q1) - low1) * x[r, first + 32 + i]
                 acc[r] += total
 
 
