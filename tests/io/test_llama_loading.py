@@ -46,6 +46,27 @@ def test_the_weight_cache_keeps_within_its_budget_and_results_do_not_change(tmp_
         assert tight.params.nbytes_widened() <= max(10_000, largest)
 
 
+def test_a_sweep_over_the_layers_keeps_what_fits_instead_of_thrashing(tmp_path, monkeypatch):
+    # each pass reads the layers in order: the cache keeps the first tensors that fit (not the
+    # last ones read, which the next pass needs last), so a second pass re-reads fewer
+    folder = llama_folder(tmp_path / "m", dtype="BF16", n_layer=4)
+    model = load_model(folder)
+    model.trace("the bank of the river")
+    whole = model.params.nbytes_widened()
+    model.params.set_budget(whole // 2)
+    reads = []
+    real = safetensors_file.SafetensorsFile.get
+    monkeypatch.setattr(safetensors_file.SafetensorsFile, "get",
+                        lambda self, name: reads.append(name) or real(self, name))
+    model.trace("the bank of the river")
+    first = len(reads)
+    reads.clear()
+    model.trace("the bank of the river")
+    assert 0 < len(reads) <= first
+    assert "model.layers.0.self_attn.q_proj.weight" not in reads, "the first layer stayed"
+    assert model.params.nbytes_widened() <= whole // 2 + max(np.prod(s) * 4 for s in model.params.shapes.values())
+
+
 def test_lone_safetensors_is_recognised_as_llama(tmp_path):
     folder = llama_folder(tmp_path / "m", d_model=128, n_head=2, n_kv=1, d_ff=64)
     (folder / "config.json").unlink()

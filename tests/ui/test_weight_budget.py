@@ -30,8 +30,11 @@ def test_default_from_free_memory_then_the_stored_value_wins(qtbot, request, mon
     assert window.weight_budget.mib() == 5 * 1024      # (12 GiB - 1 GiB detail - 1 GiB) / 2
     params = open_fixture(qtbot, window)
     assert params.budget == 5 * GiB
+    assert params.nbytes_widened() == 0                   # the pass multiplied from the stored blocks
+    params["h.0.mlp.gate.w"]                              # a view reads a weight's numbers: kept
     held = params.nbytes_widened() / 2**20
-    assert held > 0                                       # the traced model's dequantized weights
+    assert held > 0
+    window.weight_budget.show()
     assert window.weight_budget.label.text() == f"weights {held:,.0f} / 5,120 MiB (default: free memory)"
     assert "12,288 MiB free at start (MemAvailable)" in window.weight_budget.label.toolTip()
     window.weight_budget.set_budget(2048)

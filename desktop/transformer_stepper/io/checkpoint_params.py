@@ -3,8 +3,11 @@
 The loader maps each core name to a checkpoint tensor and a layout transform; this store reads
 a tensor the first time the forward pass asks for it. float32 tensors stay memory-mapped (the
 page cache holds them, not the process); bf16/fp16 ones and transposed copies are widened into
-memory and kept in a cache bounded by a byte budget, least recently used first, so a model
-larger than that budget streams through it layer by layer. A table's rows (the embedding
+memory and kept in a cache bounded by a byte budget, so a model larger than that budget streams
+through it layer by layer. When the budget is full the tensor read most recently before the new
+one leaves, not the least recently used: a pass reads layers 0 -> N-1 in order, and
+least-recently-used would keep the last layers, the ones the next pass needs last, so every read
+of every pass would miss; this way the first layers that fit stay and each pass finds them. A table's rows (the embedding
 lookup) and row blocks (the output head) are widened only where they are read."""
 from __future__ import annotations
 
@@ -80,9 +83,9 @@ class CheckpointParams(ParamStore):
             return value
 
     def _evict(self, keep: str) -> None:
-        # drop least recently used tensors until within budget; the one just read stays
+        # drop the most recently used tensors but the one just read until within budget
         while self.nbytes_widened() > self.budget:
-            victim = next((n for n in self._done if n != keep), None)
+            victim = next((n for n in reversed(self._done) if n != keep), None)
             if victim is None:
                 break
             del self._done[victim]
@@ -90,11 +93,12 @@ class CheckpointParams(ParamStore):
         self._drop_unused_raw(keep)
 
     def set_budget(self, budget: int) -> None:
-        """A new budget (bytes), applied at once: a lower one frees the least recently used."""
+        """A new budget (bytes), applied at once: a lower one frees the most recently used
+        (the first layers stay, as _evict keeps them)."""
         with self._lock:
             self.budget = int(budget)
             while self._done and self.nbytes_widened() > self.budget:
-                del self._done[next(iter(self._done))]
+                del self._done[next(reversed(self._done))]
             self._drop_unused_raw(None)
 
     def _drop_unused_raw(self, keep) -> None:

@@ -37,8 +37,13 @@ class ComputeResult:
 
 
 def load_and_trace(path: Optional[str], text: str, layer: int = 0,
-                   detail_budget: int = DEFAULT_DETAIL_BUDGET) -> LoadResult:
+                   detail_budget: int = DEFAULT_DETAIL_BUDGET,
+                   weight_budget: Optional[int] = None) -> LoadResult:
+    """Open and trace; `weight_budget` (bytes of widened weights the model keeps, the window's
+    setting) applies from the first trace on, not after it."""
     model = load_model(path)
+    if weight_budget is not None and hasattr(model.params, "set_budget"):
+        model.params.set_budget(weight_budget)
     if getattr(model, "is_seq2seq", False):     # its own window: ui/seq2seq/
         raise ModelError(f"{path}: {model.config.family} is an encoder–decoder; open it in its own "
                          f"window with `transformer-stepper --model PATH` (or trace|generate|export "

@@ -62,6 +62,7 @@ class SessionModel(ViewModel):
         self._return_memory = scheduler.timer(RETURN_MEMORY_AFTER_MS, self._return_freed_memory)
         self._model_path: Optional[str] = None
         self.detail_budget = DEFAULT_DETAIL_BUDGET   # bytes of layer detail a trace keeps (a setting)
+        self.weight_budget: Optional[int] = None      # bytes of widened weights a model keeps (a setting)
         self._text = DEFAULT_TEXT
         self.compute_seconds = 0.0
         self._requests = Requests()       # every load, compute, layer or generation step: a number
@@ -112,7 +113,8 @@ class SessionModel(ViewModel):
         number = self._load.new()
         self._loading_path = path or "the built-in model"
         self._notify("busyChanged", True, f"Opening {self._loading_path}…")
-        self.workers.start(Job(number, load_and_trace, (path, self._text, self._layer, self.detail_budget)),
+        self.workers.start(Job(number, load_and_trace, (path, self._text, self._layer, self.detail_budget,
+                                                     self.weight_budget)),
                            self._on_loaded, self._on_load_failed)
 
     def _on_loaded(self, request_id: int, result: LoadResult) -> None:

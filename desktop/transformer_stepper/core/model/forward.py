@@ -27,7 +27,7 @@ from .config import ModelConfig
 from .head import head_hidden, vocabulary_logits
 from .kv_cache import KVCache
 from .layer_context import Context, context, layer_context
-from .params import rows
+from .params import linear, rows
 
 Recorder = Optional[Callable[[str, np.ndarray, Optional[int]], None]]
 F32 = np.float32
@@ -150,7 +150,7 @@ def _bias(params, name: str, present: bool) -> Optional[np.ndarray]:
 def project_heads(params, config: ModelConfig, x, layer: int, name: str, n_heads: int):
     # [n_seq, d_model] -> [n_heads, n_seq, d_head]: x·W + b of one of q, k, v, split into heads
     p = f"h.{layer}.attn.{name}"
-    return ops.split_heads(ops.linear(x, params[p + ".w"], _bias(params, p + ".b", config.qkv_bias)),
+    return ops.split_heads(linear(params, p + ".w", x, _bias(params, p + ".b", config.qkv_bias)),
                            n_heads)
 
 
@@ -232,7 +232,7 @@ def weighted_sum(weights, v):
 def output_projection(params, config: ModelConfig, heads_concat, layer: int):
     # Stage 9. [n_seq, n_head * d_head] -> [n_seq, d_model]: concat(heads)·W_O + b
     p = f"h.{layer}.attn."
-    return ops.linear(heads_concat, params[p + "o.w"], _bias(params, p + "o.b", config.o_bias))
+    return linear(params, p + "o.w", heads_concat, _bias(params, p + "o.b", config.o_bias))
 
 
 def tempered_weights(scores, temperatures: dict) -> np.ndarray:
@@ -345,16 +345,16 @@ def feed_forward(params, config: ModelConfig, x, layer: int, record, interventio
     activation = ops.ACTIVATIONS[config.activation]
     record("mlp_in", x, layer)
     first = "gate" if config.gated_mlp else "fc"
-    pre_act = ops.linear(x, params[p + first + ".w"], _bias(params, p + first + ".b", config.mlp_bias))
+    pre_act = linear(params, p + first + ".w", x, _bias(params, p + first + ".b", config.mlp_bias))
     record("mlp_pre_act", pre_act, layer)                  # [n_seq, d_ff]; the gate when gated
     act = activation(pre_act)
     record("mlp_act", act, layer)
     if config.gated_mlp:
-        up = ops.linear(x, params[p + "up.w"], _bias(params, p + "up.b", config.mlp_bias))
+        up = linear(params, p + "up.w", x, _bias(params, p + "up.b", config.mlp_bias))
         record("mlp_up", up, layer)
         act = act * up
         record("mlp_gated", act, layer)                    # what the down projection reads
-    out = ops.linear(act, params[p + "proj.w"], _bias(params, p + "proj.b", config.mlp_bias))
+    out = linear(params, p + "proj.w", act, _bias(params, p + "proj.b", config.mlp_bias))
     record("mlp_out", out, layer)
     return out
 

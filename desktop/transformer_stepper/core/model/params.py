@@ -25,6 +25,7 @@ from typing import Callable, Iterator, Mapping, Optional
 
 import numpy as np
 
+from . import ops
 from .config import ModelConfig
 
 F32 = np.float32
@@ -63,8 +64,34 @@ def rows(params: Mapping[str, np.ndarray], name: str, index: np.ndarray) -> np.n
     return gather(name, index) if gather is not None else params[name][index]
 
 
+def linear(params: Mapping[str, np.ndarray], name: str, x: np.ndarray,
+           b: Optional[np.ndarray]) -> np.ndarray:
+    # [..., d_in] @ params[name] [d_in, d_out] (+ b) -> [..., d_out]: by a store that multiplies
+    # from its stored form (a GGUF's quantized blocks: io/gguf/compact.py) where it can
+    product = getattr(params, "product", None)
+    y = product(name, x) if product is not None else None
+    if y is None:
+        return ops.linear(x, params[name], b)
+    if b is not None:
+        y += b
+    return y
+
+
+def columns(params: Mapping[str, np.ndarray], name: str, cols: slice) -> np.ndarray:
+    # [d_in, d_out] weight -> [d_in, len(cols)], a copy: some of a weight's columns (a head's),
+    # read without the whole matrix where the store can (a GGUF dequantizes only those rows)
+    read = getattr(params, "columns", None)
+    value = read(name, cols) if read is not None else None
+    return np.array(params[name][:, cols]) if value is None else value
+
+
 def times_rows_transposed(x: np.ndarray, params: Mapping[str, np.ndarray], name: str) -> np.ndarray:
-    # [n, d] @ table[n_rows, d].T -> [n, n_rows], in row blocks where the store offers them
+    # [n, d] @ table[n_rows, d].T -> [n, n_rows]: from the stored form where the store can,
+    # else in row blocks where the store offers them
+    product = getattr(params, "product_transposed", None)
+    y = product(name, x) if product is not None else None
+    if y is not None:
+        return y
     blocks: Optional[Callable[[str], Iterator[tuple[int, np.ndarray]]]] = getattr(params, "row_blocks", None)
     if blocks is None:
         return x @ params[name].T

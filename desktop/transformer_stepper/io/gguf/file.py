@@ -142,6 +142,13 @@ class GGUFFile:
         only its blocks (a block never spans two rows, so never two experts)."""
         return self._dequantize(name, self.stored(name)[expert])
 
+    def dequantize_codes(self, name: str, codes: np.ndarray) -> np.ndarray:
+        """Rows of the tensor given as their stored bytes ([rows, bytes] uint8) as float32: the
+        numpy reference the compiled kernels equal (core/model/quantized.py)."""
+        if self.quant_type(name) in ("F16", "F32", "BF16", "F64"):
+            codes = codes.view(self.tensors[name].data.dtype)
+        return self._dequantize(name, codes)
+
     def _dequantize(self, name: str, data: np.ndarray) -> np.ndarray:
         self.check_readable(name)
         qtype = self.tensors[name].tensor_type

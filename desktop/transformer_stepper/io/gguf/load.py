@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -12,6 +13,7 @@ from ...core.model.params import expected_shapes
 from ...core.trace.model import Model
 from .. import families
 from ..checkpoint_params import CheckpointParams
+from .compact import CompactWeight, compact_weight
 from .file import GGUFFile
 from .model import MOE_ARCHITECTURES, GGUFCheckpoint, architecture, map_tensors, open_files
 from .tokenizer import tokenizer_from_gguf
@@ -128,10 +130,44 @@ def _check_vocab(files: list[GGUFFile], ckpt: GGUFCheckpoint, embed: str, n_voca
 
 class GGUFParams(CheckpointParams):
     """A GGUF model's parameters: they also say how a weight's stored block gives it (the
-    provenance of a weight, core/analysis/provenance/params.py)."""
+    provenance of a weight, core/analysis/provenance/params.py), and the forward pass multiplies by
+    its matrices straight from the stored blocks (io/gguf/compact.py): the float32 matrices
+    of an 8B model (32 GB) are never made, and nothing is dequantized again for each pass."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._compact: dict[tuple[str, bool], Optional[CompactWeight]] = {}
 
     def weight_steps(self, name: str, index):
         return weight_steps(self, name, index)
+
+    def compact(self, name: str, table: bool = False) -> Optional[CompactWeight]:
+        key = (name, table)
+        if key not in self._compact:
+            ckpt_name, transform = self.entries[name]
+            self._compact[key] = compact_weight(self.ckpt, ckpt_name, transform, self.shapes[name], table)
+        return self._compact[key]
+
+    def product(self, name: str, x: np.ndarray, table: bool = False) -> Optional[np.ndarray]:
+        """x @ self[name] (a weight [d_in, d_out]) from the stored blocks; None if not compact."""
+        weight = self.compact(name, table)
+        if weight is None:
+            return None
+        self.ckpt.check_unchanged(self.entries[name][0])
+        return weight.times_transposed(x)
+
+    def columns(self, name: str, cols: slice) -> Optional[np.ndarray]:
+        """self[name][:, cols] of a weight [d_in, d_out], dequantizing only the stored rows that
+        hold those columns (the QKV view's head, on the GUI thread); None if not compact."""
+        weight = self.compact(name)
+        if weight is None:
+            return None
+        self.ckpt.check_unchanged(self.entries[name][0])
+        return weight.columns(cols)
+
+    def product_transposed(self, name: str, x: np.ndarray) -> Optional[np.ndarray]:
+        """x @ self[name].T (a table [n_rows, d]: the output head) from the stored blocks."""
+        return self.product(name, x, table=True)
 
 
 def _params(ckpt: GGUFCheckpoint, config, arch: str) -> CheckpointParams:

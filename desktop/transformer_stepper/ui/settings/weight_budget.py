@@ -1,6 +1,6 @@
 """The weight cache's budget as a user preference: how many MiB of widened (bf16/fp16) or
-dequantized (GGUF) float32 weights a model keeps (io/checkpoint_params.py; least recently used
-first out). By default it is worked out from the memory free when the window opens
+dequantized float32 weights a model keeps (io/checkpoint_params.py; when full, the first layers
+stay and the rest stream; a GGUF's matrices are multiplied from their stored blocks and not kept). By default it is worked out from the memory free when the window opens
 (io/free_memory.py: half of what is left after the detail budget and 1 GiB); View → Weight
 Cache Budget… sets it instead (kept in the window's settings, applied to every model opened).
 The status bar says what the cache holds, and "free memory" when the budget is that default.
@@ -55,6 +55,7 @@ class WeightBudget(BudgetSetting):
         return f"{self.TOOLTIP}; {where}"
 
     def apply_budget(self, nbytes: int) -> None:
+        self.window.session.weight_budget = nbytes       # the next model opens with it
         model = self.window.session.model
         if model is not None and hasattr(model.params, "set_budget"):
             model.params.set_budget(nbytes)

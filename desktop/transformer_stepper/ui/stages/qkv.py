@@ -5,6 +5,7 @@ from typing import Iterator
 
 import numpy as np
 
+from ...core.model import params as params_lib
 from ..plots import Heatmap
 from .base import StageView
 
@@ -44,7 +45,8 @@ class QKVView(StageView):
         before = "after ln_1" if config.norms_branch_input else "the layer input"
         self.x.set_title(f"x: what the projections read ({before}), layer {layer}")
         self.x.set_data(self.layer_array("attn_in"), self.labels)
-        weights = np.array(self.session.model.params[f"h.{layer}.attn.q.w"][:, self.head_columns()])  # not a view of the file
+        # a copy of the head's columns only (a GGUF dequantizes only their rows: on the GUI thread)
+        weights = params_lib.columns(self.session.model.params, f"h.{layer}.attn.q.w", self.head_columns())
         self.w.set_title(f"W_Q columns {self.head_columns().start}–{self.head_columns().stop - 1} ({where})")
         self.w.set_data(weights)
         for figure, name in ((self.q, "q"), (self.k, "k"), (self.v, "v")):
