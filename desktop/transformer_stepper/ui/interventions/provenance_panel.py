@@ -178,9 +178,10 @@ class ProvenancePanel(QWidget):
         return super().close()
 
 
-def install_provenance_dock(window: QMainWindow) -> QDockWidget:
-    """A dock on the window's right, hidden until the first Alt-click; View menu toggles it."""
-    panel = ProvenancePanel(window.session)
+def provenance_dock(window: QMainWindow, source) -> tuple[QDockWidget, ProvenancePanel]:
+    """The panel in a dock on the window's right, hidden until the first Alt-click: `source`
+    (the session, or the translation window's relay) asks with provenanceRequested."""
+    panel = ProvenancePanel(source)
     dock = QDockWidget("Where does this number come from?", window)
     dock.setObjectName("provenance")
     dock.setWidget(scrolling(panel))      # a long formula scrolls inside the dock
@@ -201,7 +202,13 @@ def install_provenance_dock(window: QMainWindow) -> QDockWidget:
             QTimer.singleShot(0, dock, widen)
         dock.raise_()
 
-    window.session.provenanceRequested.connect(reveal)
+    source.provenanceRequested.connect(reveal)
+    return dock, panel
+
+
+def install_provenance_dock(window: QMainWindow) -> QDockWidget:
+    """The main window's provenance dock; the View menu toggles it."""
+    dock, panel = provenance_dock(window, window.session)
     action = dock.toggleViewAction()
     action.setText("&Provenance Panel")
     window.view_menu.addAction(action)

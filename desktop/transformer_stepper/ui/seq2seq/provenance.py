@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
-from ..interventions.provenance_panel import PANEL_WIDTH, ProvenancePanel
+from ..interventions.provenance_panel import ProvenancePanel, provenance_dock
 
 
 class ProvenanceRelay(QObject):
@@ -53,23 +53,5 @@ class ProvenanceRelay(QObject):
 
 
 def install(window: QMainWindow, relay: ProvenanceRelay) -> tuple[QDockWidget, ProvenancePanel]:
-    """The panel in a dock on the window's right, hidden until the first Alt-click."""
-    panel = ProvenancePanel(relay)
-    dock = QDockWidget("Where does this number come from?", window)
-    dock.setObjectName("provenance")
-    dock.setWidget(panel)
-    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-    dock.setVisible(False)
-
-    def widen() -> None:
-        if dock.isVisible() and not dock.isFloating() and dock.width() < PANEL_WIDTH:
-            window.resizeDocks([dock], [PANEL_WIDTH], Qt.Orientation.Horizontal)
-
-    def reveal(*_) -> None:
-        if not dock.isVisible():
-            dock.setVisible(True)
-            QTimer.singleShot(0, dock, widen)
-        dock.raise_()
-
-    relay.provenanceRequested.connect(reveal)
-    return dock, panel
+    """The main window's provenance panel in a dock of the translation window."""
+    return provenance_dock(window, relay)
