@@ -14,9 +14,9 @@ from ...core.model.params import expected_shapes
 from ...core.trace.model import Model
 from .. import families
 from ..checkpoint_params import CheckpointParams
+from ..families.gguf_layout import GGUFLayout
 from .compact import CompactWeight, compact_weight
 from .file import GGUFFile
-from ..families.gguf_layout import GGUFLayout
 from .model import GGUFCheckpoint, layout_of, map_tensors, open_files
 from .tokenizer import tokenizer_from_gguf
 from .weights import weight_steps
