@@ -9,10 +9,14 @@
     CONFIG_FAMILIES  (optional) the config.family values it makes, when not its MODEL_TYPES
     SEQ2SEQ          (optional) True for an encoder–decoder (io/seq2seq_loader.py loads it)
     computed_params(config) -> dict   (optional) tables made at open, not stored (Marian's)
+    GGUF_LAYOUTS     (optional) how llama.cpp stores its models: GGUFLayout per GGUF architecture
+                     (architecture name, metadata -> config, tensor names, per-tensor fix-ups;
+                     gguf_layout.py); io/gguf finds them through gguf_layout_of
 
 `Family.of(module)` checks that contract when the package is imported (a module missing a
 piece is named at once, not when a user's file first needs it) and is what the loader sees;
-the loader loops over FAMILIES; adding a family is one module here plus its fixtures."""
+the loaders loop over FAMILIES; adding a family is one module here (its HF key map and, if
+llama.cpp stores it, its GGUF layout) plus its fixtures."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,6 +25,7 @@ from typing import Callable, Optional
 
 from ...core.model.config import ModelConfig
 from ...core.model.errors import ModelError
+from .gguf_layout import GGUFLayout
 from . import (bart, bert, distilbert, gemma, gemma2, gemma3, gpt2, gpt_neox, llama, marian, mixtral, olmo2,
                olmoe, phi3, qwen2_moe, qwen3_moe, roberta, smollm3, stepper, t5)
 
@@ -37,6 +42,7 @@ class Family:
     layer_marker: str
     seq2seq: bool = False
     computed_params: Optional[Callable] = None  # (config) -> tables made at open (Marian's sinusoids)
+    gguf_layouts: tuple[GGUFLayout, ...] = ()   # how llama.cpp stores its models (GGUF)
 
     @classmethod
     def of(cls, module: ModuleType) -> "Family":
@@ -45,10 +51,14 @@ class Family:
                                "LAYER_MARKER") if not hasattr(module, a)]
         if missing:
             raise TypeError(f"io/families/{name}.py does not declare {', '.join(missing)}")
+        layouts = tuple(getattr(module, "GGUF_LAYOUTS", ()))
+        if not all(isinstance(layout, GGUFLayout) for layout in layouts):
+            raise TypeError(f"io/families/{name}.py: GGUF_LAYOUTS must be a tuple of GGUFLayout")
         types = tuple(module.MODEL_TYPES)
         return cls(name, types, tuple(getattr(module, "CONFIG_FAMILIES", types)), module.config_from_hf,
                    module.keymap, module.detect, module.infer_hf_config, module.LAYER_MARKER,
-                   bool(getattr(module, "SEQ2SEQ", False)), getattr(module, "computed_params", None))
+                   bool(getattr(module, "SEQ2SEQ", False)), getattr(module, "computed_params", None),
+                   layouts)
 
 
 # gemma3, gemma2 and olmo2 before llama: their lone files have Llama's names plus their own norms;
@@ -56,6 +66,23 @@ class Family:
 FAMILIES: tuple[Family, ...] = tuple(Family.of(m) for m in (
     stepper, bert, roberta, distilbert, gpt2, gemma3, gemma2, olmo2, mixtral, qwen2_moe, qwen3_moe, olmoe,
     llama, gemma, smollm3, phi3, gpt_neox, t5, bart, marian))
+
+
+def _gguf_registry(families: tuple[Family, ...]) -> dict[tuple[str, bool], tuple[Family, GGUFLayout]]:
+    """(GGUF architecture, with experts) -> the family and its layout; one family per key."""
+    registry: dict[tuple[str, bool], tuple[Family, GGUFLayout]] = {}
+    for family in families:
+        for layout in family.gguf_layouts:
+            key = (layout.architecture, layout.experts)
+            if key in registry:
+                raise TypeError(f"io/families/{family.name}.py: GGUF architecture {key[0]!r} "
+                                f"{'with' if key[1] else 'without'} experts is already "
+                                f"io/families/{registry[key][0].name}.py's")
+            registry[key] = (family, layout)
+    return registry
+
+
+GGUF_LAYOUTS = _gguf_registry(FAMILIES)
 # model types people have that this version does not compute, and why
 REFUSED: dict[str, str] = {
     "gpt_oss": ("a mixture of experts with attention sinks and a clamped SwiGLU, not computed yet "
@@ -98,3 +125,26 @@ def detect(names: set[str]) -> Optional[Family]:
         if family.detect(names):
             return family
     return None
+
+
+def supported_gguf_architectures() -> str:
+    """The GGUF architectures opened, as an error message lists them."""
+    dense = [arch for arch, experts in GGUF_LAYOUTS if not experts]
+    moe = [arch if arch not in dense else f"{arch} ({family.name})"
+           for (arch, experts), (family, _) in GGUF_LAYOUTS.items() if experts]
+    return f"{', '.join(dense)}; with experts: {', '.join(moe)}"
+
+
+def gguf_layout_of(arch, n_experts, source: str) -> tuple[Family, GGUFLayout]:
+    """The family and layout of a GGUF file of general.architecture `arch` declaring `n_experts`
+    experts (0: none), or a one-line refusal naming the file and the architecture. A file of a
+    mixture-of-experts architecture that declares no experts gets that layout (its missing
+    {arch}.expert_count is then named)."""
+    found = GGUF_LAYOUTS.get((arch, bool(n_experts))) if isinstance(arch, str) else None
+    if found is None and not n_experts and isinstance(arch, str):
+        found = GGUF_LAYOUTS.get((arch, True))
+    if found is None:
+        declared = f" with {n_experts} experts (a mixture of experts)" if n_experts else ""
+        raise ModelError(f"{source}: GGUF architecture {arch!r}{declared} is not supported "
+                         f"(supported: {supported_gguf_architectures()})")
+    return found

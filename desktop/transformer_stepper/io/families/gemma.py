@@ -7,6 +7,7 @@ import numpy as np
 
 from ...core.model.config import ModelConfig
 from .common import ADD_ONE, KeyMap, activation, integer, prefixed, strip_prefix
+from .gguf_layout import decoder_config as gguf_decoder_config, decoder_layout
 from .llama import ACTIVATIONS, decoder_config, decoder_keymap
 from .llama import infer_hf_config as llama_infer
 
@@ -35,3 +36,14 @@ def keymap(config: ModelConfig, names: set[str]) -> KeyMap:
 
 def infer_hf_config(shape, names: set[str]) -> dict:
     return {**llama_infer(shape, names), "model_type": "gemma"}
+
+
+def _gguf_config(files: list, arch: str) -> dict:
+    return {**gguf_decoder_config(files, arch, head_dim=True), "hidden_activation": "gelu_pytorch_tanh"}
+
+
+# llama.cpp stores the RMSNorm gains as 1 + w (the family adds the 1 again)
+GGUF_LAYOUTS = (decoder_layout(
+    "gemma", _gguf_config, sentencepiece="gemma",
+    fixes={f"{leaf}.weight": "minus_one"
+           for leaf in ("attn_norm", "ffn_norm", "attn_q_norm", "attn_k_norm", "output_norm")}),)

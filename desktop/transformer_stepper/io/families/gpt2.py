@@ -6,6 +6,7 @@ from ...core.model.config import ModelConfig
 from ...core.model.errors import ModelError
 from .common import (ASSUMED_D_HEAD, IDENTITY, Columns, KeyMap, activation, build, count_layers, display_name,
                      divisible, integer, number, prefixed, strip_prefix, tied)
+from .gguf_layout import GGUFLayout, vocab_size
 
 MODEL_TYPES = ("gpt2",)
 LAYER_MARKER = "h."
@@ -65,3 +66,26 @@ def infer_hf_config(shape, names: set[str]) -> dict:
             "n_positions": shape(p + "wpe.weight", 2)[0],
             "n_inner": shape(p + "h.0.mlp.c_fc.weight", 2)[1],
             "n_layer": count_layers(names, LAYER_MARKER), "n_head": max(d_model // ASSUMED_D_HEAD, 1)}
+
+
+def _gguf_config(files: list, arch: str) -> dict:
+    f = files[0]
+    return {"model_type": "gpt2", "vocab_size": vocab_size(files, arch),
+            "n_embd": f.integer(f"{arch}.embedding_length"), "n_layer": f.integer(f"{arch}.block_count"),
+            "n_head": f.integer(f"{arch}.attention.head_count"),
+            "n_positions": f.integer(f"{arch}.context_length"),
+            "n_inner": f.integer(f"{arch}.feed_forward_length"),
+            "layer_norm_epsilon": f.number(f"{arch}.attention.layer_norm_epsilon"),
+            "activation_function": "gelu_new", "tie_word_embeddings": True}
+
+
+# llama.cpp stores the Conv1D weights [out, in] and GPT-2's head as its own output.weight
+# (quantized apart from wte)
+GGUF_LAYOUTS = (GGUFLayout(
+    "gpt2", _gguf_config,
+    top={"token_embd": "wte", "position_embd": "wpe", "output_norm": "ln_f", "output": "lm_head"},
+    block={"attn_norm": "ln_1", "ffn_norm": "ln_2", "attn_qkv": "attn.c_attn", "attn_output": "attn.c_proj",
+           "ffn_up": "mlp.c_fc", "ffn_down": "mlp.c_proj"},
+    layer="h.{}.", embedding="wte.weight",
+    fixes={f"{leaf}.weight": "transposed" for leaf in ("attn_qkv", "attn_output", "ffn_up", "ffn_down")},
+    separate_head=True),)

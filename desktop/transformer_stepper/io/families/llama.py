@@ -8,6 +8,7 @@ from ...core.model.config import ModelConfig
 from ...core.model.errors import ModelError
 from .common import (ASSUMED_D_HEAD, IDENTITY, TRANSPOSE, KeyMap, activation, build, count_layers, display_name,
                      divisible, flag, integer, number, prefixed, strip_prefix, tied)
+from .gguf_layout import UNPERMUTE_QK, decoder_config as gguf_decoder_config, decoder_layout
 from .rope import rope_fields
 
 MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
@@ -140,3 +141,18 @@ def infer_hf_config(shape, names: set[str]) -> dict:
             "head_dim": head_dim, "intermediate_size": shape(p + "layers.0.mlp.gate_proj.weight", 2)[0],
             "num_hidden_layers": count_layers(names, LAYER_MARKER),
             "tie_word_embeddings": "lm_head.weight" not in names}
+
+
+def gguf_llama_config(files: list, arch: str) -> dict:
+    names = {n for g in files for n in g.tensors}
+    return {**gguf_decoder_config(files, arch), "attention_bias": "blk.0.attn_q.bias" in names}
+
+
+def _gguf_qwen3(files: list, arch: str) -> dict:
+    return gguf_decoder_config(files, arch, head_dim=True)
+
+
+# qwen2 and qwen3 are stored as Hugging Face has them; llama's q and k rows are permuted
+GGUF_LAYOUTS = (decoder_layout("llama", gguf_llama_config, fixes=UNPERMUTE_QK),
+                decoder_layout("qwen2", gguf_decoder_config),
+                decoder_layout("qwen3", _gguf_qwen3))

@@ -14,7 +14,8 @@ from __future__ import annotations
 from ...core.model.config import ModelConfig
 from .common import KeyMap, prefixed, strip_prefix
 from .layer_kinds import with_defaults
-from .llama import decoder_config, decoder_keymap
+from .gguf_layout import DECODER_BLOCK, UNPERMUTE_QK, decoder_layout, expert_config
+from .llama import decoder_config, decoder_keymap, gguf_llama_config
 from .moe_layout import renamed, detect_experts, expert_fields, moe_keymap, needs_config
 
 MODEL_TYPES = ("mixtral",)
@@ -46,3 +47,15 @@ def keymap(config: ModelConfig, names: set[str]) -> KeyMap:
 
 def infer_hf_config(shape, names: set[str]) -> dict:
     raise needs_config("Mixtral")
+
+
+def _gguf_config(files: list, arch: str) -> dict:
+    return {**gguf_llama_config(files, arch), **expert_config(files, arch, "mixtral", "num_local_experts", True)}
+
+
+# llama.cpp stores Mixtral as `llama` with llama.expert_count (q and k permuted as Llama's)
+GGUF_LAYOUTS = (decoder_layout(
+    "llama", _gguf_config, experts=True, fixes=UNPERMUTE_QK,
+    block={**DECODER_BLOCK, "ffn_gate_inp": "block_sparse_moe.gate"},
+    expert_names={"ffn_gate_exps": "block_sparse_moe.experts.{e}.w1", "ffn_up_exps": "block_sparse_moe.experts.{e}.w3",
+                  "ffn_down_exps": "block_sparse_moe.experts.{e}.w2"}),)

@@ -16,6 +16,7 @@ from ...core.model.config import ModelConfig
 from ...core.model.errors import ModelError
 from .common import KeyMap, prefixed, strip_prefix
 from .layer_kinds import with_defaults
+from .gguf_layout import decoder_config as gguf_decoder_config, decoder_layout, expert_config
 from .llama import decoder_config, decoder_keymap
 from .moe_layout import renamed, detect_experts, expert_fields, moe_keymap, needs_config
 from .qwen3_moe import PROJECTIONS
@@ -53,3 +54,15 @@ def keymap(config: ModelConfig, names: set[str]) -> KeyMap:
 
 def infer_hf_config(shape, names: set[str]) -> dict:
     raise needs_config("OLMoE")
+
+
+def _gguf_config(files: list, arch: str) -> dict:
+    f = files[0]
+    return {**gguf_decoder_config(files, arch), **expert_config(files, arch, "olmoe", "num_experts", False),
+            # an expert is intermediate_size wide
+            "intermediate_size": f.integer(f"{arch}.expert_feed_forward_length",
+                                           f.integer(f"{arch}.feed_forward_length")),
+            "clip_qkv": None}
+
+
+GGUF_LAYOUTS = (decoder_layout("olmoe", _gguf_config, experts=True),)

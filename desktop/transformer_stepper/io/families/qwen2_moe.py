@@ -16,6 +16,8 @@ from __future__ import annotations
 from ...core.model.config import ModelConfig
 from .common import KeyMap, flag, prefixed, strip_prefix
 from .layer_kinds import with_defaults
+from .gguf_layout import (decoder_config as gguf_decoder_config, decoder_layout, expert_config,
+                          qwen_expert_config, tensor_names)
 from .llama import decoder_config, decoder_keymap
 from .moe_layout import renamed, dense_layers, detect_experts, expert_fields, moe_keymap, needs_config
 from .qwen3_moe import PROJECTIONS
@@ -56,3 +58,16 @@ def keymap(config: ModelConfig, names: set[str]) -> KeyMap:
 
 def infer_hf_config(shape, names: set[str]) -> dict:
     raise needs_config("Qwen2-MoE")
+
+
+def _gguf_config(files: list, arch: str) -> dict:
+    cfg = gguf_decoder_config(files, arch)
+    return {**cfg, **expert_config(files, arch, "qwen2_moe", "num_experts", False),
+            **qwen_expert_config(files, arch, cfg["num_hidden_layers"]),
+            "shared_expert_intermediate_size": files[0].integer(f"{arch}.expert_shared_feed_forward_length"),
+            "qkv_bias": "blk.0.attn_q.bias" in tensor_names(files)}
+
+
+# llama.cpp stores the shared expert's gate [d_model]; Hugging Face has [1, d_model]
+GGUF_LAYOUTS = (decoder_layout("qwen2moe", _gguf_config, experts=True,
+                               fixes={"ffn_gate_inp_shexp": "as_row"}),)

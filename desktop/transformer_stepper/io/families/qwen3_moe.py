@@ -16,6 +16,7 @@ from __future__ import annotations
 from ...core.model.config import ModelConfig
 from .common import KeyMap, prefixed, strip_prefix
 from .layer_kinds import with_defaults
+from .gguf_layout import decoder_config as gguf_decoder_config, decoder_layout, expert_config, qwen_expert_config
 from .llama import decoder_config, decoder_keymap
 from .moe_layout import renamed, dense_layers, detect_experts, expert_fields, moe_keymap, needs_config
 
@@ -52,3 +53,12 @@ def keymap(config: ModelConfig, names: set[str]) -> KeyMap:
 
 def infer_hf_config(shape, names: set[str]) -> dict:
     raise needs_config("Qwen3-MoE (or OLMoE: their tensor names are alike)")
+
+
+def _gguf_config(files: list, arch: str) -> dict:
+    cfg = gguf_decoder_config(files, arch, head_dim=True)
+    return {**cfg, **expert_config(files, arch, "qwen3_moe", "num_experts", True),
+            **qwen_expert_config(files, arch, cfg["num_hidden_layers"])}
+
+
+GGUF_LAYOUTS = (decoder_layout("qwen3moe", _gguf_config, experts=True),)

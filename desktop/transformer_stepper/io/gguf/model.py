@@ -1,15 +1,17 @@
 """A GGUF model as a checkpoint with Hugging Face's names, so the families' key maps and configs
-open it like an HF folder. llama.cpp's converter changed some tensors; they are changed back here,
-per tensor, on read:
+open it like an HF folder. Which names, and how llama.cpp's converter changed some tensors, is each
+family's GGUF layout (io/families/gguf_layout.py, GGUF_LAYOUTS in the family module); the changes
+are undone here, per tensor, on read:
 
-  llama     q and k rows permuted for llama.cpp's interleaved rotary pairs -> HF's halves
-  gemma     RMSNorm gains stored as 1 + w -> w (the family adds the 1 again)
-  gpt2      Conv1D weights stored [out, in] -> [in, out]; output.weight is its own head
-  qwen2/3   stored as Hugging Face has them
-  experts   a mixture-of-experts layer's experts stored as one 3-D tensor each for gate, up and
-            down (ffn_{gate,up,down}_exps [n_expert, out, in]): each expert is its own Hugging
-            Face name, read as one slice of it (only the experts a pass routes to are read and
-            dequantized); Mixtral is `llama` with llama.expert_count
+  unpermute_heads / unpermute_kv_heads   q and k rows permuted for llama.cpp's interleaved rotary
+                                         pairs -> HF's halves (llama)
+  minus_one     RMSNorm gains stored as 1 + w -> w (gemma: the family adds the 1 again)
+  transposed    Conv1D weights stored [out, in] -> [in, out] (gpt2)
+  as_row        a gain stored [d] -> HF's [1, d] (qwen2moe's shared-expert gate)
+  experts       a mixture-of-experts layer's experts stored as one 3-D tensor each for gate, up and
+                down (ffn_{gate,up,down}_exps [n_expert, out, in]): each expert is its own Hugging
+                Face name, read as one slice of it (only the experts a pass routes to are read and
+                dequantized)
 Sharded files (name-00001-of-0000N.gguf) open as one model. Anything else is refused in one line."""
 from __future__ import annotations
 
@@ -20,29 +22,13 @@ from typing import Optional
 import numpy as np
 
 from ...core.model.errors import ModelError
+from .. import families
+from ..families.gguf_layout import GGUFLayout
 from .file import GGUFFile
 
-ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma", "gpt2", "qwen3moe", "qwen2moe", "olmoe")
-MOE_ARCHITECTURES = {"qwen3moe": "qwen3_moe", "qwen2moe": "qwen2_moe", "olmoe": "olmoe", "llama": "mixtral"}
 _SHARD = re.compile(r"^(?P<stem>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
-
-# GGUF leaf -> HF name inside a block, for the Llama layout and for GPT-2
-_LLAMA_BLOCK = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
-                "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
-                "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
-                "attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",
-                "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
-# the experts' tensors: GGUF leaf -> (HF projection per layout); the routers and shared expert
-_EXPERTS = {"ffn_gate_exps": ("gate_proj", "w1"), "ffn_up_exps": ("up_proj", "w3"),
-            "ffn_down_exps": ("down_proj", "w2")}
-_MOE_BLOCK = {"ffn_gate_inp": "mlp.gate", "ffn_gate_shexp": "mlp.shared_expert.gate_proj",
-              "ffn_up_shexp": "mlp.shared_expert.up_proj", "ffn_down_shexp": "mlp.shared_expert.down_proj",
-              "ffn_gate_inp_shexp": "mlp.shared_expert_gate"}
-_LLAMA_TOP = {"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
-_GPT2_BLOCK = {"attn_norm": "ln_1", "ffn_norm": "ln_2", "attn_qkv": "attn.c_attn",
-               "attn_output": "attn.c_proj", "ffn_up": "mlp.c_fc", "ffn_down": "mlp.c_proj"}
-_GPT2_TOP = {"token_embd": "wte", "position_embd": "wpe", "output_norm": "ln_f", "output": "lm_head"}
-_GPT2_TRANSPOSED = {"attn_qkv", "attn_output", "ffn_up", "ffn_down"}
+_BLOCK_TENSOR = re.compile(r"^blk\.(\d+)\.([a-z_0-9]+)\.(weight|bias)$")
+_TOP_TENSOR = re.compile(r"^([a-z_]+)\.(weight|bias)$")
 
 
 class Fix:
@@ -191,7 +177,9 @@ def open_files(path: Path) -> list[GGUFFile]:
     return files
 
 
-def architecture(first: GGUFFile) -> str:
+def layout_of(first: GGUFFile) -> tuple[families.Family, GGUFLayout]:
+    """The family and GGUF layout of the file's general.architecture (the registry of
+    io/families' GGUF_LAYOUTS), or a one-line refusal."""
     kind = first.value("general.type")
     if kind == "adapter" or first.value("adapter.type") is not None:
         raise ModelError(f"{first.path}: a LoRA adapter (general.type=adapter), not a model; open "
@@ -200,68 +188,52 @@ def architecture(first: GGUFFile) -> str:
     if kind == "mmproj" or arch == "clip":
         raise ModelError(f"{first.path}: only a vision tower / projector (mmproj), not a language "
                          f"model; open the model's text GGUF")
-    experts = first.value(f"{arch}.expert_count", 0)
-    if arch not in ARCHITECTURES or (experts and arch not in MOE_ARCHITECTURES):
-        declared = f" with {experts} experts (a mixture of experts)" if experts else ""
-        raise ModelError(f"{first.path}: GGUF architecture {arch!r}{declared} is not supported "
-                         f"(supported: {', '.join(ARCHITECTURES)}, and llama with experts: Mixtral)")
-    return arch
+    experts = first.value(f"{arch}.expert_count", 0) if isinstance(arch, str) else 0
+    return families.gguf_layout_of(arch, experts, str(first.path))
 
 
-def _hf_name(arch: str, name: str, mixtral: bool = False) -> Optional[tuple[str, str]]:
-    """(HF name, GGUF leaf) of a GGUF tensor name, or None for tensors the model does not use."""
-    top, block = (_GPT2_TOP, _GPT2_BLOCK) if arch == "gpt2" else (_LLAMA_TOP, {**_LLAMA_BLOCK, **_MOE_BLOCK})
-    if mixtral:
-        block = {**block, "ffn_gate_inp": "block_sparse_moe.gate"}
-    match = re.match(r"^blk\.(\d+)\.([a-z_0-9]+)\.(weight|bias)$", name)
+def _hf_name(layout: GGUFLayout, name: str) -> Optional[tuple[str, str, str]]:
+    """(HF name, GGUF leaf, weight or bias) of a GGUF tensor name, or None for tensors the model
+    does not use."""
+    match = _BLOCK_TENSOR.match(name)
     if match:
         index, leaf, kind = match.groups()
-        if leaf not in block:
+        if leaf not in layout.block:
             return None
-        layer = f"h.{index}." if arch == "gpt2" else f"model.layers.{index}."
-        return f"{layer}{block[leaf]}.{kind}", leaf
-    match = re.match(r"^([a-z_]+)\.(weight|bias)$", name)
-    if match and match.group(1) in top:
-        return f"{top[match.group(1)]}.{match.group(2)}", match.group(1)
+        return f"{layout.layer.format(index)}{layout.block[leaf]}.{kind}", leaf, kind
+    match = _TOP_TENSOR.match(name)
+    if match and match.group(1) in layout.top:
+        return f"{layout.top[match.group(1)]}.{match.group(2)}", match.group(1), match.group(2)
     return None
 
 
-def _experts(f: GGUFFile, name: str, mixtral: bool) -> dict:
+def _experts(f: GGUFFile, name: str, layout: GGUFLayout) -> dict:
     """A 3-D experts tensor (blk.N.ffn_*_exps.weight) as one HF name per expert."""
-    match = re.match(r"^blk\.(\d+)\.(ffn_(?:gate|up|down)_exps)\.weight$", name)
-    if match is None:
+    match = _BLOCK_TENSOR.match(name)
+    if match is None or match.group(3) != "weight" or match.group(2) not in layout.expert_names:
         return {}
-    layer, leaf = match.groups()
-    qwen, legacy = _EXPERTS[leaf]
-    n_expert = f.shape(name)[0]
-    if mixtral:
-        return {f"model.layers.{layer}.block_sparse_moe.experts.{e}.{legacy}.weight": (f, name, ExpertSlice(e))
-                for e in range(n_expert)}
-    return {f"model.layers.{layer}.mlp.experts.{e}.{qwen}.weight": (f, name, ExpertSlice(e))
-            for e in range(n_expert)}
+    layer, leaf, _ = match.groups()
+    inside = layout.layer.format(layer) + layout.expert_names[leaf]
+    return {f"{inside.format(e=e)}.weight": (f, name, ExpertSlice(e)) for e in range(f.shape(name)[0])}
 
 
-def map_tensors(files: list[GGUFFile], arch: str, n_head: int, n_kv: int, mixtral: bool = False) -> dict:
+def map_tensors(files: list[GGUFFile], layout: GGUFLayout, n_head: int, n_kv: int) -> dict:
     where: dict[str, tuple[GGUFFile, str, Fix]] = {}
-    permute = {"attn_q": Unpermute(n_head), "attn_k": Unpermute(n_kv)}
+    fixes = {"unpermute_heads": Unpermute(n_head), "unpermute_kv_heads": Unpermute(n_kv),
+             "minus_one": MinusOne(), "transposed": Transposed(), "as_row": AsRow()}
     for f in files:
         for name in f.tensors:
-            experts = _experts(f, name, mixtral)
+            experts = _experts(f, name, layout)
             if experts:
                 where.update(experts)
                 continue
-            mapped = _hf_name(arch, name, mixtral)
+            mapped = _hf_name(layout, name)
             if mapped is None:
                 continue
-            hf, leaf = mapped
-            fix: Fix = AS_STORED
-            if arch == "llama" and leaf in permute:
-                fix = permute[leaf]
-            elif arch == "gemma" and leaf.endswith("norm") and hf.endswith(".weight"):
-                fix = MinusOne()
-            elif arch == "gpt2" and leaf in _GPT2_TRANSPOSED and hf.endswith(".weight"):
-                fix = Transposed()
-            elif leaf == "ffn_gate_inp_shexp" and len(f.shape(name)) == 1:
-                fix = AsRow()
+            hf, leaf, kind = mapped
+            fix_name = layout.fix(leaf, kind)
+            fix: Fix = AS_STORED if fix_name is None else fixes[fix_name]
+            if fix_name == "as_row" and len(f.shape(name)) != 1:
+                fix = AS_STORED
             where[hf] = (f, name, fix)
     return where

@@ -128,8 +128,8 @@ def _byte_level(gguf, tokens, types) -> dict:
                                           True, ("<|endoftext|>",))}
 
 
-def _sentencepiece(gguf, tokens, types, architecture: str) -> dict:
-    gemma = architecture == "gemma"
+def _sentencepiece(gguf, tokens, types, variant: str) -> dict:
+    gemma = variant == "gemma"
     if gemma:  # runs of spaces are stored as spaces; the model looks them up as "▁"
         tokens = ["\u2581" * len(t) if " " in t and not t.strip() else t for t in tokens]
     vocab = {}
@@ -168,7 +168,7 @@ def _sentencepiece(gguf, tokens, types, architecture: str) -> dict:
             "added_tokens": _added_tokens(tokens, types, vocab, False, defaults)}
 
 
-def tokenizer_from_gguf(gguf, architecture: str) -> Tokenizer:
+def tokenizer_from_gguf(gguf, sentencepiece: str = "llama") -> Tokenizer:
     """The file's tokenizer; a kind Hugging Face does not build is refused in one line."""
     kind = gguf.value("tokenizer.ggml.model", required=True)
     tokens = gguf.value("tokenizer.ggml.tokens", required=True)
@@ -183,7 +183,7 @@ def tokenizer_from_gguf(gguf, architecture: str) -> Tokenizer:
         body = _byte_level(gguf, tokens, types)
         add_bos = bool(gguf.value("tokenizer.ggml.add_bos_token", False))
     elif kind == "llama":
-        body = _sentencepiece(gguf, tokens, types, architecture)
+        body = _sentencepiece(gguf, tokens, types, sentencepiece)
         add_bos = bool(gguf.value("tokenizer.ggml.add_bos_token", True))
     else:
         raise ModelError(f"{gguf.path}: tokenizer.ggml.model {kind!r} is not built (gpt2 and "
