@@ -39,13 +39,14 @@ class TranslationModel:
         self.workers = scheduler
         self.source, self.target = source, ""
         self.model = self.trace = None
-        self.path: Optional[str] = None
+        self.path: Optional[str] = None              # the folder of the model open
         self.layer = 0
         self.traced_source: Optional[str] = None     # the source text of the trace shown
         self.target_generated = False                # the target holds the model's words
         self.translate_when_open = False             # a walk's step: translate once open
         self._latest = Latest(Requests())
         self._running_source: Optional[str] = None   # the source of the latest request's trace
+        self._opening: Optional[str] = None          # the path being opened
         self._debounce = scheduler.timer(debounce_ms, self.retrace)
 
     def _notify(self, name: str, *args) -> None:
@@ -90,7 +91,7 @@ class TranslationModel:
 
     def open_model(self, path: Optional[str]) -> None:
         self._debounce.stop()
-        self.path = path
+        self._opening = path
         self._run(work.open_and_trace, path, self.source, self.target, source=self.source)
 
     def retrace(self) -> None:
@@ -135,6 +136,8 @@ class TranslationModel:
             return
         model, trace, target_text = result
         new_model = model is not self.model
+        if new_model:
+            self.path = self._opening
         self.model, self.trace = model, trace
         self.traced_source = self._running_source
         if target_text is not None:
