@@ -92,7 +92,7 @@ def test_t5_scores_are_titled_as_computed(qtbot):
 def test_translate_follows_an_edited_source(qtbot, window):
     """Translate after the source was edited translates the new source (it kept the old
     translation: the old target was teacher-forced into the new source's pass)."""
-    from transformer_stepper.ui.seq2seq import work
+    from transformer_stepper.state import seq2seq_work as work
 
     window.translate()
     qtbot.waitUntil(lambda: window.target_generated and window.target_box.text() != "", timeout=20000)

@@ -21,7 +21,7 @@ from ...core.model.seq2seq_interventions import (
 from ...core.model.seq2seq_stages import seq2seq_stages
 from ..interventions.difference_map import DifferenceMap
 from ..workers import Task
-from . import work
+from ...state import seq2seq_work as work
 
 ATTENTIONS = (("cross", "cross-attention"), ("encoder", "encoder self-attention"),
               ("decoder", "decoder self-attention"))

@@ -3,8 +3,9 @@ forcing, every position's prediction shown), Next Token / Translate, the stage l
 Encoder and a Decoder section (Cross-attention between the decoder's self-attention and its
 feed-forward), layer and head. Each one-stack stage is its ordinary view (ui/stages/) over that
 stack's Trace; selection is linked: a target or source token chosen anywhere is chosen in every
-view of its side and in the alignment. Opening, tracing, stepping and a layer's detail run in a
-worker (the latest request wins); the views read traces whose layer is ready."""
+view of its side and in the alignment. The model, the trace and the requests (opening, tracing,
+stepping, a layer's detail: in a worker, the latest wins) are the TranslationState's
+(state/seq2seq.py); the window shows them, and the views read traces whose layer is ready."""
 from __future__ import annotations
 
 from typing import Optional
@@ -22,15 +23,15 @@ from ..explain.explanation_panel import ExplanationPanel
 from ..reflow import scrolling
 from ..screen_fit import fit_new_window, fit_window
 from ..stages import create_view
-from ..timers import one_shot
 from ..view_state import FixedSampling, ViewState
-from ..workers import Task, WorkerPool
 from .cross_view import CrossAttentionView
 from .compare_page import EncoderComparePage
 from .interventions_panel import InterventionsPanel
 from .provenance import ProvenanceRelay, install as install_provenance
 from .explain import cross_attention_markdown, stage_markdown, velan_markdown
-from . import work
+from .state import TranslationState
+from ...state import seq2seq_work as work
+from ...state.seq2seq import summary
 
 VELAN = ("Velan", "velan")          # the stage list's key of the page on Velan
 
@@ -61,25 +62,34 @@ class TranslationWindow(QMainWindow):
     def __init__(self, source: str = "", parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Transformer Stepper — encoder–decoder")
-        self.model = self.trace = None
+        self.translation = TranslationState(source, parent=self)
+        self.workers = self.translation.workers
         self.states: dict[str, ViewState] = {}
         self.views: dict[tuple[str, str], QWidget] = {}
         self.layer = self.head = 0
-        self.path: Optional[str] = None
-        self.translate_when_open = False     # a walk's step: translate once the model is open
-        self.workers = WorkerPool(max_threads=1)
-        self._request = 0
         self._status_base = ""
         self._build(source)
-        self._debounce = one_shot(self, 200, self.retrace)
         self.provenance = ProvenanceRelay(self)          # Alt-click a value: its arithmetic
         self.provenance_dock, self.provenance_panel = install_provenance(self, self.provenance)
         self.cross_view.explainRequested.connect(self._explain_decoder)
         self._fitted = False                         # fitted to its screen once, when first shown
         fit_new_window(self, QSize(1200, 800))       # room for the alignment and a stage's plots
-        self.traced_source: Optional[str] = None     # the source text of the trace shown
-        self._running_source: Optional[str] = None   # ... of the trace the worker makes
-        self.target_generated = False                # the target box holds the model's words
+
+    # -- the state, read ----------------------------------------------------------------------
+    model = property(lambda self: self.translation.model)
+    trace = property(lambda self: self.translation.trace)
+    path = property(lambda self: self.translation.path)
+    traced_source = property(lambda self: self.translation.traced_source)     # of the trace shown
+    target_generated = property(lambda self: self.translation.target_generated)
+
+    @property
+    def translate_when_open(self) -> bool:
+        """A walk's step: translate once the model is open."""
+        return self.translation.translate_when_open
+
+    @translate_when_open.setter
+    def translate_when_open(self, value: bool) -> None:
+        self.translation.translate_when_open = value
 
     # -- widgets ----------------------------------------------------------------------------
     def _build(self, source: str) -> None:
@@ -122,8 +132,11 @@ class TranslationWindow(QMainWindow):
         splitter.setSizes([200, 760, 330])
         outer.addWidget(splitter, 1)
         self.setCentralWidget(central)
-        self.source_box.textEdited.connect(self._source_edited)
-        self.target_box.textEdited.connect(self._target_edited)
+        self.source_box.textEdited.connect(self.translation.edit_source)
+        self.target_box.textEdited.connect(self.translation.edit_target)
+        self.translation.targetChanged.connect(self.target_box.setText)
+        self.translation.traced.connect(self._traced)
+        self.translation.failed.connect(self._failed)
         self.next_button.clicked.connect(self.next_token)
         self.translate_button.clicked.connect(self.translate)
         self.layer_box.valueChanged.connect(self._layer_changed)
@@ -138,67 +151,37 @@ class TranslationWindow(QMainWindow):
             self._fitted = True
             QTimer.singleShot(0, self, lambda: fit_window(self))
 
-    def _debounce_start(self, _text: str = "") -> None:
-        self._debounce.start()
-
-    def _source_edited(self, _text: str = "") -> None:
-        # the model's translation was of the old source: it goes (a target the user typed stays)
-        if self.target_generated:
-            self.target_box.clear()
-            self.target_generated = False
-        self._debounce.start()
-
-    def _target_edited(self, _text: str = "") -> None:
-        self.target_generated = False            # the user's own target: teacher-forced
-        self._debounce.start()
-
-    # -- work --------------------------------------------------------------------------------
-    def _run(self, function, *args) -> None:
-        self._running_source = self.source_box.text() if function in (
-            work.open_and_trace, work.trace, work.translate) else self.traced_source
-        self._request += 1
-        task = Task(self._request, function, *args)
-        self.workers.start(task, self._finished, self._failed)
+    # -- work: the state's, with the boxes' texts ------------------------------------------------
+    def _texts(self) -> TranslationState:
+        """The state, told the boxes' texts (code may have set them without an edit)."""
+        self.translation.set_texts(self.source_box.text(), self.target_box.text())
+        return self.translation
 
     def open_model(self, path: Optional[str]) -> None:
         self.status.setText(f"opening {path} …")
-        self.path = path
-        self._run(work.open_and_trace, path, self.source_box.text(), self.target_box.text())
+        self._texts().open_model(path)
 
     def retrace(self) -> None:
-        if self.model is not None:
-            self._run(work.trace, self.model, self.source_box.text(), self.target_box.text(), self.layer)
+        self._texts().retrace()
 
     def retrace_then_translate(self) -> None:
         """Trace the source afresh (the target emptied), then translate it step by step."""
-        if self.model is not None:
-            self._run(work.translate, self.model, self.source_box.text(), "", self.layer)
+        self._texts().retrace_then_translate()
 
     def next_token(self) -> None:
-        if self.trace is not None:
-            self._run(work.steps, self.model, self.trace, 1, self.layer)
+        self.translation.next_token()
 
     def append_token(self, token_id: int) -> None:
-        if self.trace is not None:
-            self._run(work.append, self.model, self.trace, int(token_id), self.layer)
+        self.translation.append_token(token_id)
 
     def translate(self) -> None:
         """To the end of the sentence: of the source in the box, traced afresh if it changed."""
-        if self.trace is None:
-            return
-        if self.source_box.text() != self.traced_source or self._debounce.isActive():
-            self._debounce.stop()
-            if self.target_generated:
-                self.target_box.clear()
-            self._run(work.translate, self.model, self.source_box.text(), self.target_box.text(), self.layer)
-            return
-        self._run(work.steps, self.model, self.trace, 64, self.layer)
+        self._texts().translate()
 
     def _layer_changed(self, layer: int) -> None:
         self.layer = layer
         self._follow_in_compare()
-        if self.trace is not None:
-            self._run(work.prepared, self.model, self.trace, layer)
+        self.translation.set_layer(layer)
 
     def _head_changed(self, head: int) -> None:
         self.head = head
@@ -211,28 +194,15 @@ class TranslationWindow(QMainWindow):
         if self.compare_page is not None and self.model is not None:
             self.compare_page.set_model(self.model, self.layer, self.head)
 
-    def _finished(self, request: int, result) -> None:
-        if request != self._request:           # a later request is under way: it wins
-            return
-        model, trace, target_text = result
-        new_model = model is not self.model
-        self.model, self.trace = model, trace
-        self.traced_source = self._running_source
+    def _traced(self, new_model: bool, target_text) -> None:
         if target_text is not None:
             self.target_box.setText(target_text)
-            self.target_generated = True
-        self._status_base = (" ".join(trace.notices) or f"{model.name}: {trace.encoder.n_seq} source "
-                             f"tokens, encoded once; {trace.decoder.n_seq} decoder positions "
-                             f"({trace.decoder.computed_rows} computed by this pass)")
+        self._status_base = summary(self.model, self.trace)
         self._take_trace(new_model)
         self._show_status()
-        if new_model and self.translate_when_open:
-            self.translate_when_open = False
-            self.translate()
 
-    def _failed(self, request: int, message: str, _user_error: bool) -> None:
-        if request == self._request:
-            self.status.setText(f"error: {message}")
+    def _failed(self, message: str) -> None:
+        self.status.setText(f"error: {message}")
 
     # -- views ---------------------------------------------------------------------------------
     def shown_trace(self):
@@ -415,9 +385,8 @@ class TranslationWindow(QMainWindow):
         self.cross_view.select(index, None)
 
     def closeEvent(self, event) -> None:
-        self._request += 1
         self.provenance_panel.close()
         if self.compare_page is not None:
             self.compare_page.shutdown()
-        self.workers.wait()
+        self.translation.shutdown()
         super().closeEvent(event)

@@ -1,12 +1,12 @@
-"""What the encoder–decoder window runs in its worker: plain functions, no Qt. Each returns
+"""What the encoder–decoder window runs in its workers (state/seq2seq.py): plain functions. Each returns
 (model, trace with the shown layer's detail ready, the target text to show or None)."""
 from __future__ import annotations
 
 from typing import Optional
 
-from ...core.model.errors import ModelError
-from ...core.trace.seq2seq_generate import generate
-from ...io.loader import load_model
+from ..core.model.errors import ModelError
+from ..core.trace.seq2seq_generate import generate
+from ..io.loader import load_model
 
 
 def stack_models(model):
@@ -62,7 +62,7 @@ def intervene(model, trace, interventions, clean_translation=None):
     """The clean trace's source and target through the model intervened; each stack's
     difference at every stage; the clean and intervened translations of the source
     (`clean_translation`: (ids, text) already known for this model and source)."""
-    from ...core.analysis.seq2seq_differences import intervene_and_compare, translations
+    from ..core.analysis.seq2seq_differences import intervene_and_compare, translations
 
     _, intervened, differences = intervene_and_compare(model, trace, interventions)
     return intervened, differences, translations(model, trace.source_text, interventions,
