@@ -21,6 +21,11 @@ from .walk_context import READOUTS, WALK_TRAINING_STEPS, Context, Readout, _f, _
 
 
 # -- always there -------------------------------------------------------------------------
+def agreement(difference: float, when_zero: str, otherwise: str) -> str:
+    """How a caption says a largest difference: 0 as what it means ('exactly'), not 'to within 0'."""
+    return when_zero if difference == 0 else f"{otherwise} {difference:g}"
+
+
 @_register
 def read_model(c: Context) -> dict:
     config = c.config
@@ -51,7 +56,9 @@ def read_lookup(c: Context) -> dict:
             one_hot[token_id - start] = 1.0
         product += one_hot @ block
     row = c.trace.arrays["token_embeddings"][i]
-    return dict(onehot_difference=_f(np.max(np.abs(product - row))), row_norm=_f(np.linalg.norm(row)),
+    onehot = _f(np.max(np.abs(product - row)))
+    return dict(onehot_difference=onehot, onehot_agreement=agreement(onehot, "exactly", "to within"),
+                row_norm=_f(np.linalg.norm(row)),
                 table_rows=params.shape("wte")[0], table_cols=params.shape("wte")[1])
 
 
@@ -101,6 +108,8 @@ def read_compare(c: Context) -> dict:
     entry_diff = max(_f(np.max(np.abs(entry[i] - entry[j]))) for i, j in result.pairs)
     return dict(n_sentences=len(result.sentences), n_found=len(occ), compare_token_id=occ[0].token_id,
                 same_id_pairs=len(same), n_pairs=len(result.pairs), lookup_difference=lookup,
+                lookup_agreement=agreement(lookup, "are the same numbers, bit for bit",
+                                           "differ by at most"),
                 entry_difference=entry_diff, cos_entry=_f(pair_cos[:, 0].min()),
                 cos_last=_f(pair_cos[:, -1].min()), cos_last_mean=_f(mean[-1]),
                 drop_state=result.state_names[drop_at], drop=_f(drop),
