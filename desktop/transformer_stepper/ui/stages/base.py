@@ -21,7 +21,7 @@ from ...io.gguf.weights import is_gguf
 from ..connections import Connections
 from ..frames import FigureTurns
 from ..plots.common import Figure
-from ..reflow import ReflowGrid, scrolling
+from ..reflow import ReflowGrid
 from ..view_state import ViewState
 from ..workers import Task
 from .explanation_values import common_values
@@ -79,7 +79,11 @@ class StageView(QWidget):
         self.grid = ReflowGrid(self.plot_area)
         self.grid.setContentsMargins(0, 0, 0, 0)
         self.grid.setSpacing(6)
-        outer.addWidget(scrolling(self.plot_area), stretch=1)
+        # no scroll area of its own: the tab scrolls (ui/tabs.py); a QScrollArea around the
+        # figures here made the garbage collector crash after an offscreen export's views
+        # were deleted (tests/ui/test_export_cli.py then test_export_render.py: a segfault in
+        # ui/collector.py)
+        outer.addWidget(self.plot_area, stretch=1)
         self.readout = QLabel(READOUT_HINT)
         self.readout.setObjectName("readout")
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
