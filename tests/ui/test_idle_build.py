@@ -155,6 +155,7 @@ def test_a_redrawn_view_paints_its_figures_one_per_event_loop_turn(qtbot, loaded
     per event-loop turn (a timer fires between two figures' paints), once each, the
     explanation after."""
     window = loaded_window("gpt2")
+    window.resize(1700, 1150)        # every figure in view: one scrolled out of it paints when shown
     session = window.session
     session.set_stage("feed_forward")
     view = window.stepper.current_view()
@@ -205,6 +206,7 @@ def test_a_view_shown_by_a_step_paints_its_figures_one_per_turn(qtbot, loaded_wi
     turn too (the stack switching views has every child's updates off for the moment: the
     figures' own stay off until their turn)."""
     window = loaded_window("gpt2")
+    window.resize(1700, 1150)        # every figure in view: one scrolled out of it paints when shown
     session = window.session
     session.set_stage("layer_output")
     qtbot.waitUntil(window.stepper.settled, timeout=10_000)
