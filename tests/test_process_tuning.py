@@ -40,7 +40,7 @@ def mapped(size):
 
 
 from transformer_stepper import load_model
-from transformer_stepper.core import allocator, blas
+from transformer_stepper.core.model import allocator, blas
 
 api = blas._find_api()
 threads = int(api[1]()) if api else None

@@ -47,7 +47,7 @@ def test_exports_and_traces_under_gc_pressure_collect_only_on_the_gui_thread(tmp
         app = ensure_application()
         from PySide6.QtCore import QTimer
         from transformer_stepper import load_model
-        from transformer_stepper.core import stages
+        from transformer_stepper.core.model import stages
         from transformer_stepper.ui.export.job import ExportJob
         from transformer_stepper.ui.export.render import ExportOptions
         from transformer_stepper.ui.export.snapshot import SnapshotSession

@@ -129,7 +129,10 @@ class WeightedSumView(StageView):
             self.two_weightings.set_curves([])
             self.two_outputs.set_title("Their outputs: computing…")
             n_keys = int(np.count_nonzero(np.nan_to_num(weights) > 0))
-            if self.session.inline_work or quick_enough(n_keys, v.shape[1]):   # (an export draws at once)
+            # at once when small (an export draws at once), but never on the GUI thread for a
+            # layer kept per head: the answer reads every head's row, each derived when read
+            quick = quick_enough(n_keys, v.shape[1]) and layer not in trace.cache.per_head()
+            if self.session.inline_work or quick:
                 self.answers.compute(trace, layer, head, i)
                 return self._draw_answer(weights, v)
             self.session.workers.start(Task(0, self.answers.compute, trace, layer, head, i),
