@@ -72,6 +72,7 @@ class GenerateBar(QToolBar):
                                    "(a token depends on the seed and its position)")
         self.addSeparator()
         self.status = ElidingLabel()          # what fits; the whole message in its tooltip
+        self._loop_why = ""                   # why the generated text loops (the tooltip adds it)
         self.status.setStyleSheet("color: #555; padding-left: 6px;")
         self.addWidget(self.status)
         control.changed.connect(self.refresh)
@@ -134,7 +135,10 @@ class GenerateBar(QToolBar):
         self.stop_action.setEnabled(control.running)
         self.undo_action.setEnabled(idle and control.can_undo())
         self.setToolTip(reason)
-        self.status.setText(self._status(reason))
+        self._loop_why = ""
+        self.status.setText(self._status(reason))          # (its tooltip: the whole message)
+        if self._loop_why:                                  # and why greedy decoding loops
+            self.status.setToolTip(f"{self.status.toolTip()}\n\n{self._loop_why}")
 
     def _status(self, reason: str) -> str:
         control, trace = self.control, self.session.trace
@@ -157,13 +161,12 @@ class GenerateBar(QToolBar):
         loop = recent_loop(trace.input_ids[np.flatnonzero(trace.generated)])
         greedy = self.control.sampling.temperature == 0
         if loop is None:
-            self.status.setToolTip("")
             return ""
         tokenizer = self.session.model.tokenizer
         generated = trace.input_ids[np.flatnonzero(trace.generated)]
         block = " ".join(readable(tokenizer.id_to_token(int(t)) or "?")
                          for t in generated[loop.start:loop.start + loop.period])
-        self.status.setToolTip(
+        self._loop_why = (
             "Greedy decoding (T = greedy) always appends the single most likely token. Once a "
             "small model has repeated a word, the repeat itself makes the same word the most likely "
             "next one (attention finds the copies), and past the length of the passages it was "
