@@ -10,8 +10,8 @@
 The schemes follow llama-quantize's choices (llama_tensor_get_type): Q4_K_M = Q4_K with Q6_K
 for output.weight and for attn_v / ffn_down of the layers use_more_bits picks; Q5_K_M the same
 with Q5_K; Q6_K and Q8_0 everything in that type (1-D tensors F32). The packers are the
-project's own round-to-nearest encoders of llama.cpp's layouts (tests/make_gguf_fixtures.py for
-Q4_K and Q6_K, pack_q5_k here, gguf.quants for Q8_0), each checked against gguf.quants'
+project's own round-to-nearest encoders of llama.cpp's layouts (tests/gguf_packers.py for
+Q4_K, Q5_K and Q6_K, gguf.quants for Q8_0), each checked against gguf.quants'
 dequantization on the first rows it packs. Streamed tensor by tensor (the header first), so
 memory stays near one tensor's float32. Weights are N(0, 0.02), norms 1; q/k rows are permuted
 as llama.cpp's converter does for Llama. The tokenizer is a small byte-level BPE trained on a
@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 from make_big_models import tokenizer as train_tokenizer  # noqa: E402
-from make_gguf_fixtures import pack_q4_k, pack_q6_k  # noqa: E402
+from gguf_packers import pack_q4_k, pack_q5_k, pack_q6_k  # noqa: E402
 
 SHAPES = {
     "llama8b": dict(arch="llama", n_layer=32, d=4096, heads=32, kv=8, dh=128, ff=14336, vocab=128256,
@@ -42,33 +42,6 @@ SHAPES = {
 SCHEMES = ("Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0")
 FILE_TYPES = {"Q4_K_M": 15, "Q5_K_M": 17, "Q6_K": 18, "Q8_0": 7}       # llama_ftype
 ROW_CHUNK = 2048
-
-
-def pack_q5_k(x: np.ndarray) -> np.ndarray:
-    """[n, 256] float32 -> [n, 176] uint8: fp16 d, fp16 dmin, 12 bytes of 6-bit scales and mins
-    (Q4_K's packing), 32 bytes of fifth bits, 128 bytes of low nibbles; value = d*sc*q - dmin*m,
-    q = 0..31."""
-    n = x.shape[0]
-    sub = x.reshape(n, 8, 32)
-    lows = np.maximum(-sub.min(axis=2), 0.0)
-    scale = (sub.max(axis=2) + lows) / 31.0
-    d = (scale.max(axis=1) / 63.0).astype(np.float16).astype(np.float32)
-    dmin = (lows.max(axis=1) / 63.0).astype(np.float16).astype(np.float32)
-    sc = np.clip(np.round(scale / np.where(d == 0, 1, d)[:, None]), 0, 63).astype(np.uint8)
-    mn = np.clip(np.round(lows / np.where(dmin == 0, 1, dmin)[:, None]), 0, 63).astype(np.uint8)
-    step = (d[:, None] * sc).astype(np.float32)[:, :, None]
-    offset = (dmin[:, None] * mn).astype(np.float32)[:, :, None]
-    q = np.clip(np.round((sub + offset) / np.where(step == 0, 1, step)), 0, 31).astype(np.uint8)
-    low = (q & 0xF).reshape(n, 4, 2, 32)
-    qs = (low[:, :, 0] | (low[:, :, 1] << 4)).reshape(n, 128)
-    fifth = (q >> 4).reshape(n, 8, 32)                      # bit s of qh[i]: sub-block s, weight i
-    qh = np.zeros((n, 32), np.uint8)
-    for s in range(8):
-        qh |= fifth[:, s] << s
-    packed = np.concatenate([sc[:, :4] | ((sc[:, 4:] >> 4) << 6), mn[:, :4] | ((mn[:, 4:] >> 4) << 6),
-                             (sc[:, 4:] & 0xF) | ((mn[:, 4:] & 0xF) << 4)], axis=1)
-    head = np.stack([d, dmin], axis=1).astype(np.float16).view(np.uint8)
-    return np.concatenate([head, packed, qh, qs], axis=1)
 
 
 def _pack_q8_0(x: np.ndarray) -> np.ndarray:
