@@ -4,50 +4,33 @@ caption whose numbers core/analysis/walks.py computes in a worker from that stat
 "Leave the walk here" closes the walk and keeps the window as the step left it; closing the dock
 or going back to the list ends the walk and gives the user's own state back (their sentence,
 tab, stage, layer, head, selection, temperature and interventions, as before the walk). A walk
-that has ended sets nothing again: opening a model afterwards leaves the user's state alone."""
+that has ended sets nothing again: opening a model afterwards leaves the user's state alone.
+
+The requests (which step is wanted, stale results dropped, the user's state kept and given
+back) are state/walks.py's WalkModel, tested without Qt (tests/state/test_walk_requests.py);
+this dock shows it and puts the window into the states it names."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QDockWidget, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
                                QPushButton, QScrollArea, QStackedWidget, QVBoxLayout, QWidget)
 
 from ...core.model.errors import ModelError
-from ...core.analysis.walks import WALK_TRAINING_STEPS, Shown, Walk, fill_step
+from ...core.analysis.walks import WALK_TRAINING_STEPS, Shown
 from ...io.walks import load_walks, walk_extras
-from ...state.requests import Latest, Requests
-from ...state.session import DEFAULT_TEXT
+from ...state.walks import UserState, WalkModel
 from ..view_apply import apply_view
-from ..workers import Task
 
 
 WALK_HEIGHT = 190          # px: the plots keep the rest of a 768-pixel screen
 
 
-@dataclass(frozen=True)
-class UserState:
-    """What the user had before a walk: given back when the walk ends."""
-    text: str
-    tab: str
-    stage: str
-    layer: int
-    head: int
-    selected: int
-    temperature: float
-    interventions: tuple
-
-    @classmethod
-    def of(cls, window) -> "UserState":
-        s = window.session
-        return cls(s.text, window.tabs.current_key(), s.stage_key, s.layer, s.head,
-                   s.selected_token, s.temperature, tuple(s.interventions))
-
-    def restore(self, window) -> None:
-        apply_view(window, text=self.text, tab=self.tab or None, stage=self.stage, layer=self.layer,
-                   head=self.head, selected=self.selected, temperature=self.temperature,
-                   interventions=self.interventions)
+def restore_user_state(window, state: UserState) -> None:
+    """The window back in the user's state."""
+    apply_view(window, text=state.text, tab=state.tab or None, stage=state.stage, layer=state.layer,
+               head=state.head, selected=state.selected, temperature=state.temperature,
+               interventions=state.interventions)
 
 
 class WalkPanel(QDockWidget):
@@ -56,17 +39,15 @@ class WalkPanel(QDockWidget):
         self.setObjectName("questions")
         self.window_ = window
         self.session = window.session
-        self.walk: Optional[Walk] = None
-        self.before: Optional[UserState] = None     # the user's state when the walk began
-        self.index = 0
-        self.shown: Optional[Shown] = None
         self.problem = ""
-        self._latest = Latest(Requests())     # the step whose numbers are wanted
-        self._extras: Optional[dict] = None
         try:
-            self.walks = load_walks()
+            walks = load_walks()
         except ModelError as exc:
-            self.walks, self.problem = [], str(exc)
+            walks, self.problem = [], str(exc)
+        self.walk_model = WalkModel(window.session, walks, walk_extras)
+        self.walk_model.events.changed.connect(self._show_step)
+        self.walk_model.events.apply.connect(self._apply)
+        self.walk_model.events.restore.connect(lambda state: restore_user_state(self.window_, state))
         self.pages = QStackedWidget()
         self.pages.addWidget(self._list_page())
         self.pages.addWidget(self._walk_page())
@@ -75,6 +56,13 @@ class WalkPanel(QDockWidget):
         self.pages.setMinimumHeight(130)       # three lines of caption under the buttons
         self.setAllowedAreas(Qt.DockWidgetArea.BottomDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
         self.session.modelChanged.connect(self._on_model)
+
+    # -- the model's state, read -----------------------------------------------------------
+    walks = property(lambda self: self.walk_model.walks)
+    walk = property(lambda self: self.walk_model.walk)
+    index = property(lambda self: self.walk_model.index)
+    shown = property(lambda self: self.walk_model.shown)          # the latest step shown
+    before = property(lambda self: self.walk_model.before)        # the user's state when the walk began
 
     # -- pages -------------------------------------------------------------------------------
     def _list_page(self) -> QWidget:
@@ -136,10 +124,10 @@ class WalkPanel(QDockWidget):
         self.start(self.question_list.row(item))
 
     def back(self) -> None:
-        self.go(self.index - 1)
+        self.walk_model.back()
 
     def next(self) -> None:
-        self.go(self.index + 1)
+        self.walk_model.next()
 
     def show_list(self) -> None:
         self.end_walk(restore=True)
@@ -150,38 +138,33 @@ class WalkPanel(QDockWidget):
     def start(self, number: int) -> None:
         if not 0 <= number < len(self.walks):
             return
-        if self.walk is None and self.before is None:
-            self.before = UserState.of(self.window_)
-        self.walk = self.walks[number]
-        self.question_label.setText(self.walk.question)
+        self.question_label.setText(self.walks[number].question)
         self.pages.setCurrentIndex(1)
         self.show()
-        self.go(0)
+        self.walk_model.start(number, self.window_.tabs.current_key())
 
     def go(self, index: int) -> None:
         """Step `index` of the walk: its numbers computed in a worker, then its state set."""
-        if self.walk is None or not 0 <= index < len(self.walk.steps) or self.session.model is None:
-            return
-        self.index = index
-        step = self.walk.steps[index]
-        self.step_label.setText(f"Step {index + 1} of {len(self.walk.steps)}: {step.title}")
-        self.caption.setText("Computing this step's numbers…")
-        self._update_buttons()
-        if self._extras is None:
-            self._extras = walk_extras()
-        self.session.workers.start(Task(self._latest.new(), fill_step, self.session.model, self.walk, index,
-                                        DEFAULT_TEXT, self._extras), self._on_filled, self._on_failed)
+        self.walk_model.go(index)
 
-    def _on_filled(self, request_id: int, shown: Shown) -> None:
-        if not self._latest.is_latest(request_id) or shown.walk is not self.walk:
+    def _show_step(self) -> None:
+        walking = self.walk_model
+        if walking.walk is None:
             return
-        self.shown = shown
+        step = walking.walk.steps[walking.index]
+        self.step_label.setText(f"Step {walking.index + 1} of {walking.n_steps}: {step.title}")
+        self.caption.setText(walking.caption)
+        self.back_button.setEnabled(walking.can_go_back)
+        self.next_button.setEnabled(walking.can_go_on)
+
+    def _apply(self, shown: Shown) -> None:
+        """The window in the step's state; what the step itself sets beyond the window's state
+        (the translator, a short training run) started."""
         state = shown.state
         apply_view(self.window_, text=state.text, sentences=state.sentences or None,
                    word=state.word if state.sentences else None, tab=state.tab, stage=state.stage,
-                   layer=state.layer, head=state.head, selected=shown.state.selected,
+                   layer=state.layer, head=state.head, selected=state.selected,
                    temperature=state.temperature, interventions=state.interventions)
-        self.caption.setText(shown.caption if shown.applies else f"ℹ {shown.caption}")
         own = shown.walk.steps[shown.index].state            # what this step itself sets
         if own.translator:
             self._show_translator(shown.numbers.get("translation_source", ""))
@@ -194,15 +177,6 @@ class WalkPanel(QDockWidget):
 
         self.window_.translations.show_translating(str(builtin_translator_dir()), source)
 
-    def _on_failed(self, request_id: int, message: str, user_error: bool) -> None:
-        if self._latest.is_latest(request_id):
-            self.caption.setText(f"⚠ This step could not be computed on this model: {message}")
-
-    def _update_buttons(self) -> None:
-        n = len(self.walk.steps) if self.walk else 0
-        self.back_button.setEnabled(self.index > 0)
-        self.next_button.setEnabled(self.index < n - 1)
-
     def leave(self) -> None:
         """Close the walk; the window stays in the step's state."""
         self.end_walk(restore=False)
@@ -211,11 +185,7 @@ class WalkPanel(QDockWidget):
 
     def end_walk(self, restore: bool) -> None:
         """No walk any more (its pending step dropped); `restore`: the user's state back."""
-        self.walk = None
-        self._latest.drop()
-        before, self.before = self.before, None
-        if restore and before is not None and self.session.model is not None:
-            before.restore(self.window_)
+        self.walk_model.end(restore)
 
     def closeEvent(self, event) -> None:
         """The dock's close button: the walk ends and the user's state comes back."""
@@ -224,8 +194,8 @@ class WalkPanel(QDockWidget):
         super().closeEvent(event)
 
     def _on_model(self) -> None:
-        if self.walk is not None and self.isVisible():
-            self.go(self.index)            # the same step, with the new model's numbers
+        if self.isVisible():
+            self.walk_model.refresh()      # the same step, with the new model's numbers
 
 
 def install_walk_panel(window) -> WalkPanel:
