@@ -1,7 +1,8 @@
 """The translation window's request logic without Qt (state/seq2seq.py on a ManualScheduler):
 typing debounced into one trace of the last source, stale results dropped, a new model dropping
 a pending trace, Translate after an edit translating the new source, a failure told once, in one
-line, and only for the latest request."""
+line, and only for the latest request; the Interventions page's passes as the window's requests
+(the latest wins, clearing or a new trace drops the result, a hidden page computes nothing)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from transformer_stepper.core.model.interventions import AblateHead
+from transformer_stepper.core.model.seq2seq_interventions import InStack, NoSourcePositions
 from transformer_stepper.core.trace.seq2seq_generate import generate
 from transformer_stepper.io.loader import load_model
 from transformer_stepper.state.scheduler import ManualScheduler
@@ -165,3 +168,105 @@ def test_shutdown_drops_what_runs(translation, scheduler):
     scheduler.advance(DEBOUNCE)
     scheduler.run_all()
     assert traced == [] and translation.traced_source == SOURCE
+
+
+# -- the Interventions page's requests (state/seq2seq_interventions.py) --------------------------
+CROSS, ENCODER = InStack("cross", AblateHead(1, 0)), InStack("encoder", AblateHead(0, 1))
+
+
+def test_interventions_are_requests_of_the_window_numbered_with_its_own(translation, scheduler):
+    intervening = translation.intervening
+    intervening.add_head(CROSS)
+    translation.retrace()
+    numbers = [queued[0].number for queued in scheduler.jobs]
+    assert len(numbers) == 2 and len(set(numbers)) == 2 and numbers == sorted(numbers)
+    scheduler.run_all()
+    assert intervening.result is not None and intervening.current is None, \
+        "a result of the trace before is not the new trace's"
+    assert not intervening.add_head(CROSS), "a head ablated once"
+
+
+def test_only_the_latest_interventions_land_whatever_order(translation, scheduler):
+    intervening = translation.intervening
+    done = heard(intervening, "done")
+    intervening.add_head(CROSS)
+    intervening.add_head(ENCODER)                          # before the first lands
+    scheduler.run_next(1)                                  # the latest first
+    scheduler.run_all()
+    assert len(done) == 1 and intervening.current is intervening.result
+    intervened = intervening.result[0]
+    assert intervened.interventions == (CROSS, ENCODER)
+    np.testing.assert_array_equal(intervened.decoder.layer("cross_head_outputs", 1)[0], 0)
+    assert intervening.result_for is translation.trace
+
+
+def test_clearing_drops_the_pass_in_flight_and_says_whether_the_stages_showed_one(translation, scheduler):
+    intervening = translation.intervening
+    done, cleared = heard(intervening, "done"), heard(intervening, "cleared")
+    intervening.set_no_positions(True)
+    scheduler.run_all()
+    assert intervening.interventions() == (NoSourcePositions(),) and len(done) == 1
+    intervening.add_head(CROSS)
+    intervening.clear()
+    scheduler.run_all()
+    assert intervening.result is None and len(done) == 1
+    assert cleared == [(True,)]                            # the result it dropped was of this trace
+    intervening.clear()
+    assert cleared == [(True,), (False,)]
+
+
+def test_a_new_trace_drops_the_result_and_recomputes_only_when_shown(translation, scheduler):
+    intervening = translation.intervening
+    intervening.add_head(CROSS)
+    scheduler.run_all()
+    result = intervening.result
+    translation.set_layer(1)                               # the same pass, a layer prepared
+    scheduler.run_all()
+    assert intervening.trace_changed(showing=True) and intervening.result is result
+    assert scheduler.idle
+    translation.set_texts("A bank of snow.", "")
+    translation.retrace()
+    scheduler.run_all()
+    assert not intervening.trace_changed(showing=False)
+    assert intervening.result is None and scheduler.idle, "not computed while the page is hidden"
+    intervening.wanted()                                   # the page comes on screen
+    job = scheduler.jobs[0][0]
+    assert job.args[1] is translation.trace and job.args[3] is None, \
+        "another source: its clean translation is not the one known"
+    scheduler.run_all()
+    assert intervening.current is intervening.result and intervening.result_for.source_text == "A bank of snow."
+    intervening.add_head(ENCODER)
+    assert scheduler.jobs[0][0].args[3] == (intervening.result[2].clean_ids, intervening.result[2].clean_text), \
+        "the same model and source: the clean translation is not computed again"
+
+
+def test_an_interventions_failure_is_one_line_and_only_for_the_latest(translation, scheduler, monkeypatch):
+    from transformer_stepper.core.model.errors import ModelError
+    from transformer_stepper.state import seq2seq_work
+
+    def failing(model, trace, interventions, clean):
+        if NoSourcePositions() in interventions:
+            raise ModelError("cannot remove\nthe positions")
+        return real(model, trace, interventions, clean)
+
+    real = seq2seq_work.intervene
+    monkeypatch.setattr(seq2seq_work, "intervene", failing)
+    intervening = translation.intervening
+    failed = heard(intervening, "failed")
+    intervening.set_no_positions(True)
+    intervening.set_no_positions(False)
+    intervening.add_head(CROSS)
+    scheduler.run_all()
+    assert failed == [] and intervening.result is not None
+    intervening.set_no_positions(True)
+    scheduler.run_all()
+    assert failed == [("cannot remove the positions",)]
+
+
+def test_shutdown_drops_the_interventions_in_flight(translation, scheduler):
+    intervening = translation.intervening
+    done = heard(intervening, "done")
+    intervening.add_head(CROSS)
+    translation.shutdown()
+    scheduler.run_all()
+    assert done == [] and intervening.result is None

@@ -5,7 +5,8 @@ layer whose detail is prepared. Opening, tracing, stepping, translating, appendi
 and preparing a layer each run in a worker (state/seq2seq_work.py); a result that is no longer
 the latest request (the user typed on, opened another model) is dropped when it lands. An edit
 of the source or target re-traces after a short pause (a scheduler timer); Translate after an
-edit translates the source as it is now.
+edit translates the source as it is now. The Interventions page's passes are requests of the
+same window, numbered with the others (`intervening`: state/seq2seq_interventions.py).
 
 The window tells it what the user typed (`edit_source`, `edit_target`, or `set_texts` when the
 boxes were set by code) and shows what it notifies: traced(bool: a new model, str or None: the
@@ -18,6 +19,7 @@ from typing import Callable, Optional
 from .events import Events
 from .requests import Latest, Requests
 from .scheduler import Job, Scheduler
+from .seq2seq_interventions import TranslationInterventions
 from . import seq2seq_work as work
 
 EDIT_DEBOUNCE_MS = 200          # a pause this long in typing re-traces
@@ -44,7 +46,9 @@ class TranslationModel:
         self.traced_source: Optional[str] = None     # the source text of the trace shown
         self.target_generated = False                # the target holds the model's words
         self.translate_when_open = False             # a walk's step: translate once open
-        self._latest = Latest(Requests())
+        self.requests = Requests()                   # numbers this window's every request
+        self._latest = Latest(self.requests)
+        self.intervening = TranslationInterventions(self)    # the Interventions page's requests
         self._running_source: Optional[str] = None   # the source of the latest request's trace
         self._opening: Optional[str] = None          # the path being opened
         self._debounce = scheduler.timer(debounce_ms, self.retrace)
@@ -156,4 +160,5 @@ class TranslationModel:
         """No more results wanted: the pause's re-trace stopped, what runs dropped, waited for."""
         self._debounce.stop()
         self._latest.drop()
+        self.intervening.drop()
         return self.workers.wait(msecs)

@@ -3,7 +3,9 @@ the decoder's or the cross-attention, or remove the source's positions; then the
 every stage of both stacks (the main window's difference map, one per stack, Cross-attention a
 row of the decoder's) and the two translations, clean and intervened. The intervened pass, the
 differences and the translations are computed in the window's worker (core/analysis/seq2seq_differences.py);
-a click on a cell opens that stage, layer and head in the window."""
+a click on a cell opens that stage, layer and head in the window. What is intervened and the
+requests are state/seq2seq_interventions.py's, tested without Qt
+(tests/state/test_seq2seq_requests.py); this page shows them."""
 from __future__ import annotations
 
 from typing import Callable, Optional
@@ -20,8 +22,6 @@ from ...core.model.seq2seq_interventions import (
     describe_all)
 from ...core.model.seq2seq_stages import seq2seq_stages
 from ..interventions.difference_map import DifferenceMap
-from ..workers import Task
-from ...state import seq2seq_work as work
 
 ATTENTIONS = (("cross", "cross-attention"), ("encoder", "encoder self-attention"),
               ("decoder", "decoder self-attention"))
@@ -33,11 +33,7 @@ class InterventionsPanel(QWidget):
         super().__init__(parent)
         self.window = window                 # the TranslationWindow: its model, trace, workers
         self._open_cell = open_cell
-        self.heads: list[InStack] = []
-        self.result = None                   # (intervened trace, differences, translations)
-        self._for = None                     # the clean trace the result was computed from
-        self._clean = None                   # (model, source, (ids, text)): the clean translation
-        self._request = 0
+        self.intervening = window.translation.intervening     # what is intervened, its requests
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 2)
         row = QHBoxLayout()
@@ -74,8 +70,14 @@ class InterventionsPanel(QWidget):
         for side_map in self.maps.values():
             maps.addWidget(side_map, 1)
         outer.addLayout(maps, 1)
-        self.ablate.clicked.connect(self.add_head)
-        self.no_positions.toggled.connect(self._changed)
+        self.ablate.clicked.connect(lambda: self.add_head())
+        self.no_positions.toggled.connect(self.intervening.set_no_positions)
+        events = self.intervening.events
+        events.changed.connect(self._show_chips)
+        events.computing.connect(lambda: self.translation.setText("computing the intervened pass …"))
+        events.done.connect(self._done)
+        events.cleared.connect(self._cleared)
+        events.failed.connect(lambda message: self.translation.setText(f"error: {message}"))
         self.clear.clicked.connect(self.clear_all)
         self.in_stages.toggled.connect(lambda _on: self.window.shown_changed())
         self.attention.currentIndexChanged.connect(self._fit)
@@ -86,29 +88,29 @@ class InterventionsPanel(QWidget):
         return open_cell
 
     # -- what is intervened ------------------------------------------------------------------
+    heads = property(lambda self: self.intervening.heads)
+    result = property(lambda self: self.intervening.result)    # (intervened trace, differences, translations)
+
     def shown_in_stages(self):
         """The intervened Seq2SeqTrace the stages should draw, or None (the clean one)."""
-        if not self.in_stages.isChecked() or self.result is None or self._for is not self.window.trace:
+        current = self.intervening.current
+        if not self.in_stages.isChecked() or current is None:
             return None
-        return self.result[0]
+        return current[0]
 
     def interventions(self) -> tuple:
-        return tuple(self.heads) + ((NoSourcePositions(),) if self.no_positions.isChecked() else ())
+        return self.intervening.interventions()
 
     def add_head(self, stack: Optional[str] = None, layer: Optional[int] = None, head: Optional[int] = None) -> None:
-        item = InStack(stack or self.attention.currentData(),
-                       AblateHead(self.layer.value() if layer is None else layer,
-                                  self.head.value() if head is None else head))
-        if item not in self.heads:
-            self.heads.append(item)
-            self._changed()
+        self.intervening.add_head(InStack(stack or self.attention.currentData(),
+                                          AblateHead(self.layer.value() if layer is None else layer,
+                                                     self.head.value() if head is None else head)))
 
     def clear_all(self) -> None:
-        self.heads.clear()
         self.no_positions.blockSignals(True)
         self.no_positions.setChecked(False)
         self.no_positions.blockSignals(False)
-        self._changed()
+        self.intervening.clear()
 
     def _fit(self, *_) -> None:
         model = self.window.model
@@ -118,59 +120,34 @@ class InterventionsPanel(QWidget):
         self.layer.setRange(0, config.n_layer - 1)
         self.head.setRange(0, config.n_head - 1)
 
-    def _changed(self, *_) -> None:
+    def _show_chips(self) -> None:
         items = self.interventions()
         self.chips.setText(describe_all(items) if items else
                            "No intervention: ablate a head or remove the source's positions.")
-        self.run()
 
     # -- computing ---------------------------------------------------------------------------
     def trace_changed(self) -> None:
         """The window's clean trace changed: the result is stale; recompute when it shows."""
         self._fit()
-        if self.result is not None and self._for is self.window.trace:
+        if self.intervening.trace_changed(self.isVisible()):
             self.redraw()                      # the same pass (a layer prepared): selection only
-            return
-        self.result = None                     # (the window is taking the new trace already)
-        if self.interventions() and self.isVisible():
-            self.run()
 
     def run(self) -> None:
-        model, trace = self.window.model, self.window.trace
-        self._request += 1
-        if model is None or trace is None or not self.interventions():
-            shown = self.shown_in_stages() is not None
-            self.result = None
-            self.translation.setText("")
-            if shown:
-                self.window.shown_changed()    # back to the clean pass
-            return
-        self.translation.setText("computing the intervened pass …")
-        self._for = trace
-        known = self._clean
-        clean = known[2] if known is not None and known[0] is model and known[1] == trace.source_text else None
-        task = Task(self._request, work.intervene, model, trace, self.interventions(), clean)
-        self.window.workers.start(task, self._done, self._failed)
+        self.intervening.run()
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
-        if self.result is None and self.interventions():
-            self.run()
+        self.intervening.wanted()
 
-    def _done(self, request: int, result) -> None:
-        if request != self._request:
-            return
-        self.result = result
-        translations = result[2]
-        self._clean = (self.window.model, self._for.source_text,
-                       (translations.clean_ids, translations.clean_text))
+    def _done(self) -> None:
         self.redraw()
         if self.in_stages.isChecked():
             self.window.shown_changed()
 
-    def _failed(self, request: int, message: str, _user_error: bool) -> None:
-        if request == self._request:
-            self.translation.setText(f"error: {message}")
+    def _cleared(self, shown: bool) -> None:
+        self.translation.setText("")
+        if shown and self.in_stages.isChecked():
+            self.window.shown_changed()        # back to the clean pass
 
     def redraw(self) -> None:
         if self.result is None:
