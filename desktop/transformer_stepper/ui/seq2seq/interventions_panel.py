@@ -70,14 +70,14 @@ class InterventionsPanel(QWidget):
         for side_map in self.maps.values():
             maps.addWidget(side_map, 1)
         outer.addLayout(maps, 1)
-        self.ablate.clicked.connect(lambda: self.add_head())
+        self.ablate.clicked.connect(self._ablate_clicked)
         self.no_positions.toggled.connect(self.intervening.set_no_positions)
         events = self.intervening.events
         events.changed.connect(self._show_chips)
-        events.computing.connect(lambda: self.translation.setText("computing the intervened pass …"))
+        events.computing.connect(self._computing)
         events.done.connect(self._done)
         events.cleared.connect(self._cleared)
-        events.failed.connect(lambda message: self.translation.setText(f"error: {message}"))
+        events.failed.connect(self._failed)
         self.clear.clicked.connect(self.clear_all)
         self.in_stages.toggled.connect(lambda _on: self.window.shown_changed())
         self.attention.currentIndexChanged.connect(self._fit)
@@ -105,6 +105,9 @@ class InterventionsPanel(QWidget):
         self.intervening.add_head(InStack(stack or self.attention.currentData(),
                                           AblateHead(self.layer.value() if layer is None else layer,
                                                      self.head.value() if head is None else head)))
+
+    def _ablate_clicked(self) -> None:
+        self.add_head()
 
     def clear_all(self) -> None:
         self.no_positions.blockSignals(True)
@@ -138,6 +141,12 @@ class InterventionsPanel(QWidget):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         self.intervening.wanted()
+
+    def _computing(self) -> None:
+        self.translation.setText("computing the intervened pass …")
+
+    def _failed(self, message: str) -> None:
+        self.translation.setText(f"error: {message}")
 
     def _done(self) -> None:
         self.redraw()

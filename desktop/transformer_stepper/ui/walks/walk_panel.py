@@ -47,7 +47,7 @@ class WalkPanel(QDockWidget):
         self.walk_model = WalkModel(window.session, walks, walk_extras)
         self.walk_model.events.changed.connect(self._show_step)
         self.walk_model.events.apply.connect(self._apply)
-        self.walk_model.events.restore.connect(lambda state: restore_user_state(self.window_, state))
+        self.walk_model.events.restore.connect(self._restore)
         self.pages = QStackedWidget()
         self.pages.addWidget(self._list_page())
         self.pages.addWidget(self._walk_page())
@@ -170,6 +170,9 @@ class WalkPanel(QDockWidget):
             self._show_translator(shown.numbers.get("translation_source", ""))
         if own.train:
             self.window_.tabs.view("training").start_short(WALK_TRAINING_STEPS)
+
+    def _restore(self, state: UserState) -> None:
+        restore_user_state(self.window_, state)
 
     def _show_translator(self, source: str) -> None:
         """The step shows the built-in translator: its own window, translating `source`."""
