@@ -90,12 +90,13 @@ def moe_configs():
         # openai/gpt-oss-20b: 32 experts top 4 (kept), router with bias, top-k then softmax,
         # clamped SwiGLU (swiglu_limit 7.0, alpha 1.702) with biases, attention sinks,
         # attention_bias true, layer_types sliding/full alternating (24 layers -> 2),
-        # sliding_window 128 -> 6, hidden_size 2880 -> 32, intermediate_size 2880 -> 16,
+        # sliding_window 128 -> 6, hidden_size 2880 -> 32, intermediate_size 2880 -> 32 (rows of
+        # MXFP4 blocks of 32 in the GGUF fixture),
         # head_dim 64 -> 16, 64 heads : 8 K/V heads -> 8 : 1, rope_theta 150000 with yarn
         # (factor 32, beta_fast 32, beta_slow 1, original 4096, truncate false), rms_norm_eps
         # 1e-5, max_position_embeddings 131072, untied (the Hub's experts are MXFP4: here float32)
         "gpt_oss_tiny": ("GptOssForCausalLM", "GptOssConfig",
-                         dict(num_local_experts=32, num_experts_per_tok=4, intermediate_size=16,
+                         dict(num_local_experts=32, num_experts_per_tok=4, intermediate_size=32,
                               head_dim=16, num_attention_heads=8, num_key_value_heads=1,
                               sliding_window=6, layer_types=["sliding_attention", "full_attention"],
                               attention_bias=True, swiglu_limit=7.0, rms_norm_eps=1e-5,

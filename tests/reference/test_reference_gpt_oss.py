@@ -91,3 +91,37 @@ def test_a_head_derived_alone_reads_the_sinks_as_the_pass(model, reference):
                 np.testing.assert_array_equal(headwise.head("attn_weights", head), whole[head])
     hot = model.trace(text, interventions=[HeadTemperature(1, 3, 2.0)])
     assert not np.allclose(hot.layer("sink_weights", 1)[3], model.trace(text).layer("sink_weights", 1)[3])
+
+
+# -- GGUF (tests/make_moe_gguf_fixtures.py; both files against HF: test_reference_moe_gguf.py) --
+
+def test_a_gguf_reads_llama_cpps_names_and_metadata(model, fixtures_dir):
+    gguf_model = load_model(fixtures_dir / "gguf_moe" / "gpt_oss_tiny.F32.gguf")
+    assert gguf_model.config.replace(name="", ln_eps=model.config.ln_eps) == model.config.replace(name="")
+    for name in ("h.1.attn.sinks", "h.1.ln_2.g", "h.0.moe.router.b", "h.0.moe.expert.7.gate.w",
+                 "h.0.moe.expert.7.up.b", "h.1.moe.expert.30.proj.w", "h.1.moe.expert.30.proj.b", "h.0.attn.o.b"):
+        np.testing.assert_array_equal(gguf_model.params[name], model.params[name])
+
+
+def test_mxfp4_experts_are_dequantized_as_gguf_py_does_and_only_those_routed(fixtures_dir):
+    import gguf
+
+    path = fixtures_dir / "gguf_moe" / "gpt_oss_tiny.MXFP4.gguf"
+    gguf_model = load_model(path)
+    stored = {t.name: t for t in gguf.GGUFReader(str(path)).tensors}
+    tensor = stored["blk.1.ffn_up_exps.weight"]
+    assert tensor.tensor_type == gguf.GGMLQuantizationType.MXFP4
+    rows = gguf.quants.dequantize(tensor.data, tensor.tensor_type)      # [E, d_expert, d_model]
+    np.testing.assert_array_equal(gguf_model.params["h.1.moe.expert.9.up.w"], rows[9].T)
+    read: list[tuple[str, int]] = []
+    for f in gguf_model.params.ckpt.files:
+        original = f.expert
+
+        def counting(name, expert, original=original):
+            read.append((name, expert))
+            return original(name, expert)
+        f.expert = counting
+    trace = gguf_model.trace("She went to the bank")
+    chosen = {(layer, int(e)) for layer in (0, 1) for e in np.unique(trace.layer("expert_ids", layer))}
+    weights = {(int(name.split(".")[1]), e) for name, e in read if name.endswith("_exps.weight")}
+    assert weights == chosen and len(chosen) < 2 * gguf_model.config.n_expert
