@@ -43,7 +43,7 @@ import make_fixtures as mf
 ROUTER_SCALE = 4.0
 MIN_MARGIN = 1e-2       # between the k-th and (k+1)-th router logits
 EXPERT_SCALE = 3.0      # gpt-oss: gate and up pre-activations reach the clamp (swiglu_limit 7)
-SINK_MEAN, SINK_SPREAD = 1.0, 1.5
+SINK_MEAN, SINK_SPREAD = 3.0, 1.5
 ATTEMPTS = 20           # seeds tried in turn (SEED + offset + 1000·attempt) until one routes robustly
 SEED = mf.SEED + 400
 
