@@ -125,3 +125,21 @@ def test_mxfp4_experts_are_dequantized_as_gguf_py_does_and_only_those_routed(fix
     chosen = {(layer, int(e)) for layer in (0, 1) for e in np.unique(trace.layer("expert_ids", layer))}
     weights = {(int(name.split(".")[1]), e) for name, e in read if name.endswith("_exps.weight")}
     assert weights == chosen and len(chosen) < 2 * gguf_model.config.n_expert
+
+
+def test_the_softmax_views_what_if_temperature_divides_the_sink_too(model, reference):
+    from transformer_stepper import HeadTemperature
+    from transformer_stepper.core.model import measures
+
+    text = reference_texts(reference)[2]
+    trace = model.trace(text)
+    scores, sink = trace.layer("scores", 1)[3], float(model.params["h.1.attn.sinks"][3])
+    np.testing.assert_allclose(measures.softmax_with_temperature(scores, 1.0, sink), trace.layer("attn_weights", 1)[3],
+                               atol=1e-6)
+    np.testing.assert_allclose(measures.sink_share(scores, 1.0, sink), trace.layer("sink_weights", 1)[3, :, 0],
+                               atol=1e-6)
+    hot = model.trace(text, interventions=[HeadTemperature(1, 3, 2.0)])      # the pass at T = 2
+    np.testing.assert_allclose(measures.softmax_with_temperature(scores, 2.0, sink), hot.layer("attn_weights", 1)[3],
+                               atol=1e-6)
+    np.testing.assert_allclose(measures.sink_share(scores, 2.0, sink), hot.layer("sink_weights", 1)[3, :, 0],
+                               atol=1e-6)

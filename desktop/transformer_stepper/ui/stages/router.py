@@ -61,7 +61,8 @@ class RouterView(StageView):
             figure.unused = False
         ids, gates = self.layer_array("expert_ids"), self.layer_array("expert_gates")
         experts = [f"E{e}" for e in range(config.n_expert)]
-        self.logits.set_title(f"Router logits x · W_router ({trace.n_seq} × {config.n_expert}); "
+        bias = " + b_router" if config.router_bias else ""
+        self.logits.set_title(f"Router logits x · W_router{bias} ({trace.n_seq} × {config.n_expert}); "
                               f"○ each token's top {config.n_expert_used}")
         self.logits.set_data(self.layer_array("router_logits"), self.labels, experts,
                              describe=self._describe_logit)
