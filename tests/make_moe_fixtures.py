@@ -1,4 +1,4 @@
-"""The mixture-of-experts reference fixtures (Mixtral, Qwen3-MoE, Qwen2-MoE, OLMoE):
+"""The mixture-of-experts reference fixtures (Mixtral, Qwen3-MoE, Qwen2-MoE, OLMoE, gpt-oss):
 
     python tests/make_moe_fixtures.py [--out DIR] [--only NAME ...]
 
@@ -21,6 +21,13 @@ given probability 0 (its logit -inf before the softmax); `forced_*` with token `
 sent to expert `forced_expert` in that layer (it takes the place of the token's k-th choice
 when not already chosen; every gate is the softmax probability of its expert, divided by the
 k gates' sum where the family normalises). Each as hidden_states, logits and expert_ids.
+
+gpt-oss (gpt_oss_tiny): its router takes the top-k logits, then a softmax over those, and the hook
+does the same (the forced expert in the k-th place, the softmax over the k chosen logits); its
+experts' gate_up_proj are scaled by EXPERT_SCALE so that the clamp at swiglu_limit acts on
+some values (down_proj by 1 / EXPERT_SCALE), and its sinks drawn around SINK_MEAN so that the
+sinks take a visible share of every softmax row. The reference uses transformers' eager
+attention and eager experts (modeling_gpt_oss.py's own loops).
 """
 from __future__ import annotations
 
@@ -35,6 +42,8 @@ import make_fixtures as mf
 
 ROUTER_SCALE = 4.0
 MIN_MARGIN = 1e-2       # between the k-th and (k+1)-th router logits
+EXPERT_SCALE = 3.0      # gpt-oss: gate and up pre-activations reach the clamp (swiglu_limit 7)
+SINK_MEAN, SINK_SPREAD = 3.0, 1.5
 ATTEMPTS = 20           # seeds tried in turn (SEED + offset + 1000·attempt) until one routes robustly
 SEED = mf.SEED + 400
 
@@ -78,6 +87,25 @@ def moe_configs():
                             rms_norm_eps=1e-5, clip_qkv=None, attention_bias=False,
                             tie_word_embeddings=False),
                        lambda: mf.bytelevel_tokenizer(("<|endoftext|>",)), 4, False),
+        # openai/gpt-oss-20b: 32 experts top 4 (kept), router with bias, top-k then softmax,
+        # clamped SwiGLU (swiglu_limit 7.0, alpha 1.702) with biases, attention sinks,
+        # attention_bias true, layer_types sliding/full alternating (24 layers -> 2),
+        # sliding_window 128 -> 6, hidden_size 2880 -> 32, intermediate_size 2880 -> 32 (rows of
+        # MXFP4 blocks of 32 in the GGUF fixture),
+        # head_dim 64 -> 16, 64 heads : 8 K/V heads -> 8 : 1, rope_theta 150000 with yarn
+        # (factor 32, beta_fast 32, beta_slow 1, original 4096, truncate false), rms_norm_eps
+        # 1e-5, max_position_embeddings 131072, untied (the Hub's experts are MXFP4: here float32)
+        "gpt_oss_tiny": ("GptOssForCausalLM", "GptOssConfig",
+                         dict(num_local_experts=32, num_experts_per_tok=4, intermediate_size=32,
+                              head_dim=16, num_attention_heads=8, num_key_value_heads=1,
+                              sliding_window=6, layer_types=["sliding_attention", "full_attention"],
+                              attention_bias=True, swiglu_limit=7.0, rms_norm_eps=1e-5,
+                              max_position_embeddings=131072, tie_word_embeddings=False,
+                              router_aux_loss_coef=0.9, output_router_logits=False,
+                              rope_parameters={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                                               "beta_slow": 1.0, "truncate": False, "rope_theta": 150000.0,
+                                               "original_max_position_embeddings": 4096}),
+                         lambda: mf.bytelevel_tokenizer(("<|endoftext|>",)), 5, True),
     }
 
 
@@ -88,6 +116,12 @@ def hub_spelling(path: Path) -> None:
     if config["model_type"] in ("qwen3_moe", "qwen2_moe", "olmoe") and "num_local_experts" in config:
         config["num_experts"] = config.pop("num_local_experts")
         path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    if config["model_type"] == "gpt_oss":      # openai/gpt-oss-20b's config.json: rope_scaling and a
+        rope = dict(config.pop("rope_parameters"))     # top-level rope_theta, no swiglu_alpha
+        config["rope_theta"] = rope.pop("rope_theta")
+        config["rope_scaling"] = rope
+        config.pop("swiglu_alpha")
+        path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 def _routers(model):
@@ -95,9 +129,27 @@ def _routers(model):
     out = []
     for i, layer in enumerate(model.model.layers):
         block = getattr(layer, "block_sparse_moe", None) or layer.mlp
-        if hasattr(block, "gate") and hasattr(block, "experts"):
-            out.append((i, block.gate))
+        router = getattr(block, "gate", None) or getattr(block, "router", None)    # gpt-oss: router
+        if router is not None and hasattr(block, "experts"):
+            out.append((i, router))
     return out
+
+
+def _is_gpt_oss(model) -> bool:
+    return model.config.model_type == "gpt_oss"
+
+
+def _shape_gpt_oss(model, seed: int) -> None:
+    """gpt-oss: experts whose pre-activations reach the clamp, sinks with a visible share."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.mlp.experts.gate_up_proj.mul_(EXPERT_SCALE)
+            layer.mlp.experts.down_proj.div_(EXPERT_SCALE)
+            sinks = layer.self_attn.sinks
+            sinks.copy_(SINK_MEAN + SINK_SPREAD * torch.randn(sinks.shape, generator=gen))
 
 
 def _scale_routers(model) -> None:
@@ -167,6 +219,22 @@ def edited_top_k(logits, k: int, normalize: bool, disabled=None, forced=None):
     return logits, top.to(logits.dtype), index
 
 
+def edited_top_k_logits(logits, k: int, disabled=None, forced=None):
+    """gpt-oss's router (top-k of the logits, then their softmax) recomputed with one edit."""
+    import torch
+
+    masked = logits.clone()
+    if disabled is not None:
+        masked[:, disabled] = float("-inf")
+    top, index = torch.topk(masked, k, dim=-1)
+    if forced is not None:
+        token, expert = forced
+        if expert not in index[token].tolist():
+            index[token, -1] = expert
+            top = torch.gather(masked, 1, index)
+    return logits, torch.softmax(top, dim=1, dtype=top.dtype), index
+
+
 def intervened(model, ids, layer_position: int, normalize: bool, **edit) -> dict[str, np.ndarray]:
     """hidden states, logits and every MoE layer's expert ids with one router edited."""
     import torch
@@ -175,6 +243,8 @@ def intervened(model, ids, layer_position: int, normalize: bool, **edit) -> dict
 
     def hook(module, inputs, output):
         logits = output[0]
+        if _is_gpt_oss(model):
+            return edited_top_k_logits(logits, module.top_k, **edit)
         return edited_top_k(logits, module.top_k, normalize, **edit)
 
     handle = router.register_forward_hook(hook)
@@ -186,6 +256,16 @@ def intervened(model, ids, layer_position: int, normalize: bool, **edit) -> dict
         handle.remove()
     return {"hidden_states": torch.stack(out.hidden_states)[:, 0].numpy(), "logits": out.logits[0].numpy(),
             "expert_ids": ids_after}
+
+
+def load(folder: Path, class_name: str):
+    """The model as transformers reads it back, eager attention (gpt-oss: eager experts too)."""
+    import torch
+    import transformers
+
+    extra = {"experts_implementation": "eager"} if class_name == "GptOssForCausalLM" else {}
+    return getattr(transformers, class_name).from_pretrained(
+        folder, attn_implementation="eager", dtype=torch.float32, **extra).eval()
 
 
 def make_moe(name: str, out: Path) -> None:
@@ -203,12 +283,14 @@ def make_moe_seeded(name: str, out: Path, attempt: int) -> None:
     fields = mf._decoder_sizes(tok.get_vocab_size(with_added_tokens=True), **fields)
     folder = mf.write_random_model(out / name, class_name, config_name, fields, tok,
                                    SEED + seed + 1000 * attempt)
-    model = mf.load_eager(folder, class_name)
+    model = load(folder, class_name)
     _scale_routers(model)
+    if _is_gpt_oss(model):
+        _shape_gpt_oss(model, SEED + seed + 1000 * attempt)
     model.save_pretrained(folder, safe_serialization=True)
     (folder / "generation_config.json").unlink(missing_ok=True)
-    model = mf.load_eager(folder, class_name)
-    hub_spelling(folder / "config.json")
+    hub_spelling(folder / "config.json")        # the reference: the folder as transformers reads it
+    model = load(folder, class_name)
     arrays = mf.hf_outputs(model, folder / "tokenizer.json", mf.TEXTS)
     moe_layers = [i for i, _ in _routers(model)]
     for t in range(len(mf.TEXTS)):

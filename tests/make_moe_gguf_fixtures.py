@@ -16,7 +16,17 @@ dequantized by gguf.quants (hidden_states_t, logits_t, expert_ids_t for the text
 mixtral_tiny.F32.gguf, qwen2_moe_tiny.F32.gguf (the shared expert as ffn_*_shexp, its gate
 ffn_gate_inp_shexp [d_model]) and olmoe_tiny.F32.gguf. The tokenizer metadata is the fixture's own vocabulary (byte-level BPE
 for Qwen3-MoE, Qwen2-MoE and OLMoE; Mixtral's Metaspace BPE written as llama.cpp's `llama` model with scores
--id): the reference tests feed the HF reference's ids."""
+-id): the reference tests feed the HF reference's ids.
+
+gpt-oss (`gpt-oss`, llama.cpp's GptOssModel converter): post_attention_layernorm as
+post_attention_norm, the sinks as attn_sinks.weight, the router and its bias as ffn_gate_inp,
+the fused experts split as the converter splits them (gate the even rows of gate_up_proj
+transposed, up the odd ones: ffn_gate_exps, ffn_up_exps [n_expert, d_expert, d_model] with
+their biases [n_expert, d_expert]; ffn_down_exps [n_expert, d_model, d_expert]),
+expert_feed_forward_length, attention.sliding_window, rope.scaling yarn. gpt_oss_tiny.F32.gguf
+holds the weights as they are; gpt_oss_tiny.MXFP4.gguf the three expert tensors of each layer
+in MXFP4 (tests/gguf_packers.py, the rest F32) with gpt_oss_tiny.MXFP4.npz: transformers'
+GptOssForCausalLM with those experts dequantized by gguf.quants."""
 from __future__ import annotations
 
 import json
@@ -213,12 +223,132 @@ def name_map(tensors, state_names, mixtral: bool) -> dict:
     return out
 
 
+def gpt_oss_tensors(state: dict) -> list[tuple[str, np.ndarray]]:
+    """The HF gpt-oss state as llama.cpp's converter names and splits it."""
+    leaf = {"input_layernorm": "attn_norm", "post_attention_layernorm": "post_attention_norm",
+            "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+            "self_attn.o_proj": "attn_output", "mlp.router": "ffn_gate_inp"}
+    top = {"embed_tokens.weight": "token_embd.weight", "norm.weight": "output_norm.weight",
+           "lm_head.weight": "output.weight"}
+    out = []
+    for name, w in state.items():
+        if name in top:
+            out.append((top[name], w))
+            continue
+        _, i, rest = name.split(".", 2)
+        p = f"blk.{i}."
+        if rest == "self_attn.sinks":
+            out.append((p + "attn_sinks.weight", w))
+        elif rest == "mlp.experts.gate_up_proj":              # [E, d, 2f] -> [E, 2f, d], split
+            rows = np.ascontiguousarray(w.transpose(0, 2, 1))
+            out += [(p + "ffn_gate_exps.weight", rows[:, ::2]), (p + "ffn_up_exps.weight", rows[:, 1::2])]
+        elif rest == "mlp.experts.gate_up_proj_bias":
+            out += [(p + "ffn_gate_exps.bias", w[:, ::2]), (p + "ffn_up_exps.bias", w[:, 1::2])]
+        elif rest == "mlp.experts.down_proj":
+            out.append((p + "ffn_down_exps.weight", w.transpose(0, 2, 1)))
+        elif rest == "mlp.experts.down_proj_bias":
+            out.append((p + "ffn_down_exps.bias", w))
+        else:
+            part, kind = rest.rsplit(".", 1)
+            out.append((f"{p}{leaf[part]}.{kind}", w))
+    return [(name, np.ascontiguousarray(w, dtype=np.float32)) for name, w in out]
+
+
+def write_gpt_oss(path: Path, cfg: dict, tensors, tokenizer_file: Path, scheme: str) -> None:
+    """A gpt-oss GGUF with llama.cpp's metadata; MXFP4: the experts' 3-D weights in MXFP4 blocks
+    written by the project's packer (tests/gguf_packers.py)."""
+    import gguf
+    from gguf import GGMLQuantizationType as Q
+    from gguf_packers import pack
+    arch = "gpt-oss"
+    writer = gguf.GGUFWriter(str(path), arch)
+    writer.add_name(path.stem)
+    writer.add_context_length(cfg["max_position_embeddings"])
+    writer.add_embedding_length(cfg["hidden_size"])
+    writer.add_block_count(cfg["num_hidden_layers"])
+    writer.add_feed_forward_length(cfg["intermediate_size"])
+    writer.add_head_count(cfg["num_attention_heads"])
+    writer.add_head_count_kv(cfg["num_key_value_heads"])
+    writer.add_key_length(cfg["head_dim"])
+    writer.add_value_length(cfg["head_dim"])
+    writer.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    writer.add_rope_freq_base(cfg["rope_theta"])
+    writer.add_sliding_window(cfg["sliding_window"])
+    writer.add_expert_count(cfg["num_local_experts"])
+    writer.add_expert_used_count(cfg["num_experts_per_tok"])
+    writer.add_expert_feed_forward_length(cfg["intermediate_size"])
+    writer.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    writer.add_rope_scaling_factor(cfg["rope_scaling"]["factor"])
+    writer.add_rope_scaling_orig_ctx_len(cfg["rope_scaling"]["original_max_position_embeddings"])
+    writer.add_file_type({"F32": 0, "MXFP4": 38}[scheme])
+    _tokenizer(writer, tokenizer_file, arch)
+    for name, w in tensors:
+        if scheme == "MXFP4" and name.endswith("_exps.weight"):
+            data = pack(w, "MXFP4")
+            writer.add_tensor(name, data, raw_shape=data.shape, raw_dtype=Q.MXFP4)
+        else:
+            writer.add_tensor(name, w)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def gpt_oss_dequantized_reference(folder: Path, gguf_path: Path, reference: dict) -> dict:
+    """transformers' gpt-oss of `folder` with each layer's experts replaced by the GGUF's,
+    dequantized by gguf.quants and fused back (gate_up_proj interleaved): hidden states, logits
+    and expert ids for the reference ids."""
+    import torch
+    import gguf
+    from make_moe_fixtures import load, routing
+
+    model = load(folder, "GptOssForCausalLM")
+    reader = gguf.GGUFReader(str(gguf_path))
+    stored = {t.name: gguf.quants.dequantize(t.data, t.tensor_type).reshape(
+        tuple(int(d) for d in reversed(t.shape.tolist()))) for t in reader.tensors}
+    with torch.no_grad():
+        for i, layer in enumerate(model.model.layers):
+            gate, up = stored[f"blk.{i}.ffn_gate_exps.weight"], stored[f"blk.{i}.ffn_up_exps.weight"]
+            fused = np.empty((gate.shape[0], 2 * gate.shape[1], gate.shape[2]), dtype=np.float32)
+            fused[:, ::2], fused[:, 1::2] = gate, up
+            layer.mlp.experts.gate_up_proj.copy_(torch.from_numpy(fused.transpose(0, 2, 1).copy()))
+            down = stored[f"blk.{i}.ffn_down_exps.weight"].transpose(0, 2, 1).copy()
+            layer.mlp.experts.down_proj.copy_(torch.from_numpy(down))
+    arrays = {}
+    for t in range(3):
+        ids = reference[f"input_ids_{t}"]
+        with torch.no_grad():
+            out = model(input_ids=torch.from_numpy(ids)[None], output_hidden_states=True)
+        arrays[f"input_ids_{t}"] = ids
+        arrays[f"hidden_states_{t}"] = torch.stack(out.hidden_states)[:, 0].numpy()
+        arrays[f"logits_{t}"] = out.logits[0].numpy()
+        arrays[f"expert_ids_{t}"] = routing(model, ids)["expert_ids"]
+    return arrays
+
+
+def make_gpt_oss() -> None:
+    folder = FIXTURES / "gpt_oss_tiny"
+    cfg = json.loads((folder / "config.json").read_text())
+    tensors = gpt_oss_tensors(_state(folder))
+    for scheme in ("F32", "MXFP4"):
+        path = OUT / f"gpt_oss_tiny.{scheme}.gguf"
+        write_gpt_oss(path, cfg, tensors, folder / "tokenizer.json", scheme)
+        print(f"wrote {path} ({path.stat().st_size} bytes)")
+    reference = dict(np.load(FIXTURES / "hf_outputs" / "gpt_oss_tiny.npz"))
+    arrays = gpt_oss_dequantized_reference(folder, OUT / "gpt_oss_tiny.MXFP4.gguf", reference)
+    save_npz(OUT / "gpt_oss_tiny.MXFP4.npz", {**arrays, **provenance()})
+
+
 def main() -> int:
     import torch
     import transformers
     torch.set_num_threads(1)
     transformers.utils.logging.set_verbosity_error()
     OUT.mkdir(parents=True, exist_ok=True)
+    if "--only-gpt-oss" in sys.argv:
+        make_gpt_oss()
+        return 0
+    make_gpt_oss()
     for fixture, arch, schemes in (("qwen3_moe_tiny", "qwen3moe", ("F32", "Q8_0")), ("mixtral_tiny", "llama", ("F32",)),
                                    ("qwen2_moe_tiny", "qwen2moe", ("F32",)), ("olmoe_tiny", "olmoe", ("F32",))):
         folder = FIXTURES / fixture

@@ -18,7 +18,7 @@ FAMILIES = [None, "llama_tiny_gqa4", "qwen3_tiny", "gemma_tiny", "mistral_tiny",
             "bert_tiny_mlm", "roberta_tiny", "distilbert_tiny", "gemma2_tiny", "gemma3_tiny", "olmo2_tiny",
             "smollm3_tiny", "phi3_tiny", "phi35_tiny",
             "phi4_mini_tiny", "pythia_tiny", "neox_tiny_sequential", "llama_tiny_yarn",
-            "llama_tiny_dynamic"]
+            "llama_tiny_dynamic", "gpt_oss_tiny"]
 _models: dict = {}
 
 
@@ -42,7 +42,8 @@ def check(explanation, model, trace) -> None:
         assert np.isclose(sum(t.value for t in explanation.terms) + explanation.rest,
                           explanation.terms_total, rtol=1e-9, atol=1e-9), where
         sizes = [abs(t.value) for t in explanation.terms]
-        if explanation.terms_label != "sum":        # a sum's parts keep the formula's order
+        if explanation.terms_label not in ("sum", "Σ gate · expert"):   # a sum's parts keep the formula's
+            # order (an MoE output's: the chosen experts, largest gate first)
             assert sizes == sorted(sizes, reverse=True), where
     assert explanation.steps[-1].value == explanation.value, where
     for source in explanation.sources:
@@ -56,7 +57,10 @@ def test_random_cells_of_every_array_recompute_to_the_traced_value(family):
     rng = np.random.default_rng(7)
     names = explainable(trace)
     first_norm = "post_attn_ln_out" if model.config.norm == "branch_out" else "ln_1_out"   # OLMo 2
-    assert {"scores", "attn_weights", "head_outputs", "q", "k", "v", "mlp_act", first_norm} <= set(names)
+    feed_forward = {"router_logits", "expert_gates", "mlp_out"} if model.config.is_moe else {"mlp_act"}
+    assert {"scores", "attn_weights", "head_outputs", "q", "k", "v", first_norm} | feed_forward <= set(names)
+    if model.config.attn_sinks:
+        assert "sink_weights" in names
     if model.config.norms_branch_output:
         assert {"post_attn_ln_out", "post_mlp_ln_normalized"} <= set(names)
     if model.config.attn_softcap:
@@ -73,12 +77,12 @@ def test_random_cells_of_every_array_recompute_to_the_traced_value(family):
 @pytest.mark.parametrize("interventions", [
     [AblateHead(0, 1)], [AblateHead(1, 0, "mean")], [HeadTemperature(0, 2, 3.0)], [NoPositions()],
     [ShufflePositions(3)], [SwapEmbedding(2, 5)]], ids=lambda i: type(i[0]).__name__ + getattr(i[0], "mode", ""))
-@pytest.mark.parametrize("family", [None, "llama_tiny_gqa4"], ids=lambda f: f or "builtin")
+@pytest.mark.parametrize("family", [None, "llama_tiny_gqa4", "gpt_oss_tiny"], ids=lambda f: f or "builtin")
 def test_intervened_traces_are_explained_with_their_intervention(family, interventions):
     model = model_for(family)
     trace = model.trace(TEXT, interventions=interventions)
     rng = np.random.default_rng(1)
-    for name in ("scores", "attn_weights", "head_outputs", "q", "k", "token_embeddings",
+    for name in ("scores", "attn_weights", "sink_weights", "head_outputs", "q", "k", "token_embeddings",
                  "position_embeddings", "logits"):
         if name not in trace:
             continue
@@ -157,3 +161,20 @@ def test_bad_addresses_are_one_clear_error():
     with pytest.raises(KeyError):
         explain(model, trace, "no_such_array", (0,))
     assert set(KINDS) >= {"scores", "attn_weights", "head_outputs", "q", "k", "v", "mlp_act", "logits"}
+
+
+def test_a_weight_and_the_sinks_share_name_the_sink():
+    """gpt-oss: the head's sink logit is in the weight's denominator, and the sink's own share is
+    explained; a gate is the softmax of the chosen logits; a router logit has its bias."""
+    model = model_for("gpt_oss_tiny")
+    trace = model.trace(TEXT)
+    weight = explain(model, trace, "attn_weights", (1, 2, 5, 3))
+    assert any("sink" in s.label for s in weight.steps) and "sink_h" in weight.formula
+    assert any("the sink took" in note for note in weight.notes)
+    share = explain(model, trace, "sink_weights", (1, 2, 5, 0))
+    row = trace.layer("attn_weights", 1)[2, 5]
+    assert share.value == pytest.approx(1.0 - float(row.sum()), abs=1e-6)
+    gate = explain(model, trace, "expert_gates", (0, 4, 1))
+    assert gate.formula == "gate = softmax(top-k logits)[choice]"
+    logit = explain(model, trace, "router_logits", (0, 4, 9))
+    assert logit.steps[-1].label.startswith("+ b[9]")

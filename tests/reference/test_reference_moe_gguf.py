@@ -17,7 +17,7 @@ pytestmark = pytest.mark.reference
 
 
 @pytest.mark.parametrize("name", ["qwen3_moe_tiny.F32", "mixtral_tiny.F32", "qwen2_moe_tiny.F32", "olmoe_tiny.F32",
-                                  "qwen3_moe_tiny.Q8_0"])
+                                  "qwen3_moe_tiny.Q8_0", "gpt_oss_tiny.F32", "gpt_oss_tiny.MXFP4"])
 def test_moe_gguf_equals_hugging_face(name, fixtures_dir):
     fixture, scheme = name.split(".")
     model = load_model(fixtures_dir / "gguf_moe" / f"{name}.gguf")

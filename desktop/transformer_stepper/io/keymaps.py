@@ -46,5 +46,21 @@ class Columns(Transform):
         return w[..., self.index * width:(self.index + 1) * width]
 
 
+class ExpertPart(Transform):
+    """Expert `expert`'s slice of a fused [n_expert, ...] tensor (gpt-oss stores a layer's experts
+    as one 3-D tensor, [in, out] each); with `parts` > 1, every parts-th column from `index`
+    (gpt-oss's gate_up_proj interleaves them: gate the even columns, up the odd ones)."""
+
+    def __init__(self, expert: int, n_expert: int, index: int = 0, parts: int = 1) -> None:
+        self.expert, self.n_expert, self.index, self.parts = expert, n_expert, index, parts
+
+    def checkpoint_shape(self, core_shape):
+        return (self.n_expert,) + core_shape[:-1] + (core_shape[-1] * self.parts,)
+
+    def __call__(self, w):
+        value = w[self.expert]
+        return value if self.parts == 1 else np.ascontiguousarray(value[..., self.index::self.parts])
+
+
 IDENTITY, TRANSPOSE = Transform(), Transpose()
 KeyMap = list[tuple[str, str, Transform]]

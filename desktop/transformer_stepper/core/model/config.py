@@ -31,11 +31,14 @@ LIMITS = {"n_vocab": 1 << 24, "n_ctx": 1 << 24, "d_model": 1 << 17, "n_head": 1 
           "n_expert": 1 << 12, "n_expert_used": 1 << 12, "d_expert": 1 << 19, "d_shared_expert": 1 << 19}
 _FLAGS = ("embed_norm", "causal", "gated_mlp", "final_norm", "lm_head", "lm_head_transform",
           "tied_head", "qkv_bias", "o_bias", "mlp_bias", "qk_norm", "skip_pad_positions",
-          "parallel_residual", "rope_truncate", "norm_topk")
+          "parallel_residual", "rope_truncate", "norm_topk", "attn_sinks", "router_bias",
+          "clamped_swiglu")
 # float fields -> must they be > 0 (else >= 0)
 _NUMBERS = {"ln_eps": False, "embed_scale": True, "rope_theta": True, "rope_factor": True,
             "rope_low_freq_factor": True, "rope_high_freq_factor": True,
-            "rope_attention_factor": True, "rope_beta_fast": False, "rope_beta_slow": False}
+            "rope_attention_factor": True, "rope_beta_fast": False, "rope_beta_slow": False,
+            "swiglu_alpha": True, "swiglu_limit": True}
+ROUTER_ORDERS = ("softmax_topk", "topk_softmax")
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,15 @@ class ModelConfig:
     dense_layers: tuple = ()         # layers of an MoE model with the dense feed-forward (d_ff wide)
     d_shared_expert: int = 0         # a shared expert every token passes through, with its sigmoid
                                      # gate (Qwen2-MoE); 0 = none
+    router_bias: bool = False        # the router's logits have a bias (gpt-oss)
+    router_order: str = "softmax_topk"   # softmax over every expert, then the top-k (Mixtral ...), or
+                                     # "topk_softmax": the top-k logits, then a softmax over those (gpt-oss)
+    clamped_swiglu: bool = False     # an expert's hidden = (clip(up, ±limit) + 1) · g·sigmoid(alpha·g),
+                                     # g = min(gate, limit) (gpt-oss); else silu(gate) · up
+    swiglu_alpha: float = 1.702      # ... its sigmoid's gain
+    swiglu_limit: float = 7.0        # ... and its clamp
+    attn_sinks: bool = False         # a learned logit per head joins every softmax row as a column no
+                                     # value is read from (gpt-oss): a row's weights sum to less than 1
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -149,6 +161,9 @@ class ModelConfig:
                              f"n_expert={self.n_expert}")
         if not self.n_expert and (self.n_expert_used or self.dense_layers or self.d_shared_expert):
             raise ModelError("config: n_expert_used, dense_layers and d_shared_expert need n_expert")
+        if self.router_order not in ROUTER_ORDERS:
+            raise ModelError(f"config: router_order must be one of {', '.join(ROUTER_ORDERS)}, "
+                             f"got {self.router_order!r}")
         if self.n_expert and not self.gated_mlp:
             raise ModelError("config: experts are gated feed-forwards (gated_mlp)")
         if self.local_layers and not (self.sliding_window or self.rope_local_theta):

@@ -219,9 +219,39 @@ def scores(q, k, scale, mask, cap: float = 0.0):
     return scale_and_mask(dot_products(q, k), scale, mask, cap=cap)
 
 
-def attention_weights(scores, out=None):
-    # Stage 7. [n_head, n_q, n_k] -> softmax over the keys: each row sums to 1
-    return ops.softmax(scores, out=out)
+def attention_weights(scores, out=None, sinks=None):
+    # Stage 7. [n_head, n_q, n_k] -> softmax over the keys: each row sums to 1. With attention
+    # sinks (gpt-oss) [n_head]: each head's sink logit joins every row as one more column that no
+    # value is read from, so a row sums to 1 minus the sink's share (sink_softmax)
+    if sinks is None:
+        return ops.softmax(scores, out=out)
+    weights, _ = sink_softmax(scores, sinks)
+    if out is None:
+        return weights
+    out[...] = weights
+    return out
+
+
+def sink_softmax(scores, sinks):
+    # [n_head, n_q, n_k], [n_head] -> (weights [n_head, n_q, n_k], the sink's share
+    # [n_head, n_q, 1]): softmax over [scores | sink], the sink's column dropped (transformers'
+    # eager_attention_forward for gpt-oss)
+    combined = with_sink_column(scores, sinks)
+    ops.softmax(combined, out=combined)
+    return np.ascontiguousarray(combined[..., :-1]), np.ascontiguousarray(combined[..., -1:])
+
+
+def with_sink_column(scores, sinks):
+    # [n_head, n_q, n_k], [n_head] -> [n_head, n_q, n_k + 1]: every row with its head's sink logit last
+    combined = np.empty(scores.shape[:-1] + (scores.shape[-1] + 1,), dtype=F32)
+    combined[..., :-1] = scores
+    combined[..., -1] = np.asarray(sinks, dtype=F32).reshape(-1, 1)
+    return combined
+
+
+def sinks_of(params, config: ModelConfig, layer: int) -> Optional[np.ndarray]:
+    # [n_head] this layer's attention sink logits, or None (a model without sinks)
+    return params[f"h.{layer}.attn.sinks"] if config.attn_sinks else None
 
 
 def weighted_sum(weights, v):
@@ -235,12 +265,22 @@ def output_projection(params, config: ModelConfig, heads_concat, layer: int):
     return linear(params, p + "o.w", heads_concat, _bias(params, p + "o.b", config.o_bias))
 
 
-def tempered_weights(scores, temperatures: dict) -> np.ndarray:
+def tempered_weights(scores, temperatures: dict, sinks=None) -> np.ndarray:
     # the temperature intervention: softmax(scores / T) for the heads it names
-    tempered = scores.copy()
+    scores, sinks = tempered(scores, temperatures, sinks)
+    return attention_weights(scores, out=scores, sinks=sinks)
+
+
+def tempered(scores, temperatures: dict, sinks=None):
+    # -> (scores, sinks) copies with the named heads' rows divided by their temperature (with
+    # sinks, the head's sink logit too: the whole row's softmax runs at that temperature)
+    out = scores.copy()
+    sinks = None if sinks is None else np.array(sinks, dtype=F32)
     for head, temperature in temperatures.items():
-        tempered[head] /= F32(temperature)
-    return attention_weights(tempered, out=tempered)
+        out[head] /= F32(temperature)
+        if sinks is not None:
+            sinks[head] /= F32(temperature)
+    return out, sinks
 
 
 def _ablate(head_outputs, ablations: dict) -> None:
@@ -287,11 +327,18 @@ def attend(params, config: ModelConfig, q, k, v, ctx: Context, layer: int, recor
     scaled = scale_and_mask(raw, scale, ctx.mask, out=raw if in_place else None, cap=config.attn_softcap)
     record("scores", scaled, layer)
     ablations, temperatures = interventions_lib.head_edits(ctx.interventions, layer)
-    if temperatures:
-        weights = tempered_weights(scaled, temperatures)
+    sinks = sinks_of(params, config, layer)
+    if sinks is not None:                                  # gpt-oss: the sink takes its share
+        weights, share = sink_softmax(*(tempered(scaled, temperatures, sinks) if temperatures
+                                        else (scaled, sinks)))
+        record("attn_weights", weights, layer)
+        record("sink_weights", share, layer)               # [n_head, n_q, 1]: what no key received
     else:
-        weights = attention_weights(scaled, out=scaled if in_place else None)
-    record("attn_weights", weights, layer)
+        if temperatures:
+            weights = tempered_weights(scaled, temperatures)
+        else:
+            weights = attention_weights(scaled, out=scaled if in_place else None)
+        record("attn_weights", weights, layer)
     head_outputs = weighted_sum(weights, v)
     _ablate(head_outputs, ablations)
     record("head_outputs", head_outputs, layer)

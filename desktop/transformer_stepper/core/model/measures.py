@@ -198,9 +198,26 @@ def robust_limit(values: np.ndarray, percentile: float = 99.5) -> float:
     return limit if limit > 0 else float(finite.max() or 1.0)
 
 
-def softmax_with_temperature(scores: np.ndarray, temperature: float) -> np.ndarray:
-    # [..., n] -> [..., n]: softmax(scores / T), a new array (masked -inf stays 0)
-    return ops.softmax(scores / np.float32(temperature))
+def softmax_with_temperature(scores: np.ndarray, temperature: float, sink=None) -> np.ndarray:
+    # [..., n] -> [..., n]: softmax(scores / T), a new array (masked -inf stays 0); with one
+    # head's attention sink logit (gpt-oss) the sink / T joins every row (sink_share: its part)
+    if sink is None:
+        return ops.softmax(scores / np.float32(temperature))
+    return _with_sink(scores, temperature, sink)[..., :-1]
+
+
+def sink_share(scores: np.ndarray, temperature: float, sink: float) -> np.ndarray:
+    # [..., n] one head's scores -> [...]: the share of each row's softmax(scores / T) that the
+    # head's sink (/ T) takes, the mass no key receives
+    return _with_sink(scores, temperature, sink)[..., -1]
+
+
+def _with_sink(scores: np.ndarray, temperature: float, sink: float) -> np.ndarray:
+    t = np.float32(temperature)
+    combined = np.empty(scores.shape[:-1] + (scores.shape[-1] + 1,), dtype=np.float32)
+    combined[..., :-1] = scores / t
+    combined[..., -1] = np.float32(sink) / t
+    return ops.softmax(combined, out=combined)
 
 
 def contributions(weights_row: np.ndarray, v: np.ndarray) -> np.ndarray:

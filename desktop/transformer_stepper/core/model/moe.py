@@ -1,22 +1,28 @@
-"""The mixture-of-experts feed-forward (Mixtral, Qwen3-MoE, Qwen2-MoE, OLMoE), one small pure
-function a step, in transformers' order:
+"""The mixture-of-experts feed-forward (Mixtral, Qwen3-MoE, Qwen2-MoE, OLMoE, gpt-oss), one small
+pure function a step, in transformers' order:
 
-    router_logits = x · W_router                        [n_seq, n_expert]
+    router_logits = x · W_router (+ b: gpt-oss)         [n_seq, n_expert]
     probs         = softmax(router_logits)              over every expert, in float32
     chosen, gates = top-k of probs                      [n_seq, k] (largest first)
     gates        /= Σ gates                             norm_topk (Mixtral always; Qwen3-MoE,
                                                         Qwen2-MoE, OLMoE when norm_topk_prob)
+    gpt-oss (router_order "topk_softmax"): chosen = top-k of the logits, gates = softmax of
+                                                        those k logits (the same numbers as the
+                                                        normalised top-k of probs, in HF's order)
     expert e      = down(silu(gate(x)) * up(x))         each token through its k experts only
+                    gpt-oss (clamped_swiglu, biases): g = min(gate(x), limit),
+                    u = clip(up(x), -limit, limit), down((u + 1) · g·sigmoid(alpha·g))
     out           = Σ_slot gates[:, slot] · expert_out[slot]
                   (+ sigmoid(x · w_shared_gate) · shared_expert(x): Qwen2-MoE)
 
-Parameters (core/model/params.py): h.{i}.moe.router.w [d_model, n_expert];
+Parameters (core/model/params.py): h.{i}.moe.router.w [d_model, n_expert] (+ router.b);
 h.{i}.moe.expert.{e}.{gate,up}.w [d_model, d_expert], h.{i}.moe.expert.{e}.proj.w
-[d_expert, d_model]; h.{i}.moe.shared.{gate,up,proj}.w and h.{i}.moe.shared_gate.w
-[d_model, 1]. Only the experts some token is routed to are read (a lazy store widens only
-those).
+[d_expert, d_model] (+ .b with mlp_bias); h.{i}.moe.shared.{gate,up,proj}.w and
+h.{i}.moe.shared_gate.w [d_model, 1]. Only the experts some token is routed to are read (a lazy
+store widens only those).
 
-Recorded (each layer of an MoE model): router_logits [n_seq, n_expert], router_probs,
+Recorded (each layer of an MoE model): router_logits [n_seq, n_expert], router_probs (the
+softmax over every expert, also where the gates come from the top-k logits alone),
 expert_ids [n_seq, k] (int64), expert_gates [n_seq, k] (these three also kept for every layer
 by the pass: the experts' load over the text and a token's path need every layer's), expert_outputs
 [k, n_seq, d_model] (slot s: each token's s-th chosen expert's output, before its gate),
@@ -34,9 +40,9 @@ from .config import ModelConfig
 F32 = np.float32
 
 
-def router_logits(x, w_router):
-    # [n_seq, d_model], [d_model, n_expert] -> [n_seq, n_expert]: one score per expert
-    return ops.linear(x, w_router, None)
+def router_logits(x, w_router, b_router=None):
+    # [n_seq, d_model], [d_model, n_expert] (, [n_expert]) -> [n_seq, n_expert]: one score per expert
+    return ops.linear(x, w_router, b_router)
 
 
 def router_probs(logits):
@@ -55,20 +61,51 @@ def top_k(probs, k: int, normalize: bool):
     return order.astype(np.int64), gates.astype(F32, copy=False)
 
 
-def expert(params, prefix: str, x):
-    # [n, d_model] -> [n, d_model]: one expert, SwiGLU down(silu(gate(x)) * up(x))
-    hidden = ops.silu(ops.linear(x, params[prefix + "gate.w"], None)) * ops.linear(x, params[prefix + "up.w"], None)
-    return ops.linear(hidden, params[prefix + "proj.w"], None)
+def top_k_logits(logits, k: int):
+    # gpt-oss's order: [n_seq, n_expert] -> expert_ids [n_seq, k] (the k largest logits, largest
+    # first), gates [n_seq, k]: the softmax of those k logits alone
+    order = np.argsort(-logits, axis=-1, kind="stable")[:, :k]
+    return order.astype(np.int64), chosen_softmax(logits, order)
 
 
-def expert_outputs(params, layer: int, x, expert_ids):
+def chosen_softmax(logits, ids):
+    # [n_seq, n_expert], [n_seq, k] -> [n_seq, k]: softmax over each token's chosen logits
+    return ops.softmax(np.take_along_axis(logits, ids, axis=-1).astype(F32, copy=True))
+
+
+def clamped_swiglu(gate, up, alpha: float, limit: float):
+    # gpt-oss's expert activation, [n, d_expert] each: g = min(gate, limit), u = clip(up, ±limit),
+    # (u + 1) · g · sigmoid(alpha · g)
+    g = np.minimum(gate, F32(limit))
+    u = np.clip(up, F32(-limit), F32(limit))
+    return (u + F32(1)) * (g * (F32(1) / (F32(1) + np.exp(-F32(alpha) * g))))
+
+
+def expert(params, prefix: str, x, config: Optional[ModelConfig] = None):
+    # [n, d_model] -> [n, d_model]: one expert, SwiGLU down(silu(gate(x)) * up(x)); with a config
+    # of clamped_swiglu / mlp_bias, gpt-oss's clamped form and the projections' biases
+    bias = config is not None and config.mlp_bias and prefix.split(".")[-2] != "shared"
+
+    def b(name):
+        return params[prefix + name + ".b"] if bias else None
+
+    gate = ops.linear(x, params[prefix + "gate.w"], b("gate"))
+    up = ops.linear(x, params[prefix + "up.w"], b("up"))
+    if config is not None and config.clamped_swiglu:
+        hidden = clamped_swiglu(gate, up, config.swiglu_alpha, config.swiglu_limit)
+    else:
+        hidden = ops.silu(gate) * up
+    return ops.linear(hidden, params[prefix + "proj.w"], b("proj"))
+
+
+def expert_outputs(params, layer: int, x, expert_ids, config: Optional[ModelConfig] = None):
     # [n_seq, d_model], [n_seq, k] -> [k, n_seq, d_model]: slot s holds each token's s-th
     # chosen expert's output; every expert runs once, on the rows routed to it
     k = expert_ids.shape[1]
     out = np.zeros((k, len(x), x.shape[1]), dtype=F32)
     for e in np.unique(expert_ids):
         rows, slots = np.nonzero(expert_ids == e)
-        out[slots, rows] = expert(params, f"h.{layer}.moe.expert.{int(e)}.", x[rows])
+        out[slots, rows] = expert(params, f"h.{layer}.moe.expert.{int(e)}.", x[rows], config)
     return out
 
 
@@ -91,10 +128,13 @@ def shared_expert(params, layer: int, x):
 def route(params, config: ModelConfig, x, layer: int, edits: Optional["RouterEdits"] = None):
     # Stage 10. [n_seq, d_model] -> (router_logits, probs, expert_ids, gates): the Router.
     # `edits` (interventions) disable experts or force tokens to one (RouterEdits below).
-    logits = router_logits(x, params[f"h.{layer}.moe.router.w"])
+    p = f"h.{layer}.moe.router."
+    logits = router_logits(x, params[p + "w"], params[p + "b"] if config.router_bias else None)
     if edits is not None:
-        return (logits,) + edits.route(logits, config.n_expert_used, config.norm_topk)
+        return (logits,) + edits.route(logits, config.n_expert_used, config.norm_topk, config.router_order)
     probs = router_probs(logits)
+    if config.router_order == "topk_softmax":
+        return (logits, probs) + top_k_logits(logits, config.n_expert_used)
     return (logits, probs) + top_k(probs, config.n_expert_used, config.norm_topk)
 
 
@@ -103,20 +143,27 @@ class RouterEdits:
     forward hook on transformers' router recomputing its top-k from its logits would apply them:
     a disabled expert's logit is -inf before the softmax; a forced token's k-th choice is
     replaced by the expert (unless chosen already), its gate that expert's probability, then
-    the k gates normalised where the model normalises."""
+    the k gates normalised where the model normalises. gpt-oss (router_order "topk_softmax"):
+    the top-k of the edited logits, the forced expert in the k-th place, then the softmax over
+    the k chosen logits, as its router computes them."""
 
     def __init__(self, disabled: frozenset, forced: dict) -> None:
         self.disabled, self.forced = disabled, dict(forced)
 
-    def route(self, logits, k: int, normalize: bool):
+    def route(self, logits, k: int, normalize: bool, order: str = "softmax_topk"):
         # [n_seq, n_expert] -> (probs, expert_ids, gates) as edited
         masked = logits.astype(F32, copy=True)
         masked[:, sorted(self.disabled)] = -np.inf
         probs = router_probs(masked)
-        ids, _ = top_k(probs, k, normalize=False)
+        if order == "topk_softmax":
+            ids, _ = top_k_logits(masked, k)
+        else:
+            ids, _ = top_k(probs, k, normalize=False)
         for position, expert in self.forced.items():
             if position < len(ids) and expert not in ids[position]:
                 ids[position, -1] = expert
+        if order == "topk_softmax":
+            return probs, ids, chosen_softmax(masked, ids)
         gates = np.take_along_axis(probs, ids, axis=-1)
         if normalize:
             gates = gates / gates.sum(axis=-1, keepdims=True)
@@ -132,7 +179,7 @@ def feed_forward(params, config: ModelConfig, x, layer: int, record,
     for name, value in (("router_logits", logits), ("router_probs", probs), ("expert_ids", ids),
                         ("expert_gates", gates)):
         record(name, value, layer)
-    outputs = expert_outputs(params, layer, x, ids)
+    outputs = expert_outputs(params, layer, x, ids, config)
     record("expert_outputs", outputs, layer)
     out = weighted_sum(gates, outputs)
     if config.d_shared_expert:

@@ -9,6 +9,7 @@ Parameters use one naming scheme for every family (the loaders map checkpoints o
   wtt [n_types, d_model]   ln_emb.{g,b}   ln_f.{g[,b]}   lm_head.w [n_vocab, d_model] (untied)
   h.{i}.ln_1.{g[,b]}  h.{i}.ln_2.{g[,b]}           .b only for LayerNorm, not RMSNorm
   h.{i}.attn.{q,k,v,o}.{w[,b]}   w stored [d_in, d_out]; k, v have n_kv_head heads
+  h.{i}.attn.sinks [n_head]                         (attn_sinks: each head's sink logit, gpt-oss)
   h.{i}.attn.{q,k}_norm.g [d_head]                  (qk_norm; qk_norm_over "projection":
                                                     [n_head·d_head], [n_kv_head·d_head])
   h.{i}.post_attn_ln.g  h.{i}.post_mlp_ln.g       (norms of each branch's output: sandwich,
@@ -17,6 +18,7 @@ Parameters use one naming scheme for every family (the loaders map checkpoints o
   h.{i}.mlp.gate.{w[,b]}, h.{i}.mlp.up.{w[,b]} [d_model, d_ff] (gated_mlp: instead of fc)
   h.{i}.moe.router.w [d_model, n_expert]  h.{i}.moe.expert.{e}.{gate,up,proj}.w (an MoE layer
   instead of mlp.*: core/model/moe.py)  h.{i}.moe.shared.{gate,up,proj}.w  h.{i}.moe.shared_gate.w
+  h.{i}.moe.router.b [n_expert] (router_bias)  h.{i}.moe.expert.{e}.{gate,up,proj}.b (mlp_bias)
   head.transform.{w,b}  head.ln.{g,b}  head.bias   (BERT's masked-LM head)
 """
 from __future__ import annotations
@@ -129,6 +131,8 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
         linear(p + "attn.k", d, d_kv, config.qkv_bias)
         linear(p + "attn.v", d, d_kv, config.qkv_bias)
         linear(p + "attn.o", d_q, d, config.o_bias)
+        if config.attn_sinks:
+            shapes[p + "attn.sinks"] = (config.n_head,)
         if config.qk_norm:
             whole = config.qk_norm_over == "projection"
             shapes.update({p + "attn.q_norm.g": (d_q if whole else dh,),
@@ -156,10 +160,13 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
 
 
 def moe_shapes(config: ModelConfig, layer: int) -> dict[str, tuple[int, ...]]:
-    """An MoE layer's router, experts and shared expert (core/model/moe.py), without biases."""
+    """An MoE layer's router, experts and shared expert (core/model/moe.py), with the router's
+    bias (router_bias) and the routed experts' biases (mlp_bias) where the model has them."""
     d, f = config.d_model, config.d_expert_ff
     p = f"h.{layer}.moe."
     shapes = {p + "router.w": (d, config.n_expert)}
+    if config.router_bias:
+        shapes[p + "router.b"] = (config.n_expert,)
     experts = [(f"expert.{e}.", f) for e in range(config.n_expert)]
     if config.d_shared_expert:
         experts.append(("shared.", config.d_shared_expert))
@@ -167,4 +174,7 @@ def moe_shapes(config: ModelConfig, layer: int) -> dict[str, tuple[int, ...]]:
     for name, width in experts:
         shapes.update({p + name + "gate.w": (d, width), p + name + "up.w": (d, width),
                        p + name + "proj.w": (width, d)})
+        if config.mlp_bias and name.startswith("expert."):
+            shapes.update({p + name + "gate.b": (width,), p + name + "up.b": (width,),
+                           p + name + "proj.b": (d,)})
     return shapes

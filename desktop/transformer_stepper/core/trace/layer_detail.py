@@ -11,7 +11,8 @@ Kept (a layer recorded by core/trace/recorder.py's Recorder(derive=True), i.e. e
 Derived when read (whole layer, or one head):
   q, k = rotate(q_unrotated), rotate(k_unrotated) (rotary); k, v, k_unrotated repeated to the
   query heads; scores_raw = q·kᵀ, scores_uncapped = scores_raw·scale (soft-capped models),
-  scores = scale_and_mask(scores_raw); attn_weights = softmax(scores) in a per-head layer.
+  scores = scale_and_mask(scores_raw); attn_weights = softmax(scores) in a per-head layer (with
+  attention sinks, the rule's sink logits join each row's softmax: forward.attention_weights).
 A layer of a causal trace made by several passes (core/trace/row_blocks.py: an edit, a generated
 token) keeps the same arrays (lean_blocks) and derives the scores block by block: each block's
 rows over its keys as its pass computed them, the earlier rows' later keys as the pass masks
@@ -39,7 +40,7 @@ class AttentionRule:
     """What a layer's derived attention arrays need besides the kept ones: its mask, rotary
     angles, scale, soft cap, K/V group size and head temperatures (interventions)."""
 
-    def __init__(self, config: ModelConfig, ctx, layer: int) -> None:
+    def __init__(self, config: ModelConfig, ctx, layer: int, sinks: Optional[np.ndarray] = None) -> None:
         from ..model import forward, interventions
 
         ctx = forward.layer_context(config, ctx, layer)
@@ -50,14 +51,15 @@ class AttentionRule:
         self.n_head = config.n_head
         self.temperatures = interventions.head_edits(ctx.interventions, layer)[1]
         self.config, self.layer = config, layer
+        self.sinks = sinks                      # [n_head] attention sink logits (gpt-oss), or None
         self.blocks: Optional[tuple[tuple[int, int, int], ...]] = None   # one pass over every row
 
     @classmethod
-    def of_blocks(cls, config: ModelConfig, ctx, layer: int, spans) -> "AttentionRule":
+    def of_blocks(cls, config: ModelConfig, ctx, layer: int, spans, sinks=None) -> "AttentionRule":
         """A layer computed by several passes: `spans` (start, end, extent), each pass's rows
         start..end over `extent` positions (row_blocks.spans); ctx: the whole text's (its
         angles turn a row as the row's own pass did)."""
-        rule = cls(config, ctx, layer)
+        rule = cls(config, ctx, layer, sinks)
         rule.blocks = tuple(spans)
         return rule
 
@@ -83,12 +85,18 @@ class AttentionRule:
             raise KeyError(f"{name!r} is not kept and cannot be derived")
         if head is None:                                # as the pass: forward.attend
             if self.temperatures:
-                return forward.tempered_weights(scores, self.temperatures)
-            return forward.attention_weights(scores)
+                return forward.tempered_weights(scores, self.temperatures, self.sinks)
+            return forward.attention_weights(scores, sinks=self.sinks)
+        sink = None if self.sinks is None else np.array(self.sinks[head:head + 1], dtype=forward.F32)
         if head in self.temperatures:                   # (tempered_weights, one head)
             scores /= forward.F32(self.temperatures[head])
+            if sink is not None:
+                sink /= forward.F32(self.temperatures[head])
         n_q = scores.shape[1]                           # the rows of the whole layer's softmax
-        return ops.softmax_rows_of(scores[0], head * n_q, self.n_head * n_q)[None]
+        if sink is None:
+            return ops.softmax_rows_of(scores[0], head * n_q, self.n_head * n_q)[None]
+        rows = ops.softmax_rows_of(forward.with_sink_column(scores, sink)[0], head * n_q, self.n_head * n_q)
+        return np.ascontiguousarray(rows[:, :-1])[None]   # (the sink's column dropped)
 
 
 def _frozen(value: np.ndarray) -> np.ndarray:
@@ -236,7 +244,7 @@ class LayerDetail(Mapping):
         n = q.shape[1]
         out = np.empty((q.shape[0], n, n), dtype=q.dtype)
         for start, end, extent in rule.blocks:
-            block = AttentionRule(rule.config, context(rule.config, extent, start=start), rule.layer)
+            block = AttentionRule(rule.config, context(rule.config, extent, start=start), rule.layer, rule.sinks)
             raw = forward.dot_products(_rows(q, start, end, extent - start), _rows(k, 0, extent, extent))
             out[:, start:end, :end] = block.pair(name, raw, head)[:, :end - start, :end]
             if start:
@@ -261,14 +269,14 @@ def _rows(x: np.ndarray, start: int, stop: int, n: int) -> np.ndarray:
     return out
 
 
-def lean_blocks(detail, config: ModelConfig, ctx, layer: int, spans) -> LayerDetail:
+def lean_blocks(detail, config: ModelConfig, ctx, layer: int, spans, sinks=None) -> LayerDetail:
     """A layer of a trace made by several passes (row_blocks: every array as the passes
     recorded it, or a LayerDetail already) kept as a one-pass layer is: the (query, key) arrays
     other than the weights, q and k after rotation and k, v repeated are derived when read
     (the scores block by block: AttentionRule.of_blocks)."""
     if isinstance(detail, LayerDetail):
         return detail
-    rule = AttentionRule.of_blocks(config, ctx, layer, spans)
+    rule = AttentionRule.of_blocks(config, ctx, layer, spans, sinks)
     per_kv: dict[int, np.ndarray] = {}                # (an alias stays one array)
     recorded: dict[str, Optional[np.ndarray]] = {}
     for name, value in detail.items():

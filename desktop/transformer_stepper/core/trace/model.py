@@ -12,7 +12,7 @@ from . import row_blocks
 from ..model.config import ModelConfig
 from ..model.errors import ModelError
 from ..model.params import ParamStore, expected_shapes
-from ..model.forward import block, finish, forward
+from ..model.forward import block, finish, forward, sinks_of
 from ..model.head import head_product, vocabulary_logits
 from ..model.kv_cache import KVCache
 from ..model.layer_context import context
@@ -206,7 +206,8 @@ class Model:
             compute_layer = self._block_computer(residual["layer_in"], fields["kv_cache"], ctx, blocks, n_seq)
         if blocks is not None and fields.get("recorded_details"):   # grown or cut by blocks
             spans = row_blocks.spans(blocks, n_seq)
-            fields["recorded_details"] = {layer: lean_blocks(detail, self.config, ctx, layer, spans)
+            fields["recorded_details"] = {layer: lean_blocks(detail, self.config, ctx, layer, spans,
+                                                             self._sinks(layer))
                                           for layer, detail in fields["recorded_details"].items()}
         return Trace(config=self.config, arrays=arrays, residual=residual,
                      compute_layer=compute_layer or self._layer_computer(residual["layer_in"], ctx),
@@ -219,8 +220,12 @@ class Model:
 
     def _details(self, recorder: Recorder, ctx) -> dict[int, LayerDetail]:
         """The layers a deriving recorder recorded, as LayerDetails reading the layer's context."""
-        return {layer: LayerDetail(detail, AttentionRule(self.config, ctx, layer))
+        return {layer: LayerDetail(detail, AttentionRule(self.config, ctx, layer, self._sinks(layer)))
                 for layer, detail in recorder.recorded().items()}
+
+    def _sinks(self, layer: int):
+        """[n_head] the layer's attention sink logits (gpt-oss), or None: a derived softmax reads them."""
+        return sinks_of(self.params, self.config, layer)
 
     def _layer_computer(self, layer_inputs, ctx) -> Callable[[int], LayerDetail]:
         params, config = self.params, self.config
@@ -243,7 +248,7 @@ class Model:
             with quiet_floats():
                 detail = row_blocks.layer_detail(params, config, layer, layer_inputs[layer], kv_cache,
                                                  blocks, n_seq)
-            return lean_blocks(detail, config, ctx, layer, spans)
+            return lean_blocks(detail, config, ctx, layer, spans, self._sinks(layer))
 
         return compute_layer
 

@@ -10,7 +10,8 @@ families.gguf_layout_of and holds no per-architecture branch. A layout says
   top, block     GGUF name -> HF name: top-level tensors (token_embd ...) and a block's leaves
                  (attn_q ...); `layer` is the HF prefix of block N
   expert_names   a 3-D experts tensor's leaf (ffn_gate_exps ...) -> the HF name of expert {e}
-                 inside a block: each expert is read as one slice of it
+                 inside a block: each expert is read as one slice of it (and its 2-D bias,
+                 ffn_*_exps.bias [n_expert, out], one row: gpt-oss)
   fixes          how llama.cpp's converter changed a tensor, undone on read: leaf (weight and
                  bias) or leaf.weight / leaf.bias -> one of FIXES
   embedding      the HF name of the token embedding (its rows are checked against the vocabulary)
@@ -106,7 +107,12 @@ def _rope_scaling(f, arch: str) -> dict | None:
         return None
     if kind == "linear":
         return {"type": "linear", "factor": f.number(f"{arch}.rope.scaling.factor")}
-    raise ModelError(f"{f.path}: rope scaling {kind!r} is not supported (linear is)")
+    if kind == "yarn":      # llama.cpp's yarn keys; its defaults for the betas (32, 1)
+        return {"rope_type": "yarn", "factor": f.number(f"{arch}.rope.scaling.factor"),
+                "original_max_position_embeddings": f.integer(f"{arch}.rope.scaling.original_context_length"),
+                "beta_fast": f.number(f"{arch}.rope.scaling.yarn_beta_fast", 32.0),
+                "beta_slow": f.number(f"{arch}.rope.scaling.yarn_beta_slow", 1.0)}
+    raise ModelError(f"{f.path}: rope scaling {kind!r} is not supported (linear and yarn are)")
 
 
 def _llama3_from_rope_freqs(f, factors: np.ndarray, d_head: int, theta: float) -> dict:

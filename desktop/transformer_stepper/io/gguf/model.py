@@ -208,13 +208,14 @@ def _hf_name(layout: GGUFLayout, name: str) -> Optional[tuple[str, str, str]]:
 
 
 def _experts(f: GGUFFile, name: str, layout: GGUFLayout) -> dict:
-    """A 3-D experts tensor (blk.N.ffn_*_exps.weight) as one HF name per expert."""
+    """A 3-D experts tensor (blk.N.ffn_*_exps.weight) as one HF name per expert; its biases
+    (blk.N.ffn_*_exps.bias [n_expert, out]: gpt-oss) one row per expert."""
     match = _BLOCK_TENSOR.match(name)
-    if match is None or match.group(3) != "weight" or match.group(2) not in layout.expert_names:
+    if match is None or match.group(2) not in layout.expert_names:
         return {}
-    layer, leaf, _ = match.groups()
+    layer, leaf, kind = match.groups()
     inside = layout.layer.format(layer) + layout.expert_names[leaf]
-    return {f"{inside.format(e=e)}.weight": (f, name, ExpertSlice(e)) for e in range(f.shape(name)[0])}
+    return {f"{inside.format(e=e)}.{kind}": (f, name, ExpertSlice(e)) for e in range(f.shape(name)[0])}
 
 
 def map_tensors(files: list[GGUFFile], layout: GGUFLayout, n_head: int, n_kv: int) -> dict:

@@ -61,7 +61,8 @@ class RouterView(StageView):
             figure.unused = False
         ids, gates = self.layer_array("expert_ids"), self.layer_array("expert_gates")
         experts = [f"E{e}" for e in range(config.n_expert)]
-        self.logits.set_title(f"Router logits x · W_router ({trace.n_seq} × {config.n_expert}); "
+        bias = " + b_router" if config.router_bias else ""
+        self.logits.set_title(f"Router logits x · W_router{bias} ({trace.n_seq} × {config.n_expert}); "
                               f"○ each token's top {config.n_expert_used}")
         self.logits.set_data(self.layer_array("router_logits"), self.labels, experts,
                              describe=self._describe_logit)
@@ -122,7 +123,8 @@ class RouterView(StageView):
         experts = [f"E{e}" for e in range(config.n_expert)]
         unchosen = np.ones(config.n_expert, dtype=bool)
         unchosen[ids] = False
-        rule = ("divided by their sum" if config.norm_topk else "not renormalised")
+        rule = ("softmax of the chosen logits" if config.router_order == "topk_softmax" else
+                "divided by their sum" if config.norm_topk else "not renormalised")
         self.probs.set_title(f"'{self.labels[i]}': softmax over the experts; top {config.n_expert_used} "
                              f"kept (blue), gates {rule}")
         self.probs.set_data(probs, experts, muted=unchosen,
@@ -150,7 +152,8 @@ class RouterView(StageView):
         trace, layer, i = self.trace, self.session.layer, self.selected
         config = trace.config
         values = {"n_expert": config.n_expert, "top_k": config.n_expert_used, "d_expert": config.d_expert_ff,
-                  "d_shared": config.d_shared_expert, "layer": layer}
+                  "d_shared": config.d_shared_expert, "layer": layer, "alpha": f"{config.swiglu_alpha:g}",
+                  "limit": f"{config.swiglu_limit:g}"}
         if self.dense:
             return values
         readout = moe_readouts.router_readout(trace, layer, i)
@@ -165,4 +168,5 @@ class RouterView(StageView):
     def stage_flags(self) -> dict:
         config = self.trace.config
         return {"dense_layer": self.dense, "normalised": config.norm_topk,
-                "shared": bool(config.d_shared_expert)}
+                "shared": bool(config.d_shared_expert), "topk_first": config.router_order == "topk_softmax",
+                "router_bias": config.router_bias, "clamped": config.clamped_swiglu}

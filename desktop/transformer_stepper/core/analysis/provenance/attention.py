@@ -94,6 +94,11 @@ def explain_score(model, trace, name: str, index: tuple) -> Explanation:
                        "q·k", tuple(steps), float(value), traced, python, notes=tuple(notes))
 
 
+def _sinks(model, trace, prefix: str, layer: int):
+    # [n_head] the layer's attention sink logits (gpt-oss), or None
+    return model.params[f"h.{layer}.attn.sinks"] if trace.config.attn_sinks and not prefix else None
+
+
 def explain_weight(model, trace, name: str, index: tuple) -> Explanation:
     layer, head, i, j = index
     n = Names(trace)
@@ -101,28 +106,77 @@ def explain_weight(model, trace, name: str, index: tuple) -> Explanation:
     keys = _key_names(model, trace, prefix)
     scores = traced_head(trace, prefix + "scores", layer, head)[i].astype(np.float64)
     temperature = _edits(trace, prefix, layer)[1].get(head)
+    sinks = _sinks(model, trace, prefix, layer)
+    sink = None if sinks is None else float(sinks[head]) / (temperature or 1.0)
     shown = scores / temperature if temperature else scores
-    top = float(np.max(shown))
+    top = float(np.max(shown)) if sink is None else max(float(np.max(shown)), sink)
     exps = np.exp(shown - top)                           # exp(-inf) = 0 for masked keys
     terms, rest, total = largest_terms(exps, lambda k: f"exp(s_i{k} − max) ('{keys[k]}')",
                                 lambda k: (shown[k] - top,))
-    steps = [Step(f"s_ij{' / T' if temperature else ''}", float(shown[j])),
-             Step("max over the row", top),
-             Step("exp(s_ij − max)", float(exps[j])),
-             Step("Σ_k exp(s_ik − max) (Σ terms)", total),
-             Step("exp(s_ij − max) / Σ", float(exps[j] / total))]
-    traced = float(traced_head(trace, name, layer, head)[i, j])
     t = f" / {temperature:g}" if temperature else ""
     python = (f"import numpy as np\n"
-              f"s = trace.layer('{prefix}scores', {layer})[{head}, {i}]{t}   # the query's row\n"
-              f"e = np.exp(s - s.max())\n"
-              f"value = e[{j}] / e.sum()\n")
+              f"s = trace.layer('{prefix}scores', {layer})[{head}, {i}]{t}   # the query's row\n")
     notes = (f"a HeadTemperature intervention divides this head's scores by T = {temperature:g}",) if temperature else ()
+    if sink is None:
+        steps = [Step(f"s_ij{' / T' if temperature else ''}", float(shown[j])),
+                 Step("max over the row", top),
+                 Step("exp(s_ij − max)", float(exps[j])),
+                 Step("Σ_k exp(s_ik − max) (Σ terms)", total),
+                 Step("exp(s_ij − max) / Σ", float(exps[j] / total))]
+        python += "e = np.exp(s - s.max())\nvalue = e[%d] / e.sum()\n" % j
+        formula = "w_ij = exp(s_ij − max_k s_ik) / Σ_k exp(s_ik − max_k s_ik)"
+    else:
+        sink_term = float(np.exp(sink - top))
+        denominator = total + sink_term
+        steps = [Step(f"s_ij{' / T' if temperature else ''}", float(shown[j])),
+                 Step(f"head {head}'s sink logit{' / T' if temperature else ''}", sink),
+                 Step("max over the row and the sink", top),
+                 Step("exp(s_ij − max)", float(exps[j])),
+                 Step("Σ_k exp(s_ik − max) (Σ terms)", total),
+                 Step(f"+ exp(sink − max): the sink's part, no key's", denominator),
+                 Step("exp(s_ij − max) / (Σ + exp(sink − max))", float(exps[j] / denominator))]
+        python += (f"sink = float(model.params['h.{layer}.attn.sinks'][{head}]){t}   # the head's sink logit\n"
+                   f"top = max(s.max(), sink)\n"
+                   f"value = np.exp(s[{j}] - top) / (np.exp(s - top).sum() + np.exp(sink - top))\n")
+        formula = "w_ij = exp(s_ij − m) / (Σ_k exp(s_ik − m) + exp(sink_h − m)),  m = max(max_k s_ik, sink_h)"
+        notes += (f"the sink took {sink_term / denominator:.4f} of this row: the weights sum to "
+                  f"{total / denominator:.4f}, not 1",)
+    traced = float(traced_head(trace, name, layer, head)[i, j])
     return Explanation(name, index, f"{'cross-attention' if prefix else 'attention'} weight of query "
                        f"{n.token(i)} on key {j} '{keys[j]}', layer {layer}, head {head}",
-                       "w_ij = exp(s_ij − max_k s_ik) / Σ_k exp(s_ik − max_k s_ik)",
-                       {"scores of the row": scores}, terms, rest, len(exps), total,
+                       formula, {"scores of the row": scores}, terms, rest, len(exps), total,
                        "Σ_k exp(s_ik − max)", tuple(steps), steps[-1].value, traced, python, notes=notes)
+
+
+def explain_sink_weight(model, trace, name: str, index: tuple) -> Explanation:
+    # sink_weights[h, i, 0]: the share of query i's softmax that head h's sink took (gpt-oss)
+    layer, head, i, _ = index
+    scores = traced_head(trace, "scores", layer, head)[i].astype(np.float64)
+    temperature = _edits(trace, "", layer)[1].get(head)
+    shown = scores / temperature if temperature else scores
+    sink = float(model.params[f"h.{layer}.attn.sinks"][head]) / (temperature or 1.0)
+    top = max(float(np.max(shown)), sink)
+    exps = np.exp(shown - top)
+    keys = _key_names(model, trace, "")
+    terms, rest, total = largest_terms(exps, lambda k: f"exp(s_i{k} − max) ('{keys[k]}')",
+                                lambda k: (shown[k] - top,))
+    sink_term = float(np.exp(sink - top))
+    value = sink_term / (total + sink_term)
+    t = f" / {temperature:g}" if temperature else ""
+    steps = (Step(f"head {head}'s sink logit{' / T' if temperature else ''}", sink),
+             Step("max over the row and the sink", top), Step("exp(sink − max)", sink_term),
+             Step("Σ_k exp(s_ik − max) (Σ terms)", total), Step("exp(sink − max) / (Σ + exp(sink − max))", value))
+    python = (f"import numpy as np\n"
+              f"s = trace.layer('scores', {layer})[{head}, {i}]{t}\n"
+              f"sink = float(model.params['h.{layer}.attn.sinks'][{head}]){t}\n"
+              f"top = max(s.max(), sink)\n"
+              f"value = np.exp(sink - top) / (np.exp(s - top).sum() + np.exp(sink - top))\n")
+    notes = ("the sink is a learned logit per head with no value behind it: what it takes, no key "
+             "receives, and the head's output is that much shorter",)
+    return Explanation(name, index, f"the sink's share of query {Names(trace).token(i)}'s softmax, layer {layer}, "
+                       f"head {head}", "w_sink = exp(sink_h − m) / (Σ_k exp(s_ik − m) + exp(sink_h − m))",
+                       {"scores of the row": scores}, terms, rest, len(exps), total, "Σ_k exp(s_ik − max)",
+                       steps, value, float(traced_head(trace, name, layer, head)[i, 0]), python, notes=notes)
 
 
 def explain_head_output(model, trace, name: str, index: tuple) -> Explanation:

@@ -25,6 +25,7 @@ from .attention import (
     explain_heads_concat,
     explain_projection,
     explain_score,
+    explain_sink_weight,
     explain_weight)
 from .dense import (
     explain_activation,
@@ -43,7 +44,7 @@ Explainer = Callable[..., Explanation]
 
 KINDS: dict[str, Explainer] = {
     "scores": explain_score, "scores_raw": explain_score, "scores_uncapped": explain_score,
-    "attn_weights": explain_weight,
+    "attn_weights": explain_weight, "sink_weights": explain_sink_weight,
     "head_outputs": explain_head_output, "heads_concat": explain_heads_concat,
     "q": explain_projection, "k": explain_projection, "v": explain_projection,
     "q_unrotated": explain_projection, "k_unrotated": explain_projection,

@@ -1,7 +1,7 @@
 """Provenance of a mixture-of-experts layer's values (core/model/moe.py): the feed-forward output as
 the gated sum of the token's chosen experts (each named with its gate), a router logit as x ·
-W_router[:, e], and a gate as the softmax probability of its expert (divided by the chosen
-ones' sum where the model normalises)."""
+W_router[:, e] (+ b_e: gpt-oss), and a gate as the softmax probability of its expert (divided by
+the chosen ones' sum where the model normalises; gpt-oss: the softmax of the chosen logits)."""
 from __future__ import annotations
 
 import numpy as np
@@ -39,13 +39,18 @@ def explain_moe_output(model, trace, name: str, index: tuple) -> Explanation:
 
 
 def explain_router_logit(model, trace, name: str, index: tuple) -> Explanation:
-    # router_logits[i, e] = x_i · W_router[:, e]
+    # router_logits[i, e] = x_i · W_router[:, e] (+ b_router[e])
     layer, i, e = index
     p = f"h.{layer}.moe.router.w"
     x = traced_layer(trace, "mlp_in", layer)[i]
     python = f"value = trace.layer('mlp_in', {layer})[{i}] @ model.params['{p}'][:, {e}]\n"
+    bias, formula = None, "logit_e = x · W_router[:, e]"
+    if trace.config.router_bias:
+        bias = float(model.params[f"h.{layer}.moe.router.b"][e])
+        python += f"value += model.params['h.{layer}.moe.router.b'][{e}]\n"
+        formula += " + b_router[e]"
     return linear(name, index, f"router logit of token {Names(trace).token(i)} for expert {e}, layer {layer}",
-                  "logit_e = x · W_router[:, e]", x, model.params[p][:, e], None,
+                  formula, x, model.params[p][:, e], bias,
                   float(traced_layer(trace, name, layer)[i, e]), python, w_name="W_router", col=e)
 
 
@@ -57,6 +62,8 @@ def explain_gate(model, trace, name: str, index: tuple) -> Explanation:
     probs = traced_layer(trace, "router_probs", layer)[i].astype(np.float64)      # (as an edit left them)
     ids = traced_layer(trace, "expert_ids", layer)[i]
     e = int(ids[s])
+    if config.router_order == "topk_softmax":
+        return _chosen_softmax_gate(trace, name, index, logits, ids)
     steps = [Step(f"logit of E{e}", float(logits[e])),
              Step(f"p = softmax over {config.n_expert} experts, E{e}", float(probs[e]))]
     value = float(probs[e])
@@ -72,3 +79,26 @@ def explain_gate(model, trace, name: str, index: tuple) -> Explanation:
     return Explanation(name, index, f"gate of token {Names(trace).token(i)}'s expert E{e} (choice {s}), "
                        f"layer {layer}", formula, {"probabilities": probs}, (), 0.0, 0, value, "",
                        tuple(steps), value, float(traced_layer(trace, name, layer)[i, s]), python)
+
+
+def _chosen_softmax_gate(trace, name: str, index: tuple, logits: np.ndarray, ids: np.ndarray) -> Explanation:
+    # gpt-oss: the top-k logits first, then the softmax over those k alone
+    layer, i, s = index
+    e = int(ids[s])
+    chosen = logits[ids]
+    top = float(chosen.max())
+    total = float(np.exp(chosen - top).sum())
+    value = float(np.exp(logits[e] - top) / total)
+    steps = (Step(f"logit of E{e} (choice {s} of the top {len(ids)} logits)", float(logits[e])),
+             Step("max of the chosen logits", top),
+             Step(f"Σ over the {len(ids)} chosen of exp(logit − max)", total),
+             Step(f"exp(logit of E{e} − max) / Σ", value))
+    python = (f"import numpy as np\nl = trace.layer('router_logits', {layer})[{i}].astype('float64')\n"
+              f"ids = trace.layer('expert_ids', {layer})[{i}]\n"
+              f"e = np.exp(l[ids] - l[ids].max())\nvalue = e[{s}] / e.sum()\n")
+    notes = ("the other experts' logits take no part: the softmax runs over the chosen ones only "
+             "(the same numbers as softmax over every expert, divided by the chosen ones' sum)",)
+    return Explanation(name, index, f"gate of token {Names(trace).token(i)}'s expert E{e} (choice {s}), "
+                       f"layer {layer}", "gate = softmax(top-k logits)[choice]", {"chosen logits": chosen},
+                       (), 0.0, 0, value, "", steps, value, float(traced_layer(trace, name, layer)[i, s]), python,
+                       notes=notes)
