@@ -57,7 +57,7 @@ def test_refusals_are_one_line_naming_the_file(module, cfg, message):
 
 
 @pytest.mark.parametrize("model_type, reason", [("gpt_oss", "attention sinks"),
-                                                ("deepseek_v2", "multi-head latent attention")])
+                                                ("deepseek_v3", "noaux_tc")])
 def test_moe_families_not_computed_are_refused_saying_why(model_type, reason):
     from transformer_stepper.io.families import by_model_type
 

@@ -6,9 +6,13 @@ function a step, in transformers' order:
     chosen, gates = top-k of probs                      [n_seq, k] (largest first)
     gates        /= Σ gates                             norm_topk (Mixtral always; Qwen3-MoE,
                                                         Qwen2-MoE, OLMoE when norm_topk_prob)
+    gates        *= routed_scale                        DeepSeek-V2's routed_scaling_factor (its
+                                                        group_limited_greedy: top-k among the best
+                                                        groups' experts, group_limited)
     expert e      = down(silu(gate(x)) * up(x))         each token through its k experts only
     out           = Σ_slot gates[:, slot] · expert_out[slot]
                   (+ sigmoid(x · w_shared_gate) · shared_expert(x): Qwen2-MoE)
+                  (+ shared_experts(x), no gate: DeepSeek-V2)
 
 Parameters (core/model/params.py): h.{i}.moe.router.w [d_model, n_expert];
 h.{i}.moe.expert.{e}.{gate,up}.w [d_model, d_expert], h.{i}.moe.expert.{e}.proj.w
@@ -44,15 +48,35 @@ def router_probs(logits):
     return ops.softmax(logits.astype(F32, copy=True))
 
 
-def top_k(probs, k: int, normalize: bool):
+def top_k(probs, k: int, normalize: bool, scale: float = 1.0):
     # [n_seq, n_expert] -> expert_ids [n_seq, k] int64 (largest probability first, ties to the
     # lower index as torch.topk on CPU), gates [n_seq, k]: their probabilities, divided by
-    # their sum when `normalize`
+    # their sum when `normalize`, times `scale` (DeepSeek's routed_scaling_factor)
     order = np.argsort(-probs, axis=-1, kind="stable")[:, :k]
     gates = np.take_along_axis(probs, order, axis=-1)
     if normalize:
         gates = gates / gates.sum(axis=-1, keepdims=True)
+    if scale != 1.0:
+        gates = gates * F32(scale)
     return order.astype(np.int64), gates.astype(F32, copy=False)
+
+
+def group_limited(probs, n_groups: int, keep: int):
+    # [n_seq, n_expert] -> the same with every expert outside each token's `keep` best groups
+    # set to 0 (DeepSeek-V2's group_limited_greedy: a group's score is its best expert's
+    # probability; the top-k is then taken among the kept groups' experts)
+    grouped = probs.reshape(len(probs), n_groups, -1)
+    best = np.argsort(-grouped.max(axis=-1), axis=-1, kind="stable")[:, :keep]
+    kept = np.zeros(grouped.shape[:2], dtype=bool)
+    np.put_along_axis(kept, best, True, axis=-1)
+    return np.where(kept[:, :, None], grouped, F32(0)).reshape(probs.shape)
+
+
+def choose(probs, config: ModelConfig):
+    # [n_seq, n_expert] probabilities -> (expert_ids, gates) as the config routes
+    if config.n_expert_groups:
+        probs = group_limited(probs, config.n_expert_groups, config.topk_groups)
+    return top_k(probs, config.n_expert_used, config.norm_topk, config.routed_scale)
 
 
 def expert(params, prefix: str, x):
@@ -88,14 +112,20 @@ def shared_expert(params, layer: int, x):
     return expert(params, p + "shared.", x), F32(1) / (F32(1) + np.exp(-logit))
 
 
+def shared_experts(params, layer: int, x):
+    # [n_seq, d_model] -> [n_seq, d_model]: DeepSeek-V2's shared experts (one SwiGLU as wide as
+    # n_shared_experts experts), added to every token's routed sum without a gate
+    return expert(params, f"h.{layer}.moe.shared.", x)
+
+
 def route(params, config: ModelConfig, x, layer: int, edits: Optional["RouterEdits"] = None):
     # Stage 10. [n_seq, d_model] -> (router_logits, probs, expert_ids, gates): the Router.
     # `edits` (interventions) disable experts or force tokens to one (RouterEdits below).
     logits = router_logits(x, params[f"h.{layer}.moe.router.w"])
     if edits is not None:
-        return (logits,) + edits.route(logits, config.n_expert_used, config.norm_topk)
+        return (logits,) + edits.route(logits, config)
     probs = router_probs(logits)
-    return (logits, probs) + top_k(probs, config.n_expert_used, config.norm_topk)
+    return (logits, probs) + choose(probs, config)
 
 
 class RouterEdits:
@@ -108,18 +138,20 @@ class RouterEdits:
     def __init__(self, disabled: frozenset, forced: dict) -> None:
         self.disabled, self.forced = disabled, dict(forced)
 
-    def route(self, logits, k: int, normalize: bool):
+    def route(self, logits, config: ModelConfig):
         # [n_seq, n_expert] -> (probs, expert_ids, gates) as edited
         masked = logits.astype(F32, copy=True)
         masked[:, sorted(self.disabled)] = -np.inf
         probs = router_probs(masked)
-        ids, _ = top_k(probs, k, normalize=False)
+        ids, _ = choose(probs, config.replace(norm_topk=False, routed_scale=1.0))
         for position, expert in self.forced.items():
             if position < len(ids) and expert not in ids[position]:
                 ids[position, -1] = expert
         gates = np.take_along_axis(probs, ids, axis=-1)
-        if normalize:
+        if config.norm_topk:
             gates = gates / gates.sum(axis=-1, keepdims=True)
+        if config.routed_scale != 1.0:
+            gates = gates * F32(config.routed_scale)
         return probs, ids, gates.astype(F32, copy=False)
 
 
@@ -135,7 +167,11 @@ def feed_forward(params, config: ModelConfig, x, layer: int, record,
     outputs = expert_outputs(params, layer, x, ids)
     record("expert_outputs", outputs, layer)
     out = weighted_sum(gates, outputs)
-    if config.d_shared_expert:
+    if config.d_shared_expert and not config.shared_expert_gate:
+        shared = shared_experts(params, layer, x)
+        record("shared_expert_out", shared, layer)
+        out = out + shared
+    elif config.d_shared_expert:
         shared, shared_gate = shared_expert(params, layer, x)
         record("shared_expert_out", shared, layer)
         record("shared_expert_gate", shared_gate, layer)
