@@ -39,7 +39,8 @@ HF_FAMILIES = {"mistral_tiny": None, "qwen2_tiny": None, "qwen3_tiny": None, "ge
                                                                         "local (window 4, rope base 10000)"],
                "olmo2_tiny": None, "smollm3_tiny": [None, None, None, "no rope"],
                "mixtral_tiny": None, "qwen2_moe_tiny": None, "olmoe_tiny": None,
-               "qwen3_moe_tiny": [None, "dense feed-forward", None]}
+               "qwen3_moe_tiny": [None, "dense feed-forward", None],
+               "deepseek_v2_tiny": ["dense feed-forward", None, None]}
 HF_TEXT = "the bank of the river was steep and green"
 WALKED = list(MODELS) + list(FIXTURE_FAMILIES) + [n for n in HF_FAMILIES if n not in FIXTURE_FAMILIES]
 
