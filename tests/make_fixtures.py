@@ -495,7 +495,8 @@ def decoder_references(model, ids: np.ndarray, layer: int = 0, head: int = 1,
     attention = getattr(blocks[layer], "self_attn", None) or getattr(blocks[layer], "attention", None)
     projection = (attention.o_proj if hasattr(attention, "o_proj") else
                   attention.dense if attention is not None else blocks[layer].attn.c_proj)
-    width = (model.config.head_dim if getattr(model.config, "head_dim", None)
+    width = (model.config.v_head_dim if getattr(model.config, "v_head_dim", None)   # a head's output
+             else model.config.head_dim if getattr(model.config, "head_dim", None)
              else model.config.hidden_size // model.config.num_attention_heads)
 
     def zero_head(module, inputs):

@@ -1,4 +1,5 @@
-"""The mixture-of-experts reference fixtures (Mixtral, Qwen3-MoE, Qwen2-MoE, OLMoE, gpt-oss):
+"""The mixture-of-experts reference fixtures (Mixtral, Qwen3-MoE, Qwen2-MoE, OLMoE, gpt-oss,
+DeepSeek-V2):
 
     python tests/make_moe_fixtures.py [--out DIR] [--only NAME ...]
 
@@ -106,7 +107,34 @@ def moe_configs():
                                                "beta_slow": 1.0, "truncate": False, "rope_theta": 150000.0,
                                                "original_max_position_embeddings": 4096}),
                          lambda: mf.bytelevel_tokenizer(("<|endoftext|>",)), 5, True),
+        # deepseek-ai/DeepSeek-V2-Lite, field by field: q_lora_rank null (one q_proj), kv_lora_rank
+        # 512 -> 16, qk_nope_head_dim 128 -> 16, qk_rope_head_dim 64 -> 8, v_head_dim 128 -> 16
+        # (q/k heads 24 wide, values 16), 16 heads = 16 K/V heads -> 4 = 4, 27 layers -> 3 with
+        # first_k_dense_replace 1 (layer 0 dense, intermediate_size 10944 -> 64), 64 routed
+        # experts top 6 -> 16 top 4, moe_intermediate_size 1408 -> 16, n_shared_experts 2,
+        # moe_layer_freq 1, routed_scaling_factor 1.0, topk_method greedy, n_group 1, topk_group
+        # 1, norm_topk_prob false, scoring_func softmax, yarn factor 40 from 4096 with mscale =
+        # mscale_all_dim = 0.707, beta 32/1, rope_theta 1e4, max_position_embeddings 163840,
+        # rms_norm_eps 1e-6, untied, no biases; <｜begin▁of▁sentence｜> first
+        "deepseek_v2_tiny": ("DeepseekV2ForCausalLM", "DeepseekV2Config",
+                             dict(num_hidden_layers=3, num_key_value_heads=4, q_lora_rank=None,
+                                  kv_lora_rank=16, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16,
+                                  n_routed_experts=16, num_experts_per_tok=4, moe_intermediate_size=16,
+                                  n_shared_experts=2, first_k_dense_replace=1, moe_layer_freq=1,
+                                  routed_scaling_factor=1.0, topk_method="greedy", n_group=1, topk_group=1,
+                                  norm_topk_prob=False, scoring_func="softmax", rope_theta=10000.0,
+                                  max_position_embeddings=163840, rms_norm_eps=1e-6,
+                                  rope_scaling=dict(DEEPSEEK_YARN), attention_bias=False, mlp_bias=False,
+                                  tie_word_embeddings=False),
+                             lambda: mf.bytelevel_tokenizer((DEEPSEEK_BOS, DEEPSEEK_EOS), template=DEEPSEEK_BOS),
+                             5, False),
     }
+
+
+DEEPSEEK_BOS, DEEPSEEK_EOS = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
+# DeepSeek-V2-Lite's rope_scaling as its config.json has it
+DEEPSEEK_YARN = {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 0.707, "mscale_all_dim": 0.707,
+                 "original_max_position_embeddings": 4096, "type": "yarn"}
 
 
 def hub_spelling(path: Path) -> None:
@@ -115,13 +143,16 @@ def hub_spelling(path: Path) -> None:
     config = json.loads(path.read_text())
     if config["model_type"] in ("qwen3_moe", "qwen2_moe", "olmoe") and "num_local_experts" in config:
         config["num_experts"] = config.pop("num_local_experts")
-        path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     if config["model_type"] == "gpt_oss":      # openai/gpt-oss-20b's config.json: rope_scaling and a
         rope = dict(config.pop("rope_parameters"))     # top-level rope_theta, no swiglu_alpha
         config["rope_theta"] = rope.pop("rope_theta")
         config["rope_scaling"] = rope
         config.pop("swiglu_alpha")
-        path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    if config["model_type"] == "deepseek_v2":     # DeepSeek-V2-Lite's spelling: rope_scaling and
+        for key in ("head_dim", "qk_head_dim", "rope_parameters"):    # rope_theta, no head_dims
+            config.pop(key, None)
+        config.update(rope_scaling=dict(DEEPSEEK_YARN), rope_theta=10000)
+    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 def _routers(model):
@@ -176,8 +207,12 @@ def routing(model, ids: np.ndarray) -> dict[str, np.ndarray]:
     reported = np.stack([r.numpy() for r in out.router_logits])
     if not np.array_equal(logits, reported):
         raise SystemExit("output_router_logits differs from the router's own logits")
-    return {"router_logits": logits, "expert_ids": np.stack([o[2].numpy() for o in seen]).astype(np.int64),
-            "expert_gates": np.stack([o[1].numpy() for o in seen])}
+    ids = np.stack([o[2].numpy() for o in seen]).astype(np.int64)
+    gates = np.stack([o[1].numpy() for o in seen])
+    # DeepSeek-V2's router takes its top-k unsorted (torch.topk sorted=False): largest gate first
+    order = np.argsort(-gates, axis=-1, kind="stable")
+    return {"router_logits": logits, "expert_ids": np.take_along_axis(ids, order, axis=-1),
+            "expert_gates": np.take_along_axis(gates, order, axis=-1)}
 
 
 def check_routing(name: str, arrays: dict, n_expert: int, k: int) -> None:
@@ -296,7 +331,7 @@ def make_moe_seeded(name: str, out: Path, attempt: int) -> None:
     for t in range(len(mf.TEXTS)):
         for key, value in routing(model, arrays[f"input_ids_{t}"]).items():
             arrays[f"{key}_{t}"] = value
-    n_expert = fields.get("num_local_experts") or fields["num_experts"]
+    n_expert = fields.get("num_local_experts") or fields.get("num_experts") or fields["n_routed_experts"]
     k = fields["num_experts_per_tok"]
     check_routing(name, arrays, n_expert, k)
     arrays.update(mf.decoder_references(model, arrays["input_ids_0"]))

@@ -56,7 +56,7 @@ def test_refusals_are_one_line_naming_the_file(module, cfg, message):
     assert str(caught.value).startswith("m/config.json: ") and "\n" not in str(caught.value)
 
 
-@pytest.mark.parametrize("model_type, reason", [("deepseek_v2", "multi-head latent attention")])
+@pytest.mark.parametrize("model_type, reason", [("deepseek_v3", "noaux_tc")])
 def test_moe_families_not_computed_are_refused_saying_why(model_type, reason):
     from transformer_stepper.io.families import by_model_type
 

@@ -15,7 +15,7 @@ from transformer_stepper.core.trace.generate import generate
 from transformer_stepper.core.trace.model import Model
 
 pytestmark = pytest.mark.reference
-MOE = ("mixtral_tiny", "qwen3_moe_tiny", "qwen2_moe_tiny", "olmoe_tiny", "gpt_oss_tiny")
+MOE = ("mixtral_tiny", "qwen3_moe_tiny", "qwen2_moe_tiny", "olmoe_tiny", "gpt_oss_tiny", "deepseek_v2_tiny")
 
 
 @pytest.mark.parametrize("name", MOE)

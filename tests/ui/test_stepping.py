@@ -40,7 +40,8 @@ HF_FAMILIES = {"mistral_tiny": None, "qwen2_tiny": None, "qwen3_tiny": None, "ge
                "olmo2_tiny": None, "smollm3_tiny": [None, None, None, "no rope"],
                "mixtral_tiny": None, "qwen2_moe_tiny": None, "olmoe_tiny": None,
                "qwen3_moe_tiny": [None, "dense feed-forward", None],
-               "gpt_oss_tiny": ["local (window 6)", "global"]}
+               "gpt_oss_tiny": ["local (window 6)", "global"],
+               "deepseek_v2_tiny": ["dense feed-forward", None, None]}
 HF_TEXT = "the bank of the river was steep and green"
 WALKED = list(MODELS) + list(FIXTURE_FAMILIES) + [n for n in HF_FAMILIES if n not in FIXTURE_FAMILIES]
 

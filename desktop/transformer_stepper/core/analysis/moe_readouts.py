@@ -64,7 +64,8 @@ class RouterReadout:
     probabilities: tuple[float, ...]  # their softmax probabilities before any normalisation
     chosen_mass: float                # Σ of those probabilities (what the top-k keeps of the softmax)
     normalised: bool                  # gates = probabilities / chosen_mass
-    shared_gate: Optional[float]      # sigmoid(x · w) of the shared expert (Qwen2-MoE)
+    shared_gate: Optional[float]      # sigmoid(x · w) of the shared expert (Qwen2-MoE; DeepSeek-V2's
+                                      # shared experts have no gate: None)
     busiest: int                      # the layer's most chosen expert over the text
     busiest_count: int
     unused: int                       # experts no token chose in this layer
@@ -76,7 +77,8 @@ def router_readout(trace, layer: int, token: int) -> RouterReadout:
     ids, gates, probs = detail["expert_ids"][token], detail["expert_gates"][token], detail["router_probs"][token]
     chosen = probs[ids]
     counts = moe.load(detail["expert_ids"], config.n_expert)
-    shared = float(detail["shared_expert_gate"][token, 0]) if config.d_shared_expert else None
+    shared = (float(detail["shared_expert_gate"][token, 0])
+              if config.d_shared_expert and config.shared_expert_gate else None)
     return RouterReadout(tuple(int(e) for e in ids), tuple(float(g) for g in gates),
                          tuple(float(p) for p in chosen), float(chosen.astype(np.float64).sum()),
                          config.norm_topk, shared, int(counts.argmax()), int(counts.max()),

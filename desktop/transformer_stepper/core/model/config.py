@@ -28,16 +28,18 @@ LIMITS = {"n_vocab": 1 << 24, "n_ctx": 1 << 24, "d_model": 1 << 17, "n_head": 1 
           "n_layer": 1 << 12, "d_ff": 1 << 19, "n_kv_head": 1 << 12, "head_dim": 1 << 14,
           "position_offset": 1 << 24, "sliding_window": 1 << 24, "d_position": 1 << 17,
           "n_token_types": 1 << 16, "rope_original_n_ctx": 1 << 24, "rotary_dim": 1 << 14,
-          "n_expert": 1 << 12, "n_expert_used": 1 << 12, "d_expert": 1 << 19, "d_shared_expert": 1 << 19}
+          "n_expert": 1 << 12, "n_expert_used": 1 << 12, "d_expert": 1 << 19, "d_shared_expert": 1 << 19,
+          "kv_lora_rank": 1 << 16, "q_lora_rank": 1 << 16, "v_head_dim": 1 << 14, "n_expert_groups": 1 << 12,
+          "topk_groups": 1 << 12}
 _FLAGS = ("embed_norm", "causal", "gated_mlp", "final_norm", "lm_head", "lm_head_transform",
           "tied_head", "qkv_bias", "o_bias", "mlp_bias", "qk_norm", "skip_pad_positions",
           "parallel_residual", "rope_truncate", "norm_topk", "attn_sinks", "router_bias",
-          "clamped_swiglu")
+          "clamped_swiglu", "shared_expert_gate")
 # float fields -> must they be > 0 (else >= 0)
 _NUMBERS = {"ln_eps": False, "embed_scale": True, "rope_theta": True, "rope_factor": True,
             "rope_low_freq_factor": True, "rope_high_freq_factor": True,
             "rope_attention_factor": True, "rope_beta_fast": False, "rope_beta_slow": False,
-            "swiglu_alpha": True, "swiglu_limit": True}
+            "swiglu_alpha": True, "swiglu_limit": True, "attn_mscale": True, "routed_scale": True}
 ROUTER_ORDERS = ("softmax_topk", "topk_softmax")
 
 
@@ -120,6 +122,21 @@ class ModelConfig:
     swiglu_limit: float = 7.0        # ... and its clamp
     attn_sinks: bool = False         # a learned logit per head joins every softmax row as a column no
                                      # value is read from (gpt-oss): a row's weights sum to less than 1
+    shared_expert_gate: bool = True  # ... scaled by sigmoid(x · w_shared_gate) (Qwen2-MoE); False:
+                                     # added as it is (DeepSeek-V2's shared experts)
+    routed_scale: float = 1.0        # the chosen experts' gates multiplied by it (DeepSeek's
+                                     # routed_scaling_factor)
+    n_expert_groups: int = 0         # group-limited routing (DeepSeek-V2's group_limited_greedy): the
+    topk_groups: int = 0             # experts in n_expert_groups groups, each token's top-k taken
+                                     # among the topk_groups groups of highest best probability; 0 = off
+    # multi-head latent attention (DeepSeek-V2, core/model/mla.py): kv_lora_rank > 0 makes keys and
+    # values from a per-token latent of that width; head_dim is then the q/k head width
+    # (qk_nope_head_dim + qk_rope_head_dim) and rotary_dim the rotated tail of it (qk_rope_head_dim)
+    kv_lora_rank: int = 0            # width of the latent c_kv (what the KV cache holds); 0 = no MLA
+    q_lora_rank: int = 0             # q through a low-rank latent (q_a, RMSNorm, q_b); 0 = one q matrix
+    v_head_dim: int = 0              # width of a value head (0 = head_dim)
+    attn_mscale: float = 1.0         # scores also multiplied by attn_mscale² (DeepSeek's YaRN
+                                     # mscale_all_dim correction of the softmax scale)
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -159,6 +176,16 @@ class ModelConfig:
         if self.n_expert and not 0 < self.n_expert_used <= self.n_expert:
             raise ModelError(f"config: n_expert_used={self.n_expert_used} must be between 1 and "
                              f"n_expert={self.n_expert}")
+        if self.n_expert_groups and (self.n_expert % self.n_expert_groups
+                                     or not 0 < self.topk_groups <= self.n_expert_groups):
+            raise ModelError(f"config: {self.n_expert} experts in n_expert_groups={self.n_expert_groups} "
+                             f"groups keeping topk_groups={self.topk_groups}: not a valid grouping")
+        if self.kv_lora_rank and (self.position != "rotary" or not self.rotary_dim
+                                  or self.n_kv_heads != self.n_head):
+            raise ModelError("config: latent attention (kv_lora_rank) needs a rotated tail "
+                             "(rotary_dim) and one K/V head per query head")
+        if (self.q_lora_rank or self.v_head_dim) and not self.kv_lora_rank:
+            raise ModelError("config: q_lora_rank and v_head_dim are for latent attention (kv_lora_rank)")
         if not self.n_expert and (self.n_expert_used or self.dense_layers or self.d_shared_expert):
             raise ModelError("config: n_expert_used, dense_layers and d_shared_expert need n_expert")
         if self.router_order not in ROUTER_ORDERS:
@@ -234,7 +261,8 @@ class ModelConfig:
                 raise ModelError(f"config: {field} must be a positive integer, got {value!r}")
         for field in ("n_kv_head", "head_dim", "position_offset", "sliding_window", "d_position",
                       "n_token_types", "rotary_dim", "n_expert", "n_expert_used", "d_expert",
-                      "d_shared_expert"):
+                      "d_shared_expert", "kv_lora_rank", "q_lora_rank", "v_head_dim",
+                      "n_expert_groups", "topk_groups"):
             value = getattr(self, field)
             if type(value) is not int or value < 0:
                 raise ModelError(f"config: {field} must be a non-negative integer, got {value!r}")
@@ -275,6 +303,16 @@ class ModelConfig:
     @property
     def d_head(self) -> int:
         return self.head_dim or self.d_model // self.n_head
+
+    @property
+    def d_v(self) -> int:
+        """Width of a value head (and of a head's output): d_head, or latent attention's v_head_dim."""
+        return self.v_head_dim or self.d_head
+
+    @property
+    def is_mla(self) -> bool:
+        """Multi-head latent attention: keys and values rebuilt from a cached latent (core/model/mla.py)."""
+        return self.kv_lora_rank > 0
 
     @property
     def d_rotary(self) -> int:

@@ -22,7 +22,7 @@ from typing import Callable, Mapping, Optional
 import numpy as np
 
 from . import interventions as interventions_lib
-from . import moe, ops
+from . import mla, moe, ops, rotary
 from .config import ModelConfig
 from .head import head_hidden, vocabulary_logits
 from .kv_cache import KVCache
@@ -176,6 +176,8 @@ def norm_qk(params, config: ModelConfig, q, k, layer: int):
 
 def qkv(params, config: ModelConfig, x, layer: int, ctx: "Context"):
     # Stage 5. [n_seq, d_model] -> q [n_head, n_seq, d_head], k, v [n_kv_head, n_seq, d_head]
+    if config.is_mla:                                      # keys and values from a latent
+        return mla.qkv(params, config, x, layer, ctx)
     ctx = layer_context(config, ctx, layer)
     q, k, v = project_qkv(params, config, x, layer)
     if config.qk_norm:
@@ -192,9 +194,11 @@ def rotate_qk(q, k, ctx: "Context"):
 
 def attention_scale(config: ModelConfig) -> np.float32:
     # the factor scores are multiplied by: 1/√d_head, or query_pre_attn_scalar^-1/2 (Gemma 2/3,
-    # computed as Hugging Face does)
+    # computed as Hugging Face does), or d_head^-1/2 · mscale² (DeepSeek-V2's YaRN correction)
     if config.query_scale:
         return F32(config.query_scale ** -0.5)
+    if config.attn_mscale != 1.0:
+        return F32(config.d_head ** -0.5 * config.attn_mscale * config.attn_mscale)
     return F32(1.0 / np.sqrt(config.d_head))
 
 
@@ -294,6 +298,8 @@ def attention(params, config: ModelConfig, x, ctx: Context, layer: int, record,
     # [n_seq, d_model] -> [n_seq, d_model]: stages 5-9 in order. With a cache, x holds only
     # the newest rows: their keys and values are appended to the cached ones and their
     # queries read all of them.
+    if config.is_mla:                                      # keys and values from a latent
+        return latent_attention(params, config, x, ctx, layer, record, cache)
     rotary = ctx.cos is not None                           # (every layer records q_unrotated,
     ctx = layer_context(config, ctx, layer)                # NoPE layers too: there it is q)
     record("attn_in", x, layer)
@@ -308,6 +314,31 @@ def attention(params, config: ModelConfig, x, ctx: Context, layer: int, record,
     if cache is not None:
         k, v = cache.append(layer, k, v)                   # [n_kv, n_keys, d_head]
     return attend(params, config, q, k, v, ctx, layer, record)
+
+
+def latent_attention(params, config: ModelConfig, x, ctx: Context, layer: int, record,
+                     cache: Optional[KVCache] = None) -> np.ndarray:
+    # stages 5-9 of multi-head latent attention (core/model/mla.py): the cache keeps each
+    # position's latent c_kv and rotated k_rope; every key and value is rebuilt from them
+    ctx = layer_context(config, ctx, layer)
+    record("attn_in", x, layer)
+    q = mla.project_q(params, config, x, layer)
+    c_kv, k_rope_unrotated = mla.compress(params, config, x, layer)
+    record("kv_latent", c_kv, layer)                        # [n_new, kv_lora_rank]
+    k_rope = k_rope_unrotated
+    if ctx.cos is not None:
+        k_rope = ops.rotate_tail_pairs(k_rope_unrotated, ctx.cos, ctx.sin)
+    record("k_rope", k_rope, layer)                         # [n_new, d_rope]
+    c_all, k_rope_all = c_kv, k_rope
+    if cache is not None:                                   # the latents of every position
+        c_all, k_rope_all = (a[0] for a in cache.append(layer, c_kv[None], k_rope[None]))
+    k_nope, v = mla.expand(params, config, c_all, layer)
+    start = len(c_all) - len(c_kv)                          # the new positions' first
+    record("q_unrotated", q, layer)
+    _record_kv(record, config, "k_unrotated", mla.keys(k_nope[:, start:], k_rope_unrotated), layer)
+    if ctx.cos is not None:
+        q = rotary.turn(config, q, ctx.cos, ctx.sin)
+    return attend(params, config, q, mla.keys(k_nope, k_rope_all), v, ctx, layer, record)
 
 
 def attend(params, config: ModelConfig, q, k, v, ctx: Context, layer: int, record) -> np.ndarray:

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import ops
 from .config import ModelConfig
-from .rotary import rope_cos_sin, rope_frequencies
+from .rotary import rope_cos_sin, rope_frequencies, turn
 
 _TINY = 1e-12
 
@@ -142,8 +142,8 @@ def rotated_at(config: ModelConfig, vector: np.ndarray, positions: np.ndarray) -
     # [d_head] unrotated, [m] positions -> [m, d_head]: the vector as RoPE turns it at each position
     # (partial rotary: the dims from d_rotary on stay as they are; yarn/longrope: × their factor)
     angles = np.asarray(positions, dtype=np.float32)[:, None] * rope_frequencies(config)[None, :]
-    return ops.rotate(np.broadcast_to(vector, (len(positions), len(vector)))[None],
-                      *rope_cos_sin(config, angles))[0]
+    return turn(config, np.broadcast_to(vector, (len(positions), len(vector)))[None],
+                *rope_cos_sin(config, angles))[0]
 
 
 def rope_shift_scores(config: ModelConfig, q: np.ndarray, k: np.ndarray, query_pos: int,

@@ -1,4 +1,4 @@
-"""The mixture-of-experts feed-forward (Mixtral, Qwen3-MoE, Qwen2-MoE, OLMoE, gpt-oss), one small
+"""The mixture-of-experts feed-forward (Mixtral, Qwen3-MoE, Qwen2-MoE, OLMoE, gpt-oss, DeepSeek-V2), one
 pure function a step, in transformers' order:
 
     router_logits = x · W_router (+ b: gpt-oss)         [n_seq, n_expert]
@@ -9,11 +9,15 @@ pure function a step, in transformers' order:
     gpt-oss (router_order "topk_softmax"): chosen = top-k of the logits, gates = softmax of
                                                         those k logits (the same numbers as the
                                                         normalised top-k of probs, in HF's order)
+    gates        *= routed_scale                        DeepSeek-V2's routed_scaling_factor (its
+                                                        group_limited_greedy: top-k among the best
+                                                        groups' experts, group_limited)
     expert e      = down(silu(gate(x)) * up(x))         each token through its k experts only
                     gpt-oss (clamped_swiglu, biases): g = min(gate(x), limit),
                     u = clip(up(x), -limit, limit), down((u + 1) · g·sigmoid(alpha·g))
     out           = Σ_slot gates[:, slot] · expert_out[slot]
                   (+ sigmoid(x · w_shared_gate) · shared_expert(x): Qwen2-MoE)
+                  (+ shared_experts(x), no gate: DeepSeek-V2)
 
 Parameters (core/model/params.py): h.{i}.moe.router.w [d_model, n_expert] (+ router.b);
 h.{i}.moe.expert.{e}.{gate,up}.w [d_model, d_expert], h.{i}.moe.expert.{e}.proj.w
@@ -50,14 +54,16 @@ def router_probs(logits):
     return ops.softmax(logits.astype(F32, copy=True))
 
 
-def top_k(probs, k: int, normalize: bool):
+def top_k(probs, k: int, normalize: bool, scale: float = 1.0):
     # [n_seq, n_expert] -> expert_ids [n_seq, k] int64 (largest probability first, ties to the
     # lower index as torch.topk on CPU), gates [n_seq, k]: their probabilities, divided by
-    # their sum when `normalize`
+    # their sum when `normalize`, times `scale` (DeepSeek's routed_scaling_factor)
     order = np.argsort(-probs, axis=-1, kind="stable")[:, :k]
     gates = np.take_along_axis(probs, order, axis=-1)
     if normalize:
         gates = gates / gates.sum(axis=-1, keepdims=True)
+    if scale != 1.0:
+        gates = gates * F32(scale)
     return order.astype(np.int64), gates.astype(F32, copy=False)
 
 
@@ -66,6 +72,24 @@ def top_k_logits(logits, k: int):
     # first), gates [n_seq, k]: the softmax of those k logits alone
     order = np.argsort(-logits, axis=-1, kind="stable")[:, :k]
     return order.astype(np.int64), chosen_softmax(logits, order)
+
+
+def group_limited(probs, n_groups: int, keep: int):
+    # [n_seq, n_expert] -> the same with every expert outside each token's `keep` best groups
+    # set to 0 (DeepSeek-V2's group_limited_greedy: a group's score is its best expert's
+    # probability; the top-k is then taken among the kept groups' experts)
+    grouped = probs.reshape(len(probs), n_groups, -1)
+    best = np.argsort(-grouped.max(axis=-1), axis=-1, kind="stable")[:, :keep]
+    kept = np.zeros(grouped.shape[:2], dtype=bool)
+    np.put_along_axis(kept, best, True, axis=-1)
+    return np.where(kept[:, :, None], grouped, F32(0)).reshape(probs.shape)
+
+
+def choose(probs, config: ModelConfig):
+    # [n_seq, n_expert] probabilities -> (expert_ids, gates) as the config routes
+    if config.n_expert_groups:
+        probs = group_limited(probs, config.n_expert_groups, config.topk_groups)
+    return top_k(probs, config.n_expert_used, config.norm_topk, config.routed_scale)
 
 
 def chosen_softmax(logits, ids):
@@ -125,17 +149,23 @@ def shared_expert(params, layer: int, x):
     return expert(params, p + "shared.", x), F32(1) / (F32(1) + np.exp(-logit))
 
 
+def shared_experts(params, layer: int, x):
+    # [n_seq, d_model] -> [n_seq, d_model]: DeepSeek-V2's shared experts (one SwiGLU as wide as
+    # n_shared_experts experts), added to every token's routed sum without a gate
+    return expert(params, f"h.{layer}.moe.shared.", x)
+
+
 def route(params, config: ModelConfig, x, layer: int, edits: Optional["RouterEdits"] = None):
     # Stage 10. [n_seq, d_model] -> (router_logits, probs, expert_ids, gates): the Router.
     # `edits` (interventions) disable experts or force tokens to one (RouterEdits below).
     p = f"h.{layer}.moe.router."
     logits = router_logits(x, params[p + "w"], params[p + "b"] if config.router_bias else None)
     if edits is not None:
-        return (logits,) + edits.route(logits, config.n_expert_used, config.norm_topk, config.router_order)
+        return (logits,) + edits.route(logits, config)
     probs = router_probs(logits)
     if config.router_order == "topk_softmax":
         return (logits, probs) + top_k_logits(logits, config.n_expert_used)
-    return (logits, probs) + top_k(probs, config.n_expert_used, config.norm_topk)
+    return (logits, probs) + choose(probs, config)
 
 
 class RouterEdits:
@@ -150,23 +180,25 @@ class RouterEdits:
     def __init__(self, disabled: frozenset, forced: dict) -> None:
         self.disabled, self.forced = disabled, dict(forced)
 
-    def route(self, logits, k: int, normalize: bool, order: str = "softmax_topk"):
+    def route(self, logits, config: ModelConfig):
         # [n_seq, n_expert] -> (probs, expert_ids, gates) as edited
         masked = logits.astype(F32, copy=True)
         masked[:, sorted(self.disabled)] = -np.inf
         probs = router_probs(masked)
-        if order == "topk_softmax":
-            ids, _ = top_k_logits(masked, k)
+        if config.router_order == "topk_softmax":
+            ids, _ = top_k_logits(masked, config.n_expert_used)
         else:
-            ids, _ = top_k(probs, k, normalize=False)
+            ids, _ = choose(probs, config.replace(norm_topk=False, routed_scale=1.0))
         for position, expert in self.forced.items():
             if position < len(ids) and expert not in ids[position]:
                 ids[position, -1] = expert
-        if order == "topk_softmax":
+        if config.router_order == "topk_softmax":
             return probs, ids, chosen_softmax(masked, ids)
         gates = np.take_along_axis(probs, ids, axis=-1)
-        if normalize:
+        if config.norm_topk:
             gates = gates / gates.sum(axis=-1, keepdims=True)
+        if config.routed_scale != 1.0:
+            gates = gates * F32(config.routed_scale)
         return probs, ids, gates.astype(F32, copy=False)
 
 
@@ -182,7 +214,11 @@ def feed_forward(params, config: ModelConfig, x, layer: int, record,
     outputs = expert_outputs(params, layer, x, ids, config)
     record("expert_outputs", outputs, layer)
     out = weighted_sum(gates, outputs)
-    if config.d_shared_expert:
+    if config.d_shared_expert and not config.shared_expert_gate:
+        shared = shared_experts(params, layer, x)
+        record("shared_expert_out", shared, layer)
+        out = out + shared
+    elif config.d_shared_expert:
         shared, shared_gate = shared_expert(params, layer, x)
         record("shared_expert_out", shared, layer)
         record("shared_expert_gate", shared_gate, layer)

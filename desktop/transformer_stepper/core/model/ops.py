@@ -316,6 +316,20 @@ def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     return out
 
 
+def rotate_tail_pairs(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    # [..., n_seq, d], [n_seq, d_rot // 2] twice -> [..., n_seq, d]: the last d_rot dims turned as
+    # neighbouring pairs (x[2i], x[2i + 1]) of the tail, each a complex number times cos + i·sin
+    # (DeepSeek-V2's decoupled rotary part, transformers' apply_rotary_emb); the dims before the
+    # tail pass through untouched
+    d_rot = 2 * cos.shape[-1]
+    out = x.copy()
+    tail = x[..., x.shape[-1] - d_rot:]
+    real, imag = tail[..., 0::2], tail[..., 1::2]
+    out[..., x.shape[-1] - d_rot::2] = real * cos - imag * sin
+    out[..., x.shape[-1] - d_rot + 1::2] = real * sin + imag * cos
+    return out
+
+
 def sinusoid_table(n_ctx: int, d_model: int) -> np.ndarray:
     # [n_ctx, d_model]; "Attention Is All You Need" 3.5: sin on even dims, cos on odd dims
     positions = np.arange(n_ctx, dtype=np.float64)[:, None]

@@ -10,6 +10,8 @@ Parameters use one naming scheme for every family (the loaders map checkpoints o
   h.{i}.ln_1.{g[,b]}  h.{i}.ln_2.{g[,b]}           .b only for LayerNorm, not RMSNorm
   h.{i}.attn.{q,k,v,o}.{w[,b]}   w stored [d_in, d_out]; k, v have n_kv_head heads
   h.{i}.attn.sinks [n_head]                         (attn_sinks: each head's sink logit, gpt-oss)
+  h.{i}.attn.{q,q_a,q_b,kv_a,kv_b}.w  h.{i}.attn.{q_a,kv_a}_norm.g   (latent attention instead
+                                                    of q, k, v: core/model/mla.py)
   h.{i}.attn.{q,k}_norm.g [d_head]                  (qk_norm; qk_norm_over "projection":
                                                     [n_head·d_head], [n_kv_head·d_head])
   h.{i}.post_attn_ln.g  h.{i}.post_mlp_ln.g       (norms of each branch's output: sandwich,
@@ -127,10 +129,13 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
 
     for i in range(config.n_layer):
         p = f"h.{i}."
-        linear(p + "attn.q", d, d_q, config.qkv_bias)
-        linear(p + "attn.k", d, d_kv, config.qkv_bias)
-        linear(p + "attn.v", d, d_kv, config.qkv_bias)
-        linear(p + "attn.o", d_q, d, config.o_bias)
+        if config.is_mla:
+            shapes.update(latent_attention_shapes(config, i))
+        else:
+            linear(p + "attn.q", d, d_q, config.qkv_bias)
+            linear(p + "attn.k", d, d_kv, config.qkv_bias)
+            linear(p + "attn.v", d, d_kv, config.qkv_bias)
+            linear(p + "attn.o", d_q, d, config.o_bias)
         if config.attn_sinks:
             shapes[p + "attn.sinks"] = (config.n_head,)
         if config.qk_norm:
@@ -159,6 +164,21 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+def latent_attention_shapes(config: ModelConfig, layer: int) -> dict[str, tuple[int, ...]]:
+    """A multi-head latent attention layer's weights (core/model/mla.py), without biases."""
+    d, r, p = config.d_model, config.kv_lora_rank, f"h.{layer}.attn."
+    d_q = config.n_head * config.d_head
+    shapes = {p + "kv_a.w": (d, r + config.d_rotary), p + "kv_a_norm.g": (r,),
+              p + "kv_b.w": (r, config.n_head * (config.d_head - config.d_rotary + config.d_v)),
+              p + "o.w": (config.n_head * config.d_v, d)}
+    if config.q_lora_rank:
+        shapes.update({p + "q_a.w": (d, config.q_lora_rank), p + "q_a_norm.g": (config.q_lora_rank,),
+                       p + "q_b.w": (config.q_lora_rank, d_q)})
+    else:
+        shapes[p + "q.w"] = (d, d_q)
+    return shapes
+
+
 def moe_shapes(config: ModelConfig, layer: int) -> dict[str, tuple[int, ...]]:
     """An MoE layer's router, experts and shared expert (core/model/moe.py), with the router's
     bias (router_bias) and the routed experts' biases (mlp_bias) where the model has them."""
@@ -170,7 +190,8 @@ def moe_shapes(config: ModelConfig, layer: int) -> dict[str, tuple[int, ...]]:
     experts = [(f"expert.{e}.", f) for e in range(config.n_expert)]
     if config.d_shared_expert:
         experts.append(("shared.", config.d_shared_expert))
-        shapes[p + "shared_gate.w"] = (d, 1)
+        if config.shared_expert_gate:
+            shapes[p + "shared_gate.w"] = (d, 1)
     for name, width in experts:
         shapes.update({p + name + "gate.w": (d, width), p + name + "up.w": (d, width),
                        p + name + "proj.w": (width, d)})

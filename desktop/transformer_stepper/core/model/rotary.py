@@ -50,3 +50,12 @@ def rope_cos_sin(config: ModelConfig, angles: np.ndarray) -> tuple[np.ndarray, n
         factor = F32(config.rope_attention_factor)
         cos, sin = cos * factor, sin * factor
     return cos, sin
+
+
+def turn(config: ModelConfig, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    # [h, n, d_head] -> the same turned by the positions' angles, as this model rotates q and k:
+    # the first d_rotary dims in Hugging Face's rotate_half layout (ops.rotate), or latent
+    # attention's rotated tail as neighbouring pairs (ops.rotate_tail_pairs: DeepSeek-V2)
+    if config.is_mla:
+        return ops.rotate_tail_pairs(x, cos, sin)
+    return ops.rotate(x, cos, sin)

@@ -37,7 +37,9 @@ class ScoreTerms:
 def config_terms(config) -> ScoreTerms:
     """A one-stack model's scores: scaled by attention_scale(config), no bias."""
     scale = float(attention_scale(config))
-    label = f"{config.query_scale:g}^-1/2" if config.query_scale else f"1/√{config.d_head}"
+    label = (f"{config.query_scale:g}^-1/2" if config.query_scale else
+             f"({config.attn_mscale:.4g}²/√{config.d_head})" if config.attn_mscale != 1.0 else
+             f"1/√{config.d_head}")                # mscale²: DeepSeek-V2's YaRN correction
     return ScoreTerms(scale, label)
 
 

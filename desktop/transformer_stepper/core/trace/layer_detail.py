@@ -27,7 +27,7 @@ from typing import Iterator, Mapping, Optional
 
 import numpy as np
 
-from ..model import ops
+from ..model import ops, rotary
 from ..model.config import ModelConfig
 
 DERIVED = ("scores_raw", "scores_uncapped", "scores")   # never kept by a deriving recorder
@@ -225,7 +225,7 @@ class LayerDetail(Mapping):
                 source = source if head is None else source[head // rule.group][None]
             elif head is not None:
                 source = source[head:head + 1]
-            turned = source if rule.cos is None else ops.rotate(source, rule.cos, rule.sin)
+            turned = source if rule.cos is None else rotary.turn(rule.config, source, rule.cos, rule.sin)
             return forward.repeat_kv_heads(turned, rule.group) if name == "k" and head is None else turned
         q, k = self._derive_or_kept("q", head), self._derive_or_kept("k", head)
         if rule.blocks is not None:

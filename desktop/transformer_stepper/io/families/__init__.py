@@ -26,8 +26,8 @@ from typing import Callable, Optional
 from ...core.model.config import ModelConfig
 from ...core.model.errors import ModelError
 from .gguf_layout import GGUFLayout
-from . import (bart, bert, distilbert, gemma, gemma2, gemma3, gpt2, gpt_neox, gpt_oss, llama, marian, mixtral,
-               olmo2, olmoe, phi3, qwen2_moe, qwen3_moe, roberta, smollm3, stepper, t5)
+from . import (bart, bert, deepseek_v2, distilbert, gemma, gemma2, gemma3, gpt2, gpt_neox, gpt_oss, llama, marian,
+               mixtral, olmo2, olmoe, phi3, qwen2_moe, qwen3_moe, roberta, smollm3, stepper, t5)
 
 
 @dataclass(frozen=True)
@@ -62,9 +62,11 @@ class Family:
 
 
 # gemma3, gemma2 and olmo2 before llama: their lone files have Llama's names plus their own norms;
-# the mixture-of-experts families too (a Qwen3-MoE with dense layers has mlp.gate_proj)
+# the mixture-of-experts families too (a Qwen3-MoE with dense layers has mlp.gate_proj; DeepSeek-V2
+# has q_proj and a dense first layer's mlp.gate_proj)
 FAMILIES: tuple[Family, ...] = tuple(Family.of(m) for m in (
-    stepper, bert, roberta, distilbert, gpt2, gemma3, gemma2, olmo2, gpt_oss, mixtral, qwen2_moe, qwen3_moe, olmoe,
+    stepper, bert, roberta, distilbert, gpt2, gemma3, gemma2, olmo2, gpt_oss, deepseek_v2, mixtral, qwen2_moe,
+    qwen3_moe, olmoe,
     llama, gemma, smollm3, phi3, gpt_neox, t5, bart, marian))
 
 
@@ -85,10 +87,9 @@ def _gguf_registry(families: tuple[Family, ...]) -> dict[tuple[str, bool], tuple
 GGUF_LAYOUTS = _gguf_registry(FAMILIES)
 # model types people have that this version does not compute, and why
 REFUSED: dict[str, str] = {
-    "deepseek_v2": ("multi-head latent attention (keys and values from a compressed latent) is not "
-                    "computed yet"),
-    "deepseek_v3": ("multi-head latent attention (keys and values from a compressed latent) is not "
-                    "computed yet"),
+    "deepseek_v3": ("DeepSeek-V3's router (sigmoid scores with a correction bias, noaux_tc) and its "
+                    "multi-token prediction layers are not computed yet (DeepSeek-V2's latent attention "
+                    "is: model_type deepseek_v2)"),
 }
 
 

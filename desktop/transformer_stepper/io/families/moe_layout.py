@@ -62,7 +62,8 @@ def moe_keymap(keys: KeyMap, config: ModelConfig, block: str, router: str, exper
             out += _expert(core + f"expert.{e}.", p + expert.format(e=e) + ".", projections)
         if config.d_shared_expert:
             out += _expert(core + "shared.", p + shared + ".", projections)
-            out.append((core + "shared_gate.w", p + shared_gate + ".weight", TRANSPOSE))
+            if config.shared_expert_gate:
+                out.append((core + "shared_gate.w", p + shared_gate + ".weight", TRANSPOSE))
     return out
 
 

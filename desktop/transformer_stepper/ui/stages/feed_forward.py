@@ -95,7 +95,8 @@ class FeedForwardView(StageView):
         self.hidden.set_title(f"Mixture of experts, layer {layer}: each token's gate on each of the "
                               f"{config.n_expert} experts (0: not chosen; top {config.n_expert_used})")
         self.hidden.set_data(gates, self.labels, [f"E{e}" for e in range(config.n_expert)])
-        shared = " + σ · shared expert" if config.d_shared_expert else ""
+        shared = ("" if not config.d_shared_expert else
+                  " + σ · shared expert" if config.shared_expert_gate else " + shared experts")
         self.output.set_title(f"Feed-forward output: Σ gate · expert(x){shared} ({config.d_expert_ff}-wide "
                               f"experts → {config.d_model})")
         self.output.set_data(self.layer_array("mlp_out"), self.labels)

@@ -68,6 +68,13 @@ def cache_note(trace: Trace, per_head: bool) -> str:
     stepped = generated is not None and len(generated) == trace.n_seq and bool(np.all(generated[reused:]))
     why = ("a generation step" if stepped else
            f"the text's first {reused} token{'s' if reused > 1 else ''} unchanged since the pass before")
+    config = trace.config
+    if config.is_mla:            # the cache keeps latents: keys and values are rebuilt from them
+        return (f"KV cache: the last pass ({why}) computed only {new}. The cache holds no keys or "
+                f"values: for {positions(0, reused - 1)} ({reused} of {trace.n_seq}) it kept each "
+                f"token's latent c_kv ({config.kv_lora_rank} numbers) and rotated k_rope "
+                f"({config.d_rotary}), from earlier passes, unchanged; every head's k and v of all "
+                f"{trace.n_seq} were rebuilt from them (c_kv·W_kv_b) for the new queries.")
     return (f"KV cache: the last pass ({why}) computed only {new}. The keys and values of "
             f"{positions(0, reused - 1)} ({reused} of {trace.n_seq}) came from earlier passes, "
             f"unchanged; each new query's row reads all {trace.n_seq}.")

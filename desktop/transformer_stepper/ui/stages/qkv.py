@@ -1,4 +1,6 @@
-"""5. Q/K/V projection: x·W + b for the selected layer, split into heads; the selected head."""
+"""5. Q/K/V projection: x·W + b for the selected layer, split into heads; the selected head. A
+latent-attention model (DeepSeek-V2, core/model/mla.py) also shows what its KV cache keeps: each
+token's latent c_kv and rotated k_rope, from which every head's k and v are rebuilt."""
 from __future__ import annotations
 
 from typing import Iterator
@@ -23,16 +25,24 @@ class QKVView(StageView):
             row_names="input dim", col_names="head dim", click=None), 0, 2,
             explain=lambda r, c: (f"param:h.{self.session.layer}.attn.q.w", (r, self.head_columns().start + c)))
         yield
+        # latent attention only (hidden otherwise): what the KV cache keeps per token
+        self.latent = self.add_figure("kv_latent", Heatmap(
+            "c_kv: the latent the KV cache keeps", "latent dimension", "token", value_label="value",
+            row_names="token", col_names="latent dim"), 1, 0, 1, 2)
+        self.k_rope = self.add_figure("k_rope", Heatmap(
+            "k_rope: the rotated key part every head shares", "rope dimension", "token",
+            value_label="value", row_names="token", col_names="rope dim"), 1, 2)
+        yield
         self.q = self.add_figure("q", Heatmap("q = x·W_Q + b_Q (this head)", "head dimension",
                                               "token", value_label="value", row_names="token",
-                                              col_names="head dim"), 1, 0, explain=self.head_cell("q"))
+                                              col_names="head dim"), 2, 0, explain=self.head_cell("q"))
         self.k = self.add_figure("k", Heatmap("k = x·W_K + b_K (this head)", "head dimension",
                                               "token", value_label="value", row_names="token",
-                                              col_names="head dim"), 1, 1, explain=self.head_cell("k"))
+                                              col_names="head dim"), 2, 1, explain=self.head_cell("k"))
         yield
         self.v = self.add_figure("v", Heatmap("v = x·W_V + b_V (this head)", "head dimension",
                                               "token", value_label="value", row_names="token",
-                                              col_names="head dim"), 1, 2, explain=self.head_cell("v"))
+                                              col_names="head dim"), 2, 2, explain=self.head_cell("v"))
 
     def head_columns(self) -> slice:
         d_head = self.trace.config.d_head
@@ -45,10 +55,17 @@ class QKVView(StageView):
         before = "after ln_1" if config.norms_branch_input else "the layer input"
         self.x.set_title(f"x: what the projections read ({before}), layer {layer}")
         self.x.set_data(self.layer_array("attn_in"), self.labels)
-        # a copy of the head's columns only (a GGUF dequantizes only their rows: on the GUI thread)
-        weights = params_lib.columns(self.session.model.params, f"h.{layer}.attn.q.w", self.head_columns())
-        self.w.set_title(f"W_Q columns {self.head_columns().start}–{self.head_columns().stop - 1} ({where})")
-        self.w.set_data(weights)
+        # one q matrix: its head's columns (a GGUF dequantizes only their rows: on the GUI thread);
+        # a q through a low-rank latent (DeepSeek-V2's q_lora_rank) has no such matrix
+        self.w.unused = config.q_lora_rank > 0
+        if not self.w.unused:
+            weights = params_lib.columns(self.session.model.params, f"h.{layer}.attn.q.w", self.head_columns())
+            self.w.set_title(f"W_Q columns {self.head_columns().start}–{self.head_columns().stop - 1} ({where})")
+            self.w.set_data(weights)
+        self.latent.unused = self.k_rope.unused = not config.is_mla
+        if config.is_mla:
+            self._draw_latent(layer, head)
+            return
         for figure, name in ((self.q, "q"), (self.k, "k"), (self.v, "v")):
             formula = f"x·W_{name.upper()}" + (f" + b_{name.upper()}" if config.qkv_bias else "")
             if config.qk_norm and name != "v":
@@ -66,8 +83,26 @@ class QKVView(StageView):
             figure.set_title(f"{name} = {formula} ({where}{shared}{nope})")
             figure.set_data(self.head_array(name), self.labels)
 
+    def _draw_latent(self, layer: int, head: int) -> None:
+        # multi-head latent attention: the cached latent and rotary part, then the rebuilt k, v
+        config = self.trace.config
+        r, d_rope, d_nope = config.kv_lora_rank, config.d_rotary, config.d_head - config.d_rotary
+        where = f"layer {layer}, head {head}"
+        self.latent.set_title(f"c_kv = RMSNorm(x·W_kv_a), {r} numbers a token for all heads: what the "
+                              f"KV cache keeps (layer {layer})")
+        self.latent.set_data(self.layer_array("kv_latent"), self.labels)
+        self.k_rope.set_title(f"k_rope = rotate(x·W_kv_a, pos): {d_rope} numbers a token, cached, "
+                              f"shared by every head")
+        self.k_rope.set_data(self.layer_array("k_rope"), self.labels)
+        q_in = "RMSNorm(x·W_qa)·W_qb" if config.q_lora_rank else "x·W_Q"
+        self.q.set_title(f"q = {q_in}, dims {d_nope}–{config.d_head - 1} rotated in pairs ({where})")
+        self.k.set_title(f"k = [c_kv·W_kv_b (dims 0–{d_nope - 1}) | k_rope] rebuilt from the cache ({where})")
+        self.v.set_title(f"v = c_kv·W_kv_b, {config.d_v} wide, rebuilt from the cache ({where})")
+        for figure, name in ((self.q, "q"), (self.k, "k"), (self.v, "v")):
+            figure.set_data(self.head_array(name), self.labels)
+
     def update_selection(self) -> None:
-        for figure in (self.x, self.q, self.k, self.v):
+        for figure in (self.x, self.q, self.k, self.v, self.latent, self.k_rope):
             figure.set_highlight(row=self.selected)
 
     def stage_values(self) -> dict:
@@ -75,8 +110,19 @@ class QKVView(StageView):
         k = self.head_array("k")[self.selected]
         config = self.trace.config
         kv = config.kv_head_of(self.session.head)
-        return {"q_norm": f"{float(np.linalg.norm(q)):.2f}", "k_norm": f"{float(np.linalg.norm(k)):.2f}",
-                "col_start": self.head_columns().start, "col_stop": self.head_columns().stop - 1,
-                "kv_head": kv, "group_size": config.group_size, "n_kv_heads": config.n_kv_heads,
-                "group_first": kv * config.group_size,
-                "group_last": (kv + 1) * config.group_size - 1}
+        values = {"q_norm": f"{float(np.linalg.norm(q)):.2f}", "k_norm": f"{float(np.linalg.norm(k)):.2f}",
+                  "col_start": self.head_columns().start, "col_stop": self.head_columns().stop - 1,
+                  "kv_head": kv, "group_size": config.group_size, "n_kv_heads": config.n_kv_heads,
+                  "group_first": kv * config.group_size,
+                  "group_last": (kv + 1) * config.group_size - 1}
+        if config.is_mla:
+            latent = self.layer_array("kv_latent")[self.selected]
+            values.update(kv_lora_rank=config.kv_lora_rank, d_rope=config.d_rotary, d_v=config.d_v,
+                          d_nope=config.d_head - config.d_rotary,
+                          cache_per_token=config.kv_lora_rank + config.d_rotary,
+                          mha_cache=config.n_head * (config.d_head + config.d_v),
+                          latent_norm=f"{float(np.linalg.norm(latent)):.2f}")
+        return values
+
+    def stage_flags(self) -> dict:
+        return {"mla": self.trace.config.is_mla}

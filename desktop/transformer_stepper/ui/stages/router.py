@@ -138,12 +138,15 @@ class RouterView(StageView):
         rows = [f"E{e} (gate {g:.2f})" for e, g in zip(ids, gates)]
         values = [outputs]
         if config.d_shared_expert:
-            shared_gate = float(self.layer_array("shared_expert_gate")[i, 0])
             values.append(self.layer_array("shared_expert_out")[i][None])
-            rows.append(f"shared (σ {shared_gate:.2f})")
+            if config.shared_expert_gate:
+                rows.append(f"shared (σ {float(self.layer_array('shared_expert_gate')[i, 0]):.2f})")
+            else:
+                rows.append("shared experts (no gate)")
         values.append(self.layer_array("mlp_out")[i][None])
         rows.append("Σ = output")
-        sum_rule = "Σ gate · expert" + (" + σ · shared" if config.d_shared_expert else "")
+        sum_rule = "Σ gate · expert" + ("" if not config.d_shared_expert else
+                                        " + σ · shared" if config.shared_expert_gate else " + shared")
         self.outputs.set_title(f"'{self.labels[i]}': chosen experts' outputs; {sum_rule}")
         self.outputs.set_data(np.concatenate(values), rows)
         self._output_rows = rows
@@ -153,7 +156,7 @@ class RouterView(StageView):
         config = trace.config
         values = {"n_expert": config.n_expert, "top_k": config.n_expert_used, "d_expert": config.d_expert_ff,
                   "d_shared": config.d_shared_expert, "layer": layer, "alpha": f"{config.swiglu_alpha:g}",
-                  "limit": f"{config.swiglu_limit:g}"}
+                  "limit": f"{config.swiglu_limit:g}", "routed_scale": f"{config.routed_scale:g}"}
         if self.dense:
             return values
         readout = moe_readouts.router_readout(trace, layer, i)
@@ -168,5 +171,8 @@ class RouterView(StageView):
     def stage_flags(self) -> dict:
         config = self.trace.config
         return {"dense_layer": self.dense, "normalised": config.norm_topk,
-                "shared": bool(config.d_shared_expert), "topk_first": config.router_order == "topk_softmax",
+                "shared": bool(config.d_shared_expert) and config.shared_expert_gate,
+                "shared_ungated": bool(config.d_shared_expert) and not config.shared_expert_gate,
+                "routed_scale": config.routed_scale != 1.0,
+                "topk_first": config.router_order == "topk_softmax",
                 "router_bias": config.router_bias, "clamped": config.clamped_swiglu}

@@ -40,6 +40,7 @@ def explain_score(model, trace, name: str, index: tuple) -> Explanation:
     score = score_terms(trace, prefix)
     scale = score.scale
     scale_label = (f"query_pre_attn_scalar^-1/2 = {config.query_scale:g}^-1/2" if config.query_scale
+                   else f"mscale²/√d_head = {config.attn_mscale:.4g}²/√{config.d_head}" if config.attn_mscale != 1.0
                    else f"1/√d_head = 1/√{config.d_head}")
     scaled = float(np.float32(total) * np.float32(scale))
     steps = [Step("q·k (Σ terms)", total)]
@@ -218,7 +219,7 @@ def explain_head_output(model, trace, name: str, index: tuple) -> Explanation:
 
 def explain_heads_concat(model, trace, name: str, index: tuple) -> Explanation:
     layer, i, c = index
-    d_head = trace.config.d_head
+    d_head = trace.config.d_v                   # a head's output is as wide as its values
     prefix, _ = split_name(name)
     return explain_head_output(model, trace, prefix + "head_outputs", (layer, c // d_head, i, c % d_head))
 
@@ -241,6 +242,9 @@ def explain_projection(model, trace, name: str, index: tuple) -> Explanation:
     if prefix and base != "q":
         raise KeyError(f"{name}: the cross-attention's k and v are the encoder output's, projected "
                        f"once per source: explain the encoder's hidden states")
+    if config.is_mla:
+        raise KeyError(f"{name}: latent attention's q, k and v (k and v rebuilt from the latent "
+                       f"kv_latent by W_kv_b, a rotated tail of paired dims) have no provenance here yet")
     which = base[0]                                           # q, k or v
     unrotated = name.endswith("_unrotated")
     d_head = config.d_head

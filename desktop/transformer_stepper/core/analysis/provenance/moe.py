@@ -21,7 +21,12 @@ def explain_moe_output(model, trace, name: str, index: tuple) -> Explanation:
               f"value = sum(float(gates[s]) * float(trace.layer('expert_outputs', {layer})[s, {i}, {c}]) "
               f"for s in range(len(ids)))\n")
     formula = "out[c] = Σ over the chosen experts of gate_e · expert_e(x)[c]"
-    if config.d_shared_expert:
+    if config.d_shared_expert and not config.shared_expert_gate:      # DeepSeek-V2: no gate
+        shared = float(traced_layer(trace, "shared_expert_out", layer)[i, c])
+        terms.append(Term("shared experts: out", (1.0, shared), shared))
+        python += f"value += float(trace.layer('shared_expert_out', {layer})[{i}, {c}])\n"
+        formula += " + shared(x)[c]"
+    elif config.d_shared_expert:
         gate = float(traced_layer(trace, "shared_expert_gate", layer)[i, 0])
         shared = float(traced_layer(trace, "shared_expert_out", layer)[i, c])
         terms.append(Term(f"shared expert: σ {format_number(gate)} · out", (gate, shared), gate * shared))
@@ -73,9 +78,14 @@ def explain_gate(model, trace, name: str, index: tuple) -> Explanation:
         value = value / chosen
         steps.append(Step(f"÷ Σ p of the {len(ids)} chosen = {format_number(chosen)}", value))
         formula += " / Σ over the chosen experts"
+    if config.routed_scale != 1.0:                      # DeepSeek-V2's routed_scaling_factor
+        value = value * config.routed_scale
+        steps.append(Step(f"× routed_scaling_factor {config.routed_scale:g}", value))
+        formula += f" × {config.routed_scale:g}"
     python = (f"p = trace.layer('router_probs', {layer})[{i}].astype('float64')\n"
               f"ids = trace.layer('expert_ids', {layer})[{i}]\nvalue = p[ids[{s}]]"
-              + (" / p[ids].sum()" if config.norm_topk else "") + "\n")
+              + (" / p[ids].sum()" if config.norm_topk else "")
+              + (f" * {config.routed_scale!r}" if config.routed_scale != 1.0 else "") + "\n")
     return Explanation(name, index, f"gate of token {Names(trace).token(i)}'s expert E{e} (choice {s}), "
                        f"layer {layer}", formula, {"probabilities": probs}, (), 0.0, 0, value, "",
                        tuple(steps), value, float(traced_layer(trace, name, layer)[i, s]), python)
