@@ -13,8 +13,10 @@ function a step, in transformers' order:
 Parameters (core/model/params.py): h.{i}.moe.router.w [d_model, n_expert];
 h.{i}.moe.expert.{e}.{gate,up}.w [d_model, d_expert], h.{i}.moe.expert.{e}.proj.w
 [d_expert, d_model]; h.{i}.moe.shared.{gate,up,proj}.w and h.{i}.moe.shared_gate.w
-[d_model, 1]. Only the experts some token is routed to are read (a lazy store widens only
-those).
+[d_model, 1]. Only the experts some token is routed to are read: every product goes through
+params.linear, so a GGUF's experts are multiplied straight from their quantized blocks
+(io/gguf/compact.py: only the chosen experts' slices of the 3-D tensors are decoded, in
+registers or tiles), and a lazy store widens only those.
 
 Recorded (each layer of an MoE model): router_logits [n_seq, n_expert], router_probs,
 expert_ids [n_seq, k] (int64), expert_gates [n_seq, k] (these three also kept for every layer
@@ -29,14 +31,10 @@ from typing import Optional
 import numpy as np
 
 from . import ops
+from .params import linear
 from .config import ModelConfig
 
 F32 = np.float32
-
-
-def router_logits(x, w_router):
-    # [n_seq, d_model], [d_model, n_expert] -> [n_seq, n_expert]: one score per expert
-    return ops.linear(x, w_router, None)
 
 
 def router_probs(logits):
@@ -57,8 +55,8 @@ def top_k(probs, k: int, normalize: bool):
 
 def expert(params, prefix: str, x):
     # [n, d_model] -> [n, d_model]: one expert, SwiGLU down(silu(gate(x)) * up(x))
-    hidden = ops.silu(ops.linear(x, params[prefix + "gate.w"], None)) * ops.linear(x, params[prefix + "up.w"], None)
-    return ops.linear(hidden, params[prefix + "proj.w"], None)
+    hidden = ops.silu(linear(params, prefix + "gate.w", x, None)) * linear(params, prefix + "up.w", x, None)
+    return linear(params, prefix + "proj.w", hidden, None)
 
 
 def expert_outputs(params, layer: int, x, expert_ids):
@@ -84,14 +82,14 @@ def shared_expert(params, layer: int, x):
     # [n_seq, d_model] -> (output [n_seq, d_model], gate [n_seq, 1]): Qwen2-MoE's expert every
     # token passes through, scaled by sigmoid(x · w_gate)
     p = f"h.{layer}.moe."
-    logit = ops.linear(x, params[p + "shared_gate.w"], None)
+    logit = linear(params, p + "shared_gate.w", x, None)
     return expert(params, p + "shared.", x), F32(1) / (F32(1) + np.exp(-logit))
 
 
 def route(params, config: ModelConfig, x, layer: int, edits: Optional["RouterEdits"] = None):
     # Stage 10. [n_seq, d_model] -> (router_logits, probs, expert_ids, gates): the Router.
     # `edits` (interventions) disable experts or force tokens to one (RouterEdits below).
-    logits = router_logits(x, params[f"h.{layer}.moe.router.w"])
+    logits = linear(params, f"h.{layer}.moe.router.w", x, None)     # [n_seq, n_expert]: x · W_router
     if edits is not None:
         return (logits,) + edits.route(logits, config.n_expert_used, config.norm_topk)
     probs = router_probs(logits)
