@@ -52,14 +52,3 @@ def test_experts_of_an_unsupported_architecture_are_refused(tmp_path):
     with pytest.raises(ModelError, match=r"x.gguf: GGUF architecture 'deepseek2' with 64 experts \(a mixture of "
                                          r"experts\) is not supported"):
         load_model(path)
-
-
-def test_the_dequantization_panel_lists_no_3d_expert_tensor(fixtures_dir):
-    from transformer_stepper.io.gguf.weights import layer_tensors, place_of
-
-    model = load_model(fixtures_dir / "gguf_moe" / "qwen3_moe_tiny.Q8_0.gguf")
-    listed = [s.tensor for s in layer_tensors(model, 0)]
-    assert "blk.0.ffn_gate_inp.weight" in listed and not any(t.endswith("_exps.weight") for t in listed)
-    with pytest.raises(ModelError, match="a weight of a 3-D experts tensor"):
-        place_of(model, "h.0.moe.expert.3.gate.w", (0, 0))
-    assert place_of(model, "h.0.moe.router.w", (5, 2)).source.tensor == "blk.0.ffn_gate_inp.weight"
