@@ -158,6 +158,8 @@ def test_an_experts_tensor_shows_the_selected_tokens_expert(qtbot, window):
     session.select_token(token)                      # another token: its own first expert
     assert panel.expert.value() == ids[token, 0]
     shown(int(ids[token, 0]))
+    assert f"went to experts {', '.join(str(int(e)) for e in ids[token])} in this layer" in \
+        " ".join(panel.text.toPlainText().split())
     other = (int(ids[token, 0]) + 1) % session.model.config.n_expert
     panel.expert.setValue(other)                     # any expert, chosen or not
     shown(other)

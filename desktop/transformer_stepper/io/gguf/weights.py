@@ -102,19 +102,16 @@ def tensor_sources(model) -> dict[str, TensorSource]:
     cached = getattr(model.params, "_tensor_sources", None)
     if cached is not None:
         return cached
-    by_hf: dict[str, list[str]] = {}
+    groups: dict[str, tuple] = {}           # stored name -> (file, HF name, fix, core names)
     for core_name, (hf_name, _) in model.params.entries.items():
-        by_hf.setdefault(hf_name, []).append(core_name)
-    out: dict[str, TensorSource] = {}
-    for hf_name, params in by_hf.items():
         f, stored, fix = ckpt.where[hf_name]
-        if stored in out:       # a 3-D experts tensor: every expert's parameters read from it
-            params = list(out[stored].params) + params
-            hf_name = out[stored].hf_name
-        if isinstance(fix, ExpertSlice):
-            fix = _EXPERTS
-        out[stored] = TensorSource(stored, str(f.path), f.quant_type(stored), f.shape(stored),
-                                   hf_name, fix.name, tuple(params))
+        if stored in groups:                 # a 3-D experts tensor: every expert's parameters, or
+            groups[stored][3].append(core_name)     # GPT-2's fused c_attn: q, k and v
+        else:
+            groups[stored] = (f, hf_name, _EXPERTS if isinstance(fix, ExpertSlice) else fix, [core_name])
+    out = {stored: TensorSource(stored, str(f.path), f.quant_type(stored), f.shape(stored), hf_name, fix.name,
+                                tuple(params))
+           for stored, (f, hf_name, fix, params) in groups.items()}
     try:
         model.params._tensor_sources = out
     except AttributeError:      # a store that takes no attribute: made again each time

@@ -162,9 +162,11 @@ class DequantizationPanel(QWidget):
     def _chosen_text(self) -> str:
         chosen = self.chosen_experts()
         if not chosen:
-            return "Which expert's slice of the 3-D experts tensor to show"
-        return (f"Which expert's slice to show; the selected token went to experts "
-                f"{', '.join(map(str, chosen))} in this layer (the first is shown by default)")
+            return "The expert box picks which expert's slice of the 3-D tensor is shown."
+        labels = self.session.token_labels()
+        token = labels[self.session.selected_token] if self.session.selected_token < len(labels) else ""
+        return (f"The selected token {token!r} went to experts {', '.join(map(str, chosen))} in this "
+                f"layer; the expert box shows the first by default, and picks any other.")
 
     def _follow_token(self, *_) -> None:
         """A new token or trace: show the selected token's first expert (3-D tensors only)."""
@@ -243,7 +245,8 @@ class DequantizationPanel(QWidget):
         self.text.setHtml(
             f"<p><b>Weight {k}</b> (sub-block {k // size}): <code>{esc(r.numbers)}</code></p>"
             f"<p><b>Formula</b> <code>{esc(r.formula)}</code></p>"
-            f"<p>{esc(r.scales_text)}</p>{table}<p style='color: #555;'>{esc(r.header)}</p>")
+            f"<p>{esc(r.scales_text)}</p>{table}<p style='color: #555;'>{esc(r.header)}</p>"
+            + (f"<p>{esc(self._chosen_text())}</p>" if self.n_experts else ""))
         rows = [str(j) for j in range(sub)]       # sub-blocks by number: one row is "0", not ±0.5
         self.values.set_data(r.values, row_labels=rows)
         self.values.set_highlight(row=k // size, col=k % size)
