@@ -1,7 +1,8 @@
 """Mixture-of-experts GGUF files (tests/make_moe_gguf_fixtures.py): llama.cpp's 3-D expert
 tensors read one expert at a time; the F32 files equal the Hugging Face fixtures' references
-(the same weights), the Q8_0 file equals transformers run with its dequantized weights; only
-the experts a pass routes to are dequantized; a GGUF declaring experts of an unsupported
+(the same weights), the Q8_0 file equals transformers run with its dequantized weights (that
+a pass reads only the experts it routes to, from their blocks: tests/io/test_gguf_moe_compact.py);
+a GGUF declaring experts of an unsupported
 architecture is refused saying so."""
 from __future__ import annotations
 
@@ -37,24 +38,6 @@ def test_moe_gguf_equals_hugging_face(name, fixtures_dir):
             np.testing.assert_array_equal(trace.layer("expert_ids", layer), reference[f"expert_ids_{t}"][position])
 
 
-def test_only_the_routed_experts_are_dequantized(fixtures_dir):
-    model = load_model(fixtures_dir / "gguf_moe" / "qwen3_moe_tiny.Q8_0.gguf")
-    ckpt = model.params.ckpt
-    read: list[tuple[str, int]] = []
-    for f in ckpt.files:
-        original = f.expert
-
-        def counting(name, expert, original=original):
-            read.append((name, expert))
-            return original(name, expert)
-        f.expert = counting
-    trace = prompt_trace(model, np.array([5, 9], dtype=np.int64))
-    chosen = {(layer, int(e)) for layer in (0, 2) for e in np.unique(trace.layer("expert_ids", layer))}
-    touched = {(int(name.split(".")[1]), e) for name, e in read}
-    assert touched == chosen and len(chosen) < 2 * model.config.n_expert
-    assert {name.split(".")[2] for name, _ in read} == {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}
-
-
 def test_experts_of_an_unsupported_architecture_are_refused(tmp_path):
     import gguf
 
@@ -69,14 +52,3 @@ def test_experts_of_an_unsupported_architecture_are_refused(tmp_path):
     with pytest.raises(ModelError, match=r"x.gguf: GGUF architecture 'deepseek2' with 64 experts \(a mixture of "
                                          r"experts\) is not supported"):
         load_model(path)
-
-
-def test_the_dequantization_panel_lists_no_3d_expert_tensor(fixtures_dir):
-    from transformer_stepper.io.gguf.weights import layer_tensors, place_of
-
-    model = load_model(fixtures_dir / "gguf_moe" / "qwen3_moe_tiny.Q8_0.gguf")
-    listed = [s.tensor for s in layer_tensors(model, 0)]
-    assert "blk.0.ffn_gate_inp.weight" in listed and not any(t.endswith("_exps.weight") for t in listed)
-    with pytest.raises(ModelError, match="a weight of a 3-D experts tensor"):
-        place_of(model, "h.0.moe.expert.3.gate.w", (0, 0))
-    assert place_of(model, "h.0.moe.router.w", (5, 2)).source.tensor == "blk.0.ffn_gate_inp.weight"

@@ -126,3 +126,45 @@ def test_it_opens_on_a_quantized_weight_the_stage_uses(qtbot, window):
     assert panel.readout is not None and panel.readout.values.shape[0] == 1
     for heatmap in (panel.values, panel.codes):
         assert heatmap.y_axis.tickValues(-0.5, 0.5, 120) == [(1, [0])]
+
+
+def test_an_experts_tensor_shows_the_selected_tokens_expert(qtbot, window):
+    """A mixture-of-experts file: the layer's 3-D experts tensors are listed; the panel shows the
+    blocks of one expert's slice, by default the first expert the selected token was routed to
+    in this layer, following the token; the expert box picks another."""
+    moe = FIXTURE.parents[1] / "gguf_moe" / "qwen3_moe_tiny.Q8_0.gguf"
+    session, panel = window.session, window.dequantization_panel
+    session.set_text("She went to the bank to deposit money", immediate=True)
+    with qtbot.waitSignal(session.traceChanged, timeout=20_000):
+        window.open_model(str(moe))
+    tensor = "blk.0.ffn_gate_exps.weight"
+    assert panel.tensor.findData(tensor) >= 0
+    ids = session.trace.layer("expert_ids", 0)
+    token = next(t for t in range(1, len(ids)) if ids[t, 0] != ids[0, 0])
+    session.select_token(0)
+    panel.select(tensor, 2, 0, 5)
+    assert panel.expert.isVisibleTo(panel) and panel.expert.value() == ids[0, 0]
+    assert panel.expert.maximum() == session.model.config.n_expert - 1
+
+    def shown(expert: int) -> None:
+        expected = readout(session.model, tensor, 2, 0, 5, expert)
+        np.testing.assert_array_equal(panel.values.values, expected.values)
+        np.testing.assert_array_equal(panel.codes.values, expected.codes.astype(np.float32))
+        gate = session.model.params[f"h.0.moe.expert.{expert}.gate.w"]      # core [d_model, d_expert]
+        np.testing.assert_array_equal(panel.values.values.ravel(), gate[:32, 2])
+        assert f"Expert {expert} of {session.model.config.n_expert}" in panel.text.toPlainText()
+
+    shown(int(ids[0, 0]))
+    session.select_token(token)                      # another token: its own first expert
+    assert panel.expert.value() == ids[token, 0]
+    shown(int(ids[token, 0]))
+    assert f"went to experts {', '.join(str(int(e)) for e in ids[token])} in this layer" in \
+        " ".join(panel.text.toPlainText().split())
+    other = (int(ids[token, 0]) + 1) % session.model.config.n_expert
+    panel.expert.setValue(other)                     # any expert, chosen or not
+    shown(other)
+    panel.show_param("h.0.moe.expert.7.up.w", (3, 4))
+    assert (panel.tensor.currentData(), panel.expert.value(), panel.row.value()) == \
+        ("blk.0.ffn_up_exps.weight", 7, 4)
+    panel.select("blk.0.attn_q.weight", 0, 0, 0)     # a 2-D tensor: no expert box
+    assert not panel.expert.isVisibleTo(panel) and panel.readout.source.tensor == "blk.0.attn_q.weight"

@@ -22,8 +22,10 @@ pure function a step, in transformers' order:
 Parameters (core/model/params.py): h.{i}.moe.router.w [d_model, n_expert] (+ router.b);
 h.{i}.moe.expert.{e}.{gate,up}.w [d_model, d_expert], h.{i}.moe.expert.{e}.proj.w
 [d_expert, d_model] (+ .b with mlp_bias); h.{i}.moe.shared.{gate,up,proj}.w and
-h.{i}.moe.shared_gate.w [d_model, 1]. Only the experts some token is routed to are read (a lazy
-store widens only those).
+h.{i}.moe.shared_gate.w [d_model, 1]. Only the experts some token is routed to are read: every
+product goes through params.linear, so a GGUF's experts are multiplied straight from their
+quantized blocks (io/gguf/compact.py: only the chosen experts' slices of the 3-D tensors are
+decoded, in registers or tiles), and a lazy store widens only those.
 
 Recorded (each layer of an MoE model): router_logits [n_seq, n_expert], router_probs (the
 softmax over every expert, also where the gates come from the top-k logits alone),
@@ -39,14 +41,10 @@ from typing import Optional
 import numpy as np
 
 from . import ops
+from .params import linear
 from .config import ModelConfig
 
 F32 = np.float32
-
-
-def router_logits(x, w_router, b_router=None):
-    # [n_seq, d_model], [d_model, n_expert] (, [n_expert]) -> [n_seq, n_expert]: one score per expert
-    return ops.linear(x, w_router, b_router)
 
 
 def router_probs(logits):
@@ -113,13 +111,13 @@ def expert(params, prefix: str, x, config: Optional[ModelConfig] = None):
     def b(name):
         return params[prefix + name + ".b"] if bias else None
 
-    gate = ops.linear(x, params[prefix + "gate.w"], b("gate"))
-    up = ops.linear(x, params[prefix + "up.w"], b("up"))
+    gate = linear(params, prefix + "gate.w", x, b("gate"))
+    up = linear(params, prefix + "up.w", x, b("up"))
     if config is not None and config.clamped_swiglu:
         hidden = clamped_swiglu(gate, up, config.swiglu_alpha, config.swiglu_limit)
     else:
         hidden = ops.silu(gate) * up
-    return ops.linear(hidden, params[prefix + "proj.w"], b("proj"))
+    return linear(params, prefix + "proj.w", hidden, b("proj"))
 
 
 def expert_outputs(params, layer: int, x, expert_ids, config: Optional[ModelConfig] = None):
@@ -145,7 +143,7 @@ def shared_expert(params, layer: int, x):
     # [n_seq, d_model] -> (output [n_seq, d_model], gate [n_seq, 1]): Qwen2-MoE's expert every
     # token passes through, scaled by sigmoid(x · w_gate)
     p = f"h.{layer}.moe."
-    logit = ops.linear(x, params[p + "shared_gate.w"], None)
+    logit = linear(params, p + "shared_gate.w", x, None)
     return expert(params, p + "shared.", x), F32(1) / (F32(1) + np.exp(-logit))
 
 
@@ -159,7 +157,7 @@ def route(params, config: ModelConfig, x, layer: int, edits: Optional["RouterEdi
     # Stage 10. [n_seq, d_model] -> (router_logits, probs, expert_ids, gates): the Router.
     # `edits` (interventions) disable experts or force tokens to one (RouterEdits below).
     p = f"h.{layer}.moe.router."
-    logits = router_logits(x, params[p + "w"], params[p + "b"] if config.router_bias else None)
+    logits = linear(params, p + "w", x, params[p + "b"] if config.router_bias else None)   # x · W_router (+ b)
     if edits is not None:
         return (logits,) + edits.route(logits, config)
     probs = router_probs(logits)

@@ -62,12 +62,26 @@ class Block:
         return self.kind.sub_block_table(self.decoded, 0) if self.kind is not None else ((), [])
 
 
-def block_of(gguf_file, name: str, row: int, block: int) -> Block:
-    """Block `block` of row `row` of the stored tensor `name` (GGUF's own layout and name)."""
+def _expert_rows(gguf_file, name: str, stored: np.ndarray, expert: Optional[int]) -> np.ndarray:
+    # a 3-D experts tensor [n_expert, rows, ...] -> expert `expert`'s rows; other tensors as they are
+    if stored.ndim < 3 and expert is None:
+        return stored
+    if stored.ndim < 3:
+        raise ModelError(f"{name}: not a 3-D experts tensor, so there is no expert {expert}")
+    if expert is None or not 0 <= expert < stored.shape[0]:
+        raise ModelError(f"{gguf_file.path}: {name} holds {stored.shape[0]} experts; "
+                         f"{'name one' if expert is None else f'there is no expert {expert}'}")
+    return stored[expert]
+
+
+def block_of(gguf_file, name: str, row: int, block: int, expert: Optional[int] = None) -> Block:
+    """Block `block` of row `row` of the stored tensor `name` (GGUF's own layout and name); of a
+    3-D experts tensor [n_expert, rows, in], row `row` of expert `expert`'s slice (only that
+    block is read)."""
     if name not in gguf_file.tensors:
         raise ModelError(f"{gguf_file.path}: no tensor {name}")
     kind_name = gguf_file.quant_type(name)
-    stored = gguf_file.stored(name)
+    stored = _expert_rows(gguf_file, name, gguf_file.stored(name), expert)
     stored2 = stored.reshape(1, -1) if stored.ndim == 1 else stored.reshape(stored.shape[0], -1)
     if not 0 <= row < stored2.shape[0]:
         raise ModelError(f"{name}: row {row} is outside its {stored2.shape[0]} rows")
@@ -79,7 +93,10 @@ def block_of(gguf_file, name: str, row: int, block: int) -> Block:
     if not 0 <= block < n_blocks:
         raise ModelError(f"{name}: block {block} is outside the row's {n_blocks} blocks")
     if kind_name in ("F32", "F16", "BF16"):
-        whole = gguf_file.get(name) if stored.ndim == 1 else gguf_file.rows(name, slice(row, row + 1))
+        if expert is not None:
+            whole = gguf_file.expert(name, expert)[row:row + 1]
+        else:
+            whole = gguf_file.get(name) if stored.ndim == 1 else gguf_file.rows(name, slice(row, row + 1))
         values = whole.reshape(-1)[block * block_size:(block + 1) * block_size]
         return Block(kind_name, row, block, block_size, FORMULAS[kind_name], np.asarray(values, np.float32),
                      None, None, None, "not quantized: each weight is stored on its own")

@@ -6,7 +6,9 @@ the dequantized array from the parameter store.
 A core weight w [d_in, d_out] is x @ w = x @ S.T with S the stored rows in Hugging Face's
 order: llama.cpp's layout is undone on the product's columns (Llama's q/k rows permuted) or
 by choosing rows (GPT-2's fused c_attn read as q, k, v). A table (the output head, a tied
-embedding) is multiplied as stored: x @ table.T."""
+embedding) is multiplied as stored: x @ table.T. An expert of a mixture-of-experts layer is its
+slice of the 3-D experts tensor [n_expert, out, in]: its own [out, in] blocks, a view of the
+mapping (the other experts' bytes are never touched)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,7 +17,7 @@ from typing import Optional
 import numpy as np
 
 from ...core.model.quantized import QuantizedMatrix, compiled_kinds
-from .model import AS_STORED, Transposed, Unpermute
+from .model import AS_STORED, ExpertSlice, Transposed, Unpermute
 from ..keymaps import IDENTITY, Columns, Transpose
 
 
@@ -40,13 +42,16 @@ class CompactWeight:
         return np.ascontiguousarray(self.matrix.dequantize(stored).T)
 
 
-def _stored_codes(f, stored: str) -> Optional[tuple[np.ndarray, str, int]]:
-    kind = f.quant_type(stored)
-    if kind not in compiled_kinds() or len(f.shape(stored)) != 2:
+def _stored_codes(f, stored: str, fix) -> Optional[tuple[np.ndarray, str, int]]:
+    # the stored bytes [rows, bytes a row] of a 2-D tensor, or of one expert's slice of a 3-D one
+    kind, shape = f.quant_type(stored), f.shape(stored)
+    expert = isinstance(fix, ExpertSlice)
+    if kind not in compiled_kinds() or len(shape) != (3 if expert else 2):
         return None
     data = f.stored(stored)
-    n_cols = f.shape(stored)[1]
-    return data.view(np.uint8).reshape(data.shape[0], -1), kind, n_cols
+    if expert:
+        data = data[fix.expert]
+    return data.view(np.uint8).reshape(shape[-2], -1), kind, shape[-1]
 
 
 def compact_weight(ckpt, hf_name: str, transform, core_shape: tuple[int, ...],
@@ -55,13 +60,17 @@ def compact_weight(ckpt, hf_name: str, transform, core_shape: tuple[int, ...],
     blocks: a weight [d_in, d_out] (x @ w), or with `table` a table [n_rows, d] (x @ t.T); None
     when it is not a matrix of a compiled type (float32 stays memory-mapped)."""
     f, stored, fix = ckpt.where[hf_name]
-    found = _stored_codes(f, stored)
+    found = _stored_codes(f, stored, fix)
     if found is None:
         return None
     codes, kind, n_cols = found
 
     def reference(rows: np.ndarray) -> np.ndarray:
         return f.dequantize_codes(stored, rows)
+
+    if isinstance(fix, ExpertSlice):       # HF's [out, in] as stored: the core weight is its transpose
+        as_stored = isinstance(transform, Transpose) and not table
+        return CompactWeight(QuantizedMatrix(codes, kind, n_cols, reference), None) if as_stored else None
 
     if table:
         as_stored = transform is IDENTITY and fix is AS_STORED and core_shape == (codes.shape[0], n_cols)

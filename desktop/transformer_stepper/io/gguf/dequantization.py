@@ -61,10 +61,12 @@ def sub_block_rows(block: Block) -> list[tuple[str, ...]]:
     return block.sub_block_table()[1]
 
 
-def readout(model, tensor: str, row: int, block: int, position: int = 0) -> Readout:
-    """Block `block` of stored row `row` of GGUF tensor `tensor`, weight `position` selected."""
+def readout(model, tensor: str, row: int, block: int, position: int = 0,
+            expert: Optional[int] = None) -> Readout:
+    """Block `block` of stored row `row` of GGUF tensor `tensor`, weight `position` selected; of
+    a 3-D experts tensor, row `row` of expert `expert`'s slice."""
     source = tensor_sources(model)[tensor]
-    decoded = block_at(model, tensor, row, block)
+    decoded = block_at(model, tensor, row, block, expert)
     position = min(max(int(position), 0), decoded.block_size - 1)
     n_sub, size = decoded.n_sub_blocks, decoded.sub_block_size
     if len(decoded.values) < decoded.block_size:      # a float tensor's last, shorter run
@@ -74,8 +76,9 @@ def readout(model, tensor: str, row: int, block: int, position: int = 0) -> Read
     codes = None if decoded.codes is None else decoded.codes.reshape(n_sub, size)
     grid = None if decoded.codes is None else code_histogram(decoded)
     shape = " × ".join(str(n) for n in source.stored_shape)
+    which = f"Expert {expert} of {source.n_experts}, row" if source.n_experts else "Row"
     header = (f"{Path(source.file).name}: {tensor} ({source.quant_type}, stored [{shape}]) → "
-              f"{', '.join(source.params)}; read {source.fix}. Row {row}, block {block} of "
+              f"{source.params_text()}; read {source.fix}. {which} {row}, block {block} of "
               f"{source.n_blocks()} (weights {block * decoded.block_size}–"
               f"{block * decoded.block_size + len(decoded.values) - 1} of the row)")
     labels, title = _grid_text(decoded, grid)

@@ -36,7 +36,20 @@ class TensorSource:
 
     @property
     def n_rows(self) -> int:
-        return self.stored_shape[0] if len(self.stored_shape) > 1 else 1
+        """Stored rows (of each expert, for a 3-D experts tensor)."""
+        return self.stored_shape[-2] if len(self.stored_shape) > 1 else 1
+
+    @property
+    def n_experts(self) -> int:
+        """Experts of a 3-D experts tensor [n_expert, rows, in]; 0 for other tensors."""
+        return self.stored_shape[0] if len(self.stored_shape) == 3 else 0
+
+    def params_text(self) -> str:
+        """The core parameters read from it ("h.0.moe.expert.{e}.gate.w" for a 3-D experts tensor)."""
+        if not self.n_experts:
+            return ", ".join(self.params)
+        first = self.params[0].split(".")
+        return ".".join(first[:4] + ["{e}"] + first[5:]) + f" (e = 0 … {self.n_experts - 1})"
 
     @property
     def row_length(self) -> int:
@@ -83,28 +96,41 @@ def _require(model) -> GGUFCheckpoint:
 
 
 def tensor_sources(model) -> dict[str, TensorSource]:
-    """Every stored tensor the model reads, by GGUF name, in the key map's order."""
+    """Every stored tensor the model reads, by GGUF name, in the key map's order (made once per
+    parameter store: a 48-layer mixture of experts has 18,432 expert parameters to group)."""
     ckpt = _require(model)
-    by_hf: dict[str, list[str]] = {}
+    cached = getattr(model.params, "_tensor_sources", None)
+    if cached is not None:
+        return cached
+    groups: dict[str, tuple] = {}           # stored name -> (file, HF name, fix, core names)
     for core_name, (hf_name, _) in model.params.entries.items():
-        by_hf.setdefault(hf_name, []).append(core_name)
-    out: dict[str, TensorSource] = {}
-    for hf_name, params in by_hf.items():
         f, stored, fix = ckpt.where[hf_name]
-        if stored in out:       # a 3-D experts tensor: every expert's parameters read from it
-            params = list(out[stored].params) + params
-            hf_name = out[stored].hf_name
-        out[stored] = TensorSource(stored, str(f.path), f.quant_type(stored), f.shape(stored),
-                                   hf_name, fix.name, tuple(params))
+        if stored in groups:                 # a 3-D experts tensor: every expert's parameters, or
+            groups[stored][3].append(core_name)     # GPT-2's fused c_attn: q, k and v
+        else:
+            groups[stored] = (f, hf_name, _EXPERTS if isinstance(fix, ExpertSlice) else fix, [core_name])
+    out = {stored: TensorSource(stored, str(f.path), f.quant_type(stored), f.shape(stored), hf_name, fix.name,
+                                tuple(params))
+           for stored, (f, hf_name, fix, params) in groups.items()}
+    try:
+        model.params._tensor_sources = out
+    except AttributeError:      # a store that takes no attribute: made again each time
+        pass
     return out
 
 
+class _ExpertsFix:
+    name = "each expert as its own slice [out, in] of the 3-D tensor"
+
+
+_EXPERTS = _ExpertsFix()
+
+
 def layer_tensors(model, layer: int) -> list[TensorSource]:
-    """The stored 2-D and 1-D tensors of layer `layer` (blk.N.*), then token_embd and output (if
-    stored)."""
+    """The stored tensors of layer `layer` (blk.N.*: its 3-D experts tensors too, read an expert
+    at a time), then token_embd and output (if stored)."""
     sources = tensor_sources(model)
-    # (a layer's 3-D experts tensors are left out: their rows are [expert, row], not listed here)
-    mine = [s for name, s in sources.items() if name.startswith(f"blk.{layer}.") and len(s.stored_shape) <= 2]
+    mine = [s for name, s in sources.items() if name.startswith(f"blk.{layer}.")]
     return mine + [sources[n] for n in ("token_embd.weight", "output.weight") if n in sources]
 
 
@@ -136,11 +162,12 @@ def _stored_index(fix, index: tuple[int, ...], hf_rows: int) -> tuple[int, ...]:
 @dataclass(frozen=True)
 class WeightPlace:
     source: TensorSource
-    row: int            # stored row
+    row: int            # stored row (of the expert's slice, for a 3-D experts tensor)
     column: int         # place in the stored row
     block: int          # block of the row
     position: int       # place in the block
     fix: object         # the Fix undone on read (a value step for Gemma's norms)
+    expert: Optional[int] = None    # the expert, for a weight of a 3-D experts tensor
 
 
 def place_of(model, param: str, index) -> WeightPlace:
@@ -152,22 +179,21 @@ def place_of(model, param: str, index) -> WeightPlace:
         raise IndexError(f"{param}: index {index} is outside the shape {tuple(shape)}")
     hf_name, transform = model.params.entries[param]
     fix = ckpt.fix_of(hf_name)
-    if isinstance(fix, ExpertSlice):
-        raise ModelError(f"{param}: a weight of a 3-D experts tensor ({ckpt.stored_name(hf_name)}); "
-                         f"its blocks are not decoded here")
     stored = _stored_index(fix, _hf_index(transform, shape, index), ckpt.shape(hf_name)[0])
     source = tensor_sources(model)[ckpt.stored_name(hf_name)]
     row, column = (0, stored[0]) if len(stored) == 1 else stored
     size = -(-source.row_length // source.n_blocks())
-    return WeightPlace(source, row, column, column // size, column % size, fix)
+    expert = fix.expert if isinstance(fix, ExpertSlice) else None     # its slice holds HF's [out, in] as stored
+    return WeightPlace(source, row, column, column // size, column % size, fix, expert)
 
 
-def block_at(model, tensor: str, row: int, block: int) -> Block:
-    """Block `block` of stored row `row` of the GGUF tensor `tensor`, decoded."""
+def block_at(model, tensor: str, row: int, block: int, expert: Optional[int] = None) -> Block:
+    """Block `block` of stored row `row` of the GGUF tensor `tensor` (of expert `expert`'s slice,
+    for a 3-D experts tensor), decoded."""
     ckpt = _require(model)
     for f in ckpt.files:
         if tensor in f.tensors:
-            return block_of(f, tensor, row, block)
+            return block_of(f, tensor, row, block, expert)
     raise ModelError(f"{ckpt.source}: no tensor {tensor}")
 
 
@@ -176,7 +202,7 @@ def weight_arithmetic(model, param: str, index) -> tuple[WeightPlace, Block, lis
     decoding (io/gguf_blocks.arithmetic), then llama.cpp's value conversion undone (Gemma's
     norms: − 1). The last step's value equals model.params[param][index]."""
     place = place_of(model, param, index)
-    block = block_at(model, place.source.tensor, place.row, place.block)
+    block = block_at(model, place.source.tensor, place.row, place.block, place.expert)
     steps = arithmetic(block, place.position)
     if isinstance(place.fix, MinusOne):
         steps.append(("− 1 (llama.cpp stores Gemma's norm gain as 1 + w)",
@@ -199,7 +225,8 @@ def weight_steps(params, param: str, index):
     from ...core.analysis.provenance.params import WeightSteps
     place, block, steps = weight_arithmetic(_Store(params), param, index)
     source = place.source
-    where = (f"{Path(source.file).name}: {source.tensor} ({source.quant_type}), row {place.row}, "
+    expert = "" if place.expert is None else f"expert {place.expert}, "
+    where = (f"{Path(source.file).name}: {source.tensor} ({source.quant_type}), {expert}row {place.row}, "
              f"block {place.block}, weight {place.position} of {block.block_size}")
     python = _python(params, param, tuple(int(k) for k in index), block.quant_type, place.fix)
     notes = [f"stored in {source.file}"]
@@ -215,7 +242,7 @@ def _python(params, param: str, index: tuple, kind: str, fix) -> str:
     lines = ["import numpy as np",
              "from transformer_stepper.io.gguf.weights import block_at, place_of",
              f"place = place_of(model, {param!r}, {index})",
-             "block = block_at(model, place.source.tensor, place.row, place.block)"]
+             "block = block_at(model, place.source.tensor, place.row, place.block, place.expert)"]
     if kind in QUANT_TYPES:    # scale · level(q) [− min], as core/model/quant_types computes it
         kind_class = QUANT_TYPES[kind]
         mins = (" + block.mins[j]" if kind_class.min_plus else " - block.mins[j]") if kind_class.has_mins else ""

@@ -3,7 +3,9 @@ token_embd / output), a row and a block, the stored integer codes, the block's s
 min(s), the quant type's formula with the selected weight's numbers, the float32 values they
 give and the histogram of the code grid. The numbers come from io/gguf/dequantization.py (tested);
 this only draws them. Opened from View, from the weight stages' "Dequantization…" button, and
-a click on a weight (the embedding table, W_Q) selects that weight here."""
+a click on a weight (the embedding table, W_Q) selects that weight here. A mixture-of-experts
+layer's 3-D experts tensors (ffn_gate_exps ...) are read an expert at a time: an expert box
+picks the slice, by default the first expert the selected token was routed to in this layer."""
 from __future__ import annotations
 
 import html
@@ -32,6 +34,7 @@ class DequantizationPanel(QWidget):
         super().__init__(parent)
         self.session = session
         self.readout: Optional[Readout] = None
+        self.n_experts = 0                   # experts of the tensor shown (a 3-D experts tensor), else 0
         self._updating = False
         layout = QGridLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -39,9 +42,13 @@ class DequantizationPanel(QWidget):
         self.tensor = QComboBox()
         self.tensor.setToolTip("The stored tensors of the current layer, then token_embd and output")
         self.row, self.block, self.weight = QSpinBox(), QSpinBox(), QSpinBox()
+        self.expert = QSpinBox()
+        self.expert.setObjectName("dequantization_expert")
+        self.expert_label = QLabel("expert")
         controls.addWidget(self.tensor, stretch=1)
-        for label, spin in (("row", self.row), ("block", self.block), ("weight", self.weight)):
-            controls.addWidget(QLabel(label))
+        for label, spin in ((self.expert_label, self.expert), ("row", self.row), ("block", self.block),
+                            ("weight", self.weight)):
+            controls.addWidget(label if isinstance(label, QLabel) else QLabel(label))
             controls.addWidget(spin)
         layout.addLayout(controls, 0, 0, 1, 4)
         self.text = QTextBrowser()           # scrolls: Q6_K lists 16 sub-blocks
@@ -61,10 +68,12 @@ class DequantizationPanel(QWidget):
         self.codes.cellClicked.connect(self._cell_clicked)
         self.values.cellClicked.connect(self._cell_clicked)
         self.tensor.currentIndexChanged.connect(self._tensor_chosen)
-        for spin in (self.row, self.block, self.weight):
+        for spin in (self.expert, self.row, self.block, self.weight):
             spin.valueChanged.connect(self._show)
         self._connections = Connections([(session.modelChanged, self._on_model),
                                          (session.layerChanged, self._refill),
+                                         (session.selectionChanged, self._follow_token),
+                                         (session.traceChanged, self._follow_token),
                                          (session.provenanceRequested, self._weight_clicked),
                                          (session.dequantizationRequested, self.show_param)])
         self._refill()
@@ -96,7 +105,7 @@ class DequantizationPanel(QWidget):
         self.tensor.clear()
         if model is not None and is_gguf(model):
             for source in layer_tensors(model, self.session.layer):
-                self.tensor.addItem(f"{source.tensor} · {source.quant_type} → {', '.join(source.params)}",
+                self.tensor.addItem(f"{source.tensor} · {source.quant_type} → {source.params_text()}",
                                     source.tensor)
             leaf = None if previous is None else previous.split(".", 2)[-1]
             match = next((i for i in range(self.tensor.count())
@@ -114,19 +123,64 @@ class DequantizationPanel(QWidget):
         if self.tensor.count() == 0:
             self._clear(why_not_gguf(model))
             return
-        source = next(s for s in layer_tensors(model, self.session.layer)
-                      if s.tensor == self.tensor.currentData())
-        self._set_ranges(source.n_rows - 1, source.n_blocks() - 1)
+        source = self._source()
+        self._set_ranges(source.n_rows - 1, source.n_blocks() - 1, source.n_experts)
         self._show()
 
-    def _set_ranges(self, rows: int, blocks: int) -> None:
+    def _source(self):
+        return next(s for s in layer_tensors(self.session.model, self.session.layer)
+                    if s.tensor == self.tensor.currentData())
+
+    def _set_ranges(self, rows: int, blocks: int, experts: int) -> None:
         self._updating = True
         self.row.setRange(0, rows)
         self.block.setRange(0, blocks)
+        self.n_experts = experts
+        self.expert.setRange(0, max(0, experts - 1))
+        for widget in (self.expert, self.expert_label):
+            widget.setVisible(experts > 0)
+        if experts:
+            self.expert.setValue(self.token_expert())
+            self.expert.setToolTip(self._chosen_text())
         self._updating = False
 
-    def select(self, tensor: str, row: int, block: int, position: int) -> None:
-        """Show weight `position` of block `block` of stored row `row` of `tensor`."""
+    def chosen_experts(self) -> list[int]:
+        """The experts the selected token was routed to in the current layer, best first (from
+        the trace's router lists, kept for every layer: nothing is computed); [] if none."""
+        trace = self.session.shown_trace
+        if trace is None or "expert_ids" not in trace.residual:
+            return []
+        ids = trace.layer("expert_ids", self.session.layer)
+        token = self.session.selected_token
+        return [int(e) for e in ids[token]] if 0 <= token < len(ids) else []
+
+    def token_expert(self) -> int:
+        """The expert shown by default: the selected token's first chosen one (else 0)."""
+        chosen = self.chosen_experts()
+        return chosen[0] if chosen else 0
+
+    def _chosen_text(self) -> str:
+        chosen = self.chosen_experts()
+        if not chosen:
+            return "The expert box picks which expert's slice of the 3-D tensor is shown."
+        labels = self.session.token_labels()
+        token = labels[self.session.selected_token] if self.session.selected_token < len(labels) else ""
+        return (f"The selected token {token!r} went to experts {', '.join(map(str, chosen))} in this "
+                f"layer; the expert box shows the first by default, and picks any other.")
+
+    def _follow_token(self, *_) -> None:
+        """A new token or trace: show the selected token's first expert (3-D tensors only)."""
+        if self._updating or self.tensor.count() == 0 or not self.n_experts:
+            return
+        self._updating = True
+        self.expert.setValue(self.token_expert())
+        self.expert.setToolTip(self._chosen_text())
+        self._updating = False
+        self._show()
+
+    def select(self, tensor: str, row: int, block: int, position: int, expert: Optional[int] = None) -> None:
+        """Show weight `position` of block `block` of stored row `row` of `tensor` (of expert
+        `expert`'s slice, for a 3-D experts tensor)."""
         index = self.tensor.findData(tensor)
         if index < 0:
             return
@@ -135,6 +189,8 @@ class DequantizationPanel(QWidget):
         self._updating = False
         self._tensor_chosen()
         self._updating = True
+        if expert is not None:
+            self.expert.setValue(expert)
         self.row.setValue(row)
         self.block.setValue(block)
         self.weight.setValue(position)
@@ -148,7 +204,7 @@ class DequantizationPanel(QWidget):
             return
         index = tuple(index) if index is not None else (0,) * len(model.params.shape(param))
         place = place_of(model, param, index)
-        self.select(place.source.tensor, place.row, place.block, place.position)
+        self.select(place.source.tensor, place.row, place.block, place.position, place.expert)
 
     def _weight_clicked(self, name: str, index) -> None:
         if name.startswith(PARAM):
@@ -162,9 +218,10 @@ class DequantizationPanel(QWidget):
     def _show(self, *_) -> None:
         if self._updating or self.tensor.count() == 0:
             return
+        expert = self.expert.value() if self.n_experts else None
         try:
             shown = readout(self.session.model, self.tensor.currentData(), self.row.value(),
-                            self.block.value(), self.weight.value())
+                            self.block.value(), self.weight.value(), expert)
         except (ModelError, IndexError) as error:
             self._clear(str(error))
             return
@@ -188,7 +245,8 @@ class DequantizationPanel(QWidget):
         self.text.setHtml(
             f"<p><b>Weight {k}</b> (sub-block {k // size}): <code>{esc(r.numbers)}</code></p>"
             f"<p><b>Formula</b> <code>{esc(r.formula)}</code></p>"
-            f"<p>{esc(r.scales_text)}</p>{table}<p style='color: #555;'>{esc(r.header)}</p>")
+            f"<p>{esc(r.scales_text)}</p>{table}<p style='color: #555;'>{esc(r.header)}</p>"
+            + (f"<p>{esc(self._chosen_text())}</p>" if self.n_experts else ""))
         rows = [str(j) for j in range(sub)]       # sub-blocks by number: one row is "0", not ±0.5
         self.values.set_data(r.values, row_labels=rows)
         self.values.set_highlight(row=k // size, col=k % size)
