@@ -124,8 +124,10 @@ def stage_difference(trace_a, trace_b, stage_key: str, layer: int = 0, head: int
 
 
 def _ids_pair(trace_a, trace_b) -> Pair:
+    # the ids name the cells; the value is 1 where the two agree (always, once compared)
     ids_a, ids_b = np.asarray(trace_a.input_ids)[:, None], np.asarray(trace_b.input_ids)[:, None]
-    return Pair("input_ids", ids_a.astype(np.float64), ids_b.astype(np.float64), ids_a, ids_b)
+    agree = (ids_a == ids_b).astype(np.float64)
+    return Pair("input_ids", agree, agree.copy(), ids_a, ids_b)
 
 
 def _router(trace_a, trace_b, layer: int) -> tuple[Item, ...]:
