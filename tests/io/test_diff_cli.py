@@ -89,3 +89,39 @@ def test_check_without_torch_says_so(tmp_path):
     assert outcome.result is None
     assert "needs torch and transformers" in outcome.reason and "[reference]" in outcome.reason
     assert outcome.lines() == [outcome.reason]
+
+
+FIXTURES = GGUF.parent
+
+
+def test_encoder_decoder_json_schema_and_refusals(capsys, tmp_path):
+    # T5 against itself: both stacks in the table and the document, every figure 0
+    out = tmp_path / "t5.json"
+    code, text, _ = run(capsys, "diff", "--model", FIXTURES / "t5_tiny", "--against", FIXTURES / "t5_tiny",
+                        "--text", TEXT, "--target", "the bank", "--json", out)
+    assert code == 0 and "encoder:" in text and "decoder:" in text and "cross_rel" in text
+    doc = json.loads(out.read_text())
+    assert set(doc) == {"tokens", "decoder_tokens", "embedding", "encoder_layers", "decoder_embedding",
+                        "decoder_layers", "output"}
+    model = load_model(FIXTURES / "t5_tiny")
+    trace = model.trace(TEXT, "the bank")
+    assert doc["tokens"] == trace.encoder.input_ids.tolist()
+    assert doc["decoder_tokens"] == trace.decoder.input_ids.tolist()
+    assert len(doc["encoder_layers"]) == model.config.encoder.n_layer
+    assert len(doc["decoder_layers"]) == model.config.decoder.n_layer
+    assert set(doc["decoder_layers"][0]) == {"layer", "hidden_rel", "hidden_cos", "attn_rel", "cross_rel", "mlp_rel"}
+    assert all(layer["hidden_rel"] == 0.0 for layer in doc["encoder_layers"] + doc["decoder_layers"])
+    # without --target: B's greedy translation is the decoder's input
+    code, text, _ = run(capsys, "diff", "--model", FIXTURES / "bart_tiny", "--against", FIXTURES / "bart_tiny",
+                        "--text", TEXT)
+    assert code == 0 and "B's greedy translation as the target" in text
+    # an encoder–decoder against a one-stack model; two of different shapes
+    code, _, err = run(capsys, "diff", "--model", FIXTURES / "t5_tiny", "--against", GGUF / "llama_small.F16.gguf",
+                       "--text", TEXT)
+    assert code != 0 and "is an encoder–decoder and" in one_error_line(err)
+    code, _, err = run(capsys, "diff", "--model", FIXTURES / "t5_tiny", "--against", FIXTURES / "t5_v11_tiny",
+                       "--text", TEXT)
+    assert code != 0 and "the architectures differ" in one_error_line(err)
+    code, _, err = run(capsys, "diff", "--model", GGUF / "llama_small.F16.gguf", "--against",
+                       GGUF / "llama_small.Q8_0.gguf", "--text", TEXT, "--target", "x")
+    assert code != 0 and "--target: only for encoder–decoders" in one_error_line(err)

@@ -78,6 +78,8 @@ class SessionModel(ViewModel):
         self._interventions: tuple = ()
         self._intervention: Optional[InterventionResult] = None   # for the current clean trace
         self._show_intervened = False
+        self._against: Optional[tuple] = None      # (A's trace, B's trace of its text, B's name)
+        self._show_difference = False
         self._debounce = scheduler.timer(debounce_ms, self.compute_now)
         self._prepare_next = scheduler.timer(NEXT_LAYER_DELAY_MS, self._prepare_next_layer)
         self._requested_interventions: tuple = ()
@@ -347,6 +349,8 @@ class SessionModel(ViewModel):
         on = bool(on) and bool(self._interventions)
         if on != self._show_intervened:
             was_showing = self._show_intervened
+            if on:
+                self.set_show_difference(False)     # one mode at a time
             self._show_intervened = on
             self._notify("interventionsChanged")
             self._shown_changed(was_showing)
@@ -380,6 +384,52 @@ class SessionModel(ViewModel):
     def _on_intervention_failed(self, request_id: int, message: str, user_error: bool) -> None:
         if self._intervening.is_latest(request_id):
             self._notify("interventionFailed", message)
+
+    # -- a second model against this one: the stage views show A − B -----------------------
+    @property
+    def against(self) -> Optional[Trace]:
+        """B's trace of the current text while the stage views show A − B, else None."""
+        pair = self._against
+        if self._show_difference and pair is not None and pair[0] is self._trace:
+            return pair[1]
+        return None
+
+    @property
+    def against_name(self) -> str:
+        return "" if self._against is None else self._against[2]
+
+    @property
+    def can_show_difference(self) -> bool:
+        """A second model is open against this one (the Two Models tab)."""
+        return self._against is not None
+
+    @property
+    def show_difference(self) -> bool:
+        return self._show_difference
+
+    @property
+    def waiting_for_against(self) -> bool:
+        """A − B is asked for and B's trace of the current text is still running."""
+        return self._show_difference and self._trace is not None and self.against is None
+
+    def set_against(self, trace_a: Optional[Trace], trace_b: Optional[Trace], name: str = "") -> None:
+        """The Two Models tab's latest pair of traces (None: B closed or refused): the stage
+        views draw their difference while the user shows it."""
+        self._against = None if trace_a is None or trace_b is None else (trace_a, trace_b, name)
+        if self._against is None and trace_a is None:
+            self._show_difference = False
+        self._notify("differenceChanged")
+        if self._show_difference or self._against is None:
+            self._notify("shownTraceChanged")
+
+    def set_show_difference(self, on: bool) -> None:
+        on = bool(on) and self._against is not None
+        if on != self._show_difference:
+            if on:
+                self.set_show_intervened(False)     # one mode at a time
+            self._show_difference = on
+            self._notify("differenceChanged")
+            self._notify("shownTraceChanged")
 
     # -- memory -------------------------------------------------------------------------
     def _workers_idle(self) -> None:

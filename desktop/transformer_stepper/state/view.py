@@ -144,6 +144,17 @@ class ViewModel:
         """The views wait for an intervened pass still running (never, here)."""
         return False
 
+    @property
+    def against(self) -> Optional[Trace]:
+        """While the stage views show A − B (a second model opened against this one): B's trace
+        of the current text; here none."""
+        return None
+
+    @property
+    def waiting_for_against(self) -> bool:
+        """A − B was asked for and B's trace of this text is still running (never, here)."""
+        return False
+
     # -- model and trace, together ------------------------------------------------------------
     def _take_model(self, model: Model, trace: Optional[Trace]) -> None:
         """A new model and its trace (None: not traced), with layer, head and stage kept within

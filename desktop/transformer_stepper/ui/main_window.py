@@ -26,6 +26,7 @@ from .session import Session
 from .seq2seq.opener import TranslationWindows
 from .stepper.generate_bar import GenerateBar
 from .stepper.intervened_toggle import show_intervened_action
+from .model_diff.difference_toggle import show_difference_action
 from .stepper.stepper_view import StepperView
 from . import screen_fit
 from .tabs import TabHost
@@ -90,7 +91,9 @@ class MainWindow(QMainWindow):
         # the Stepper shows the clean or the intervened pass: one switch (toolbar, View menu),
         # the Stepper's banner says which
         self.show_intervened_action = show_intervened_action(self.session, self)
-        self.stepper = StepperView(self.session, self.show_intervened_action)
+        self.show_difference_action = show_difference_action(self.session, self)
+        self.stepper = StepperView(self.session, self.show_intervened_action,
+                                   show_difference=self.show_difference_action)
         self.stepper.stageShown.connect(self._update_stepping)
         self.stepper.vocabularyWanted.connect(self.show_vocabulary)
         self.tabs = TabHost(self)                  # "Stepper", "Compare", ...: ui/tabs.py
@@ -136,6 +139,7 @@ class MainWindow(QMainWindow):
         self._build_go_menu()
         self.view_menu = self.menuBar().addMenu("&View")
         self.view_menu.addAction(self.show_intervened_action)
+        self.view_menu.addAction(self.show_difference_action)
         self.caption_action = self.view_menu.addAction("Caption Line Under Exported Figures")
         self.caption_action.setCheckable(True)
         self.caption_action.setToolTip("A line under each exported PNG/SVG: model, stage, layer, head, "
@@ -158,6 +162,7 @@ class MainWindow(QMainWindow):
         toolbar.addWidget(self.head_box)
         toolbar.addSeparator()
         toolbar.addAction(self.show_intervened_action)
+        toolbar.addAction(self.show_difference_action)
         toolbar.addSeparator()
         self.questions_action = toolbar.addAction("Questions", lambda: self.walk_panel.show_list())
         self.questions_action.setToolTip("Guided walks through the questions people ask about "
@@ -244,6 +249,15 @@ class MainWindow(QMainWindow):
         s.openFailed.connect(self._open_failed)
         s.computeFailed.connect(self._on_compute_failed)
         s.interventionsChanged.connect(self._update_stepping)
+        s.differenceChanged.connect(self._update_stepping)
+        s.differenceChanged.connect(self._keep_comparing)
+
+    def _keep_comparing(self) -> None:
+        """While the Stepper shows A − B, the Two Models tab traces B for every new text even
+        when it is not the tab shown."""
+        view = self.tabs.views.get("model_diff")
+        if view is not None:
+            view.set_wanted(self.session.show_difference)
 
     # -- opening models -----------------------------------------------------------------------
     def open_model(self, path: Optional[str]) -> None:
@@ -397,6 +411,7 @@ class MainWindow(QMainWindow):
         self.next_action.setEnabled(stepping and stages.step(stage.key, session.layer, +1, config) is not None)
         where = f" — layer {session.layer}" if stage.per_layer and config else ""
         where += " · intervened" if session.show_intervened else ""
+        where += " · A − B" if session.show_difference else ""
         self.stage_title.setText(f"{stage.number_for(config)}. {stage.title}{where}"
                                  if self.tabs.current_key() == "stepper" else "")
         self.stepper.update_explanation()

@@ -24,6 +24,9 @@ class Session(ViewState, SessionModel):
     # the stepper shows it changed (shownTraceChanged, what the views draw, is the ViewState's)
     interventionsChanged = Signal()
     interventionFailed = Signal(str)     # the intervened pass did not run: one line
+    # a second model against this one came, went or was traced again, or the stage views
+    # started or stopped showing A − B (shownTraceChanged follows when what they draw changes)
+    differenceChanged = Signal()
 
     def __init__(self, parent: Optional[QObject] = None, debounce_ms: int = TEXT_DEBOUNCE_MS) -> None:
         super().__init__(parent=parent, scheduler=WorkerPool(), debounce_ms=debounce_ms)

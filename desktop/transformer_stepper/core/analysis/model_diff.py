@@ -302,11 +302,15 @@ def layer_drift(trace_a, trace_b, layer: int, stages: Sequence[str] = STAGES) ->
 
 
 def diff_traces(trace_a, trace_b, stages: Sequence[str] = STAGES, detail: bool = True,
-                names=("A", "B"), progress: Optional[Callable[[int], None]] = None) -> ModelDiff:
+                names=("A", "B"), progress: Optional[Callable[[int], None]] = None,
+                shapes_checked: bool = False) -> ModelDiff:
     """Trace A against trace B of the same text (B is the reference of every ratio). detail:
     compare every layer's stages too (each layer's detail computed, a full pass's time);
-    otherwise only the residual stream and the output. progress(i) after layer i."""
-    check_same_shape(trace_a.config, trace_b.config, names)
+    otherwise only the residual stream and the output. progress(i) after layer i.
+    shapes_checked: the caller compared the models' tensors (an encoder–decoder's stacks:
+    core/analysis/seq2seq_diff.py)."""
+    if not shapes_checked:
+        check_same_shape(trace_a.config, trace_b.config, names)
     check_same_tokens(trace_a.input_ids, trace_a.tokens, trace_b.input_ids, trace_b.tokens, names)
     hidden_a, hidden_b = trace_a.hidden_states, trace_b.hidden_states
     hidden = tuple(drift(hidden_a[i], hidden_b[i], f"hidden state {i}") for i in range(len(hidden_a)))

@@ -35,6 +35,7 @@ class TwoModelsView(QWidget):
                                          (session.layerChanged, self._on_layer_or_head),
                                          (session.headChanged, self._on_layer_or_head),
                                          (session.selectionChanged, self._on_selection)])
+        self._wanted = False          # the Stepper shows A − B: keep B traced while hidden
         self._on_changed()
 
     def _build(self) -> None:
@@ -114,6 +115,7 @@ class TwoModelsView(QWidget):
         self.close_button.setEnabled(state.model_b is not None)
         self.weights_button.setEnabled(state.model_b is not None)
         result = state.result
+        self._hand_to_session(result)
         if result is None:
             self.readout.setText(state.message or (HINT if state.model_b is None else ""))
             return
@@ -122,6 +124,17 @@ class TwoModelsView(QWidget):
         self._draw_tokens()
         self.weights_table.setRowCount(0)
         state.request_attention(self.session.layer, self.session.head)
+
+    def _hand_to_session(self, result) -> None:
+        """The pair of traces the Stepper's "Show A − B" draws from (none: B closed or refused;
+        while B runs for a new text the session's A is newer than the pair, so the views wait)."""
+        set_against = getattr(self.session, "set_against", None)
+        if set_against is None:
+            return
+        if result is not None:
+            set_against(result.trace_a, result.trace_b, self.state.model_b.name)
+        elif self.state.model_b is None or self.state.message:
+            set_against(None, None)
 
     def _readout_text(self, diff: model_diff.ModelDiff) -> str:
         reading = model_diff.readout(diff)
@@ -181,7 +194,12 @@ class TwoModelsView(QWidget):
 
     def hideEvent(self, event) -> None:
         super().hideEvent(event)
-        self.state.set_active(False)      # typing in the Stepper then traces A alone
+        self.state.set_active(self._wanted)   # typing in the Stepper then traces A alone, unless it shows A − B
+
+    def set_wanted(self, wanted: bool) -> None:
+        """The Stepper shows A − B: B follows every new text of A even while this tab is hidden."""
+        self._wanted = wanted
+        self.state.set_active(wanted or self.isVisible())
 
     # -- closing -------------------------------------------------------------------------------
     def shutdown(self) -> None:

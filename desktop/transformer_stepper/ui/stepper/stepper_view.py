@@ -26,6 +26,7 @@ from ..explain import explanations
 from ..explain.explanation_panel import ExplanationPanel
 from ..export.menu import install_plot_menus
 from .intervened_toggle import InterventionBanner
+from ..model_diff.difference_toggle import DifferenceBanner
 from ..session import Session
 from ..stages import StageView, create_view
 from ..timers import one_shot
@@ -41,12 +42,12 @@ class StepperView(QWidget):
     vocabularyWanted = Signal()    # the unknown-words note's link: show the model's vocabulary
 
     def __init__(self, session: Session, show_intervened: QAction,
-                 parent: Optional[QWidget] = None) -> None:
+                 parent: Optional[QWidget] = None, show_difference: Optional[QAction] = None) -> None:
         super().__init__(parent)
         self.session = session
         self.frames = session.frames
         self.views: dict[str, StageView] = {}
-        self._build(show_intervened)
+        self._build(show_intervened, show_difference)
         # building a view takes 0.1-0.3 s (pyqtgraph items): the next stage's is built while
         # the user reads this one, so stepping forward only shows it
         # (the reader's pause, then an AHEAD task: the view built, its figures painted off
@@ -59,7 +60,7 @@ class StepperView(QWidget):
         self._mark_stages()
 
     # -- building -----------------------------------------------------------------------
-    def _build(self, show_intervened: QAction) -> None:
+    def _build(self, show_intervened: QAction, show_difference: Optional[QAction] = None) -> None:
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 0)
         layout.setSpacing(4)
@@ -92,6 +93,11 @@ class StepperView(QWidget):
         # the Stepper shows the clean or the intervened pass: one switch, the banner says which
         self.intervention_banner = InterventionBanner(self.session, show_intervened)
         layout.addWidget(self.intervention_banner)
+        # ... or A − B, a second model against this one (ui/model_diff/difference_toggle.py)
+        self.difference_banner = None
+        if show_difference is not None:
+            self.difference_banner = DifferenceBanner(self.session, show_difference)
+            layout.addWidget(self.difference_banner)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.stage_list = QListWidget()
         self.stage_list.setMinimumWidth(190)
@@ -337,6 +343,9 @@ class StepperView(QWidget):
         waiting = view.waiting_for()
         if waiting:      # a layer computed in a worker: its numbers are quoted once it is drawn
             self.explanation.show_markdown(f"## {number}. {stage.title}\n\n*{waiting}*")
+            return
+        if view.showing_difference:      # A − B: what the figures are, not A's numbers
+            self.explanation.show_markdown(f"## {number}. {stage.title} · A − B\n\n{view.difference_markdown()}")
             return
         try:
             values, flags = view.explanation_values()
