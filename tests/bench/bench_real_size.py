@@ -1,20 +1,26 @@
 """An 8B-shaped GGUF (random weights, written by tests/bench/make_real_size.py with the project's
-own packers) opened by the app's library, and by llama.cpp when llama-cpp-python is installed,
-each run in its own process, the sides alternated over rounds (the machine is shared: ranges).
+own packers, or by llama.cpp's quantizer: tests/bench/quantize_real_size.py) opened by the app's
+library, and by llama.cpp when llama-cpp-python is installed, each run in its own process, the
+sides alternated over rounds (the machine is shared: ranges), on the same token ids.
 
     python tests/bench/make_real_size.py /work/bench_models [--scheme Q4_K_M Q8_0 ...]
     python tests/bench/bench_real_size.py /work/bench_models/llama8b_q4_k_m.gguf [--rounds 3]
-        [--tokens 32 128] [--layer 15]
+        [--tokens 32 128] [--layer 15] [--sides app llama.cpp] [--llama-preload SO]
 
 Per run (one text length): open; the first view (the pass over every token with one layer's
 detail, and the next-token predictions of the last position); one token typed at the end (the
 retrace computes only the new position; predictions again); the token in the middle changed
-(the retrace computes from there on); the peak anonymous memory (RssAnon: not the file's
-pages) over the run. llama.cpp's side (2 threads): load, a pass over the ids, a pass over one
-more id after them (its KV cache kept), a pass over the ids from the middle on (the cache cut
-there). Goals (the project's real-size goals): open <= 2 s; first view <= 2x llama.cpp's
-pass; a token typed <= 2 s; an edit <= 2x llama.cpp's pass over the changed positions; peak
-RssAnon <= 10 GB."""
+(the retrace computes from there on); the first token changed (everything again); the peak
+anonymous memory (RssAnon: not the file's pages) over the run. llama.cpp's side (2 threads,
+the same ids and the same edits): load, a pass over the ids (logits of the last position), one
+more id after them (its KV cache kept: a keystroke), the ids from the middle on (the cache cut
+there), all of them again after the first one changed (the cache emptied). The summary gives
+each side's medians and the ratio app / llama.cpp of the medians. Goals (the project's real-size
+goals): open <= 2 s; first view <= 2x llama.cpp's pass; a token typed <= 2 s; an edit <= 2x
+llama.cpp's pass over the changed positions; peak RssAnon <= 10 GB.
+
+--llama-preload puts a shared object in LD_PRELOAD of llama.cpp's process only (on some Xeon
+VMs ggml's AMX matrix path crashes; a shim that refuses AMX's arch_prctl makes ggml skip it)."""
 from __future__ import annotations
 
 import argparse
@@ -32,6 +38,14 @@ from bench_big import cpu_name, encoded, token_ids  # noqa: E402
 from memory import peak_rss_anon, rss_anon  # noqa: E402
 
 GB = 1e9
+
+
+def edited(ids, n_tokens: int, position: int) -> list[int]:
+    """The first n_tokens ids with the one at `position` changed (to the next id of the text)."""
+    out = [int(i) for i in ids[:n_tokens]]
+    following = int(ids[position + 1])
+    out[position] = following if following != out[position] else out[position] + 1
+    return out
 
 
 def app_side(path: Path, n_tokens: int, layer: int) -> dict:
@@ -64,10 +78,8 @@ def app_side(path: Path, n_tokens: int, layer: int) -> dict:
 
         trace = view("first_view", None, ids[:n_tokens])
         view("typed", trace, ids[:n_tokens + 1])
-        edited = ids[:n_tokens].copy()
-        middle = n_tokens // 2
-        edited[middle] = ids[middle + 1] if ids[middle + 1] != ids[middle] else ids[middle] + 1
-        view("edit", trace, edited)
+        view("edit", trace, np.asarray(edited(ids, n_tokens, n_tokens // 2), dtype=ids.dtype))
+        view("edit_first", trace, np.asarray(edited(ids, n_tokens, 0), dtype=ids.dtype))
     out["peak_rss_gb"] = (peak() - base) / GB
     out["n_tokens"], out["ids"] = n_tokens, [int(i) for i in np.asarray(ids)]
     return out
@@ -88,14 +100,24 @@ def llama_side(path: Path, ids: list[int], n_tokens: int) -> dict:
         start = time.perf_counter()
         llm.eval(ids[n_tokens:n_tokens + 1])
         out["typed_s"] = time.perf_counter() - start
-        middle = n_tokens // 2
-        llm.n_tokens = middle                         # the cache kept up to the edit
-        llm._ctx.kv_cache_seq_rm(-1, middle, -1)
-        start = time.perf_counter()
-        llm.eval(ids[middle:n_tokens])
-        out["edit_s"] = time.perf_counter() - start
+        for name, position in (("edit", n_tokens // 2), ("edit_first", 0)):
+            changed = edited(ids, n_tokens, position)
+            _cut_cache(llm, position)                 # the cache kept up to the edit
+            start = time.perf_counter()
+            llm.eval(changed[position:])
+            out[name + "_s"] = time.perf_counter() - start
     out["peak_rss_gb"] = (peak() - base) / GB
     return out
+
+
+def _cut_cache(llm, position: int) -> None:
+    """llama.cpp's KV cache kept for the positions before `position` only."""
+    llm.n_tokens = position
+    ctx = llm._ctx
+    if hasattr(ctx, "memory_seq_rm"):
+        ctx.memory_seq_rm(-1, position, -1)
+    else:                                             # llama-cpp-python before its memory API
+        ctx.kv_cache_seq_rm(-1, position, -1)
 
 
 def _have_llama_cpp() -> bool:
@@ -106,12 +128,22 @@ def _have_llama_cpp() -> bool:
     return True
 
 
+def _ids_of(path: Path, n_tokens: int) -> list[int]:
+    """The app's ids of the bench's text (its tokenizer only: no pass)."""
+    from transformer_stepper import load_model
+
+    return [int(i) for i in token_ids(load_model(path), n_tokens + 1)]
+
+
 def _run(args, side: str, n_tokens: int, ids=None) -> dict:
     command = [sys.executable, __file__, str(args.model), "--side", side, "--tokens", str(n_tokens),
                "--layer", str(args.layer)]
     if ids is not None:
         command += ["--ids", json.dumps(ids)]
-    run = subprocess.run(command, capture_output=True, text=True)
+    env = dict(os.environ)
+    if side == "llama.cpp" and args.llama_preload:
+        env["LD_PRELOAD"] = str(args.llama_preload)
+    run = subprocess.run(command, capture_output=True, text=True, env=env)
     if run.returncode != 0:
         raise SystemExit(f"{side} failed: {run.stderr.strip().splitlines()[-3:]}")
     return json.loads(run.stdout.strip().splitlines()[-1])
@@ -126,7 +158,12 @@ def _range(values: list[float]) -> str:
 KEYS = (("open s", "open_s"), ("first view s", "first_view_s"), ("  its CPU s (2 cores)", "first_view_cpu_s"),
         ("one token typed at the end s", "typed_s"), ("  its CPU s", "typed_cpu_s"),
         ("the middle token changed s", "edit_s"), ("  its CPU s", "edit_cpu_s"),
+        ("the first token changed s", "edit_first_s"), ("  its CPU s", "edit_first_cpu_s"),
         ("peak RssAnon GB", "peak_rss_gb"))
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
 
 
 def main() -> int:
@@ -135,6 +172,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tokens", type=int, nargs="+", default=[32, 128])
     parser.add_argument("--layer", type=int, default=15)
+    parser.add_argument("--sides", nargs="+", choices=("app", "llama.cpp"), default=["app", "llama.cpp"])
+    parser.add_argument("--llama-preload", type=Path, help="LD_PRELOAD of llama.cpp's process")
     parser.add_argument("--side", choices=("app", "llama.cpp"), help=argparse.SUPPRESS)
     parser.add_argument("--ids", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -144,20 +183,22 @@ def main() -> int:
     if args.side == "llama.cpp":
         print(json.dumps(llama_side(args.model, json.loads(args.ids), args.tokens[0])))
         return 0
-    sides = ["app"] + (["llama.cpp"] if _have_llama_cpp() else [])
+    sides = [side for side in args.sides if side != "llama.cpp" or _have_llama_cpp()]
     print(f"{args.model.name} ({args.model.stat().st_size / GB:.2f} GB); CPU: {cpu_name()}, "
           f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at start; sides: {sides}")
     results = {(side, n): [] for side in sides for n in args.tokens}
+    ids_for: dict[int, list[int]] = {}
     for round_number in range(args.rounds):
         for n_tokens in args.tokens:
             order = sides if round_number % 2 == 0 else sides[::-1]
-            ids = None
+            ids = ids_for.get(n_tokens)
             for side in order:
-                if side == "llama.cpp" and ids is None:
-                    ids = results[("app", n_tokens)][-1]["ids"] if results[("app", n_tokens)] else None
+                if side == "llama.cpp" and ids is None:     # llama.cpp first: the ids of the text
+                    ids = _ids_of(args.model, n_tokens)
                 result = _run(args, side, n_tokens, ids if side == "llama.cpp" else None)
-                if side == "app" and ids is None:
+                if side == "app":
                     ids = result["ids"]
+                ids_for[n_tokens] = ids
                 result.pop("ids", None)
                 results[(side, n_tokens)].append(result)
                 print(f"round {round_number + 1}, {n_tokens} tokens, {side}: "
@@ -169,6 +210,14 @@ def main() -> int:
         for label, key in KEYS:
             print(f"  {label:30}" + "".join(f" | {_range([r.get(key, float('nan')) for r in results[(side, n_tokens)]]):>22}"
                                             for side in sides))
+    if len(sides) == 2:
+        print("\nratio app / llama.cpp of the medians")
+        for n_tokens in args.tokens:
+            for label, key in KEYS:
+                app = [r[key] for r in results[("app", n_tokens)] if key in r]
+                llama = [r[key] for r in results[("llama.cpp", n_tokens)] if key in r]
+                if app and llama and not label.startswith(" "):
+                    print(f"  {n_tokens} tokens, {label:30} {_median(app) / _median(llama):8.2f}")
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 

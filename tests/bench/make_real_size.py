@@ -7,6 +7,9 @@
   OUT_DIR/qwen3_8b_q4_k_m.gguf  Qwen3-8B's: 36 layers, d 4,096, 32 heads, 8 K/V, head_dim 128,
                                 q/k norms, FFN 12,288, vocab 151,936, untied
 
+F16 (every matrix float16) is the source llama.cpp's own quantizer reads
+(tests/bench/quantize_real_size.py: much faster than the Python packers).
+
 The schemes follow llama-quantize's choices (llama_tensor_get_type): Q4_K_M = Q4_K with Q6_K
 for output.weight and for attn_v / ffn_down of the layers use_more_bits picks; Q5_K_M the same
 with Q5_K; Q6_K and Q8_0 everything in that type (1-D tensors F32). The packers are the
@@ -39,8 +42,8 @@ SHAPES = {
     "qwen3_8b": dict(arch="qwen3", n_layer=36, d=4096, heads=32, kv=8, dh=128, ff=12288, vocab=151936,
                      theta=1000000.0, ctx=40960, qk_norm=True),
 }
-SCHEMES = ("Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0")
-FILE_TYPES = {"Q4_K_M": 15, "Q5_K_M": 17, "Q6_K": 18, "Q8_0": 7}       # llama_ftype
+SCHEMES = ("Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "F16")
+FILE_TYPES = {"Q4_K_M": 15, "Q5_K_M": 17, "Q6_K": 18, "Q8_0": 7, "F16": 1}       # llama_ftype
 ROW_CHUNK = 2048
 
 
@@ -62,7 +65,7 @@ def _more_bits(layer: int, n_layer: int) -> bool:
 def tensor_kind(name: str, scheme: str, n_layer: int) -> str:
     if name.endswith("norm.weight") or name == "rope_freqs.weight":
         return "F32"
-    if scheme in ("Q6_K", "Q8_0"):
+    if scheme in ("Q6_K", "Q8_0", "F16"):
         return scheme
     base = "Q4_K" if scheme == "Q4_K_M" else "Q5_K"
     if name == "output.weight":
@@ -163,8 +166,9 @@ def write_file(path: Path, shape: str, scheme: str, seed: int = 8) -> None:
     for name, shp in specs:
         kind = tensor_kind(name, scheme, s["n_layer"])
         kinds[name] = kind
-        if kind == "F32":
-            writer.add_tensor_info(name, shp, np.dtype(np.float32), 4 * int(np.prod(shp)))
+        if kind in ("F32", "F16"):
+            dtype = np.dtype(np.float32 if kind == "F32" else np.float16)
+            writer.add_tensor_info(name, shp, dtype, dtype.itemsize * int(np.prod(shp)))
         else:
             _, block, nbytes = PACKERS[kind]
             byte_shape = (shp[0], shp[1] // block * nbytes)
@@ -187,7 +191,7 @@ def write_file(path: Path, shape: str, scheme: str, seed: int = 8) -> None:
         for row in range(0, shp[0], ROW_CHUNK):
             w = rng.standard_normal((min(ROW_CHUNK, shp[0] - row), shp[1]), dtype=np.float32)
             w *= np.float32(0.02)
-            chunks.append(_packed(w, kind, checked))
+            chunks.append(w.astype(np.float16) if kind == "F16" else _packed(w, kind, checked))
         data = np.concatenate(chunks)
         leaf = name.split(".")[2] if name.startswith("blk.") else ""
         if s["arch"] == "llama" and leaf in ("attn_q", "attn_k"):

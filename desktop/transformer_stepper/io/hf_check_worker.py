@@ -2,9 +2,9 @@
 imported by the app: torch's and numpy's thread pools fight in one process, and the app must
 run without torch. Reads the request (model path, what kind of model, the app's token ids),
 runs Hugging Face transformers on them (fp32, eager attention; a GGUF through transformers'
-own GGUF loading, i.e. its dequantized weights) and, for a GGUF when llama-cpp-python is
-installed, llama.cpp; writes the arrays to the request's .npz (no pickle) and prints one JSON
-line: {"notes": [...]} or {"error": "one sentence"}.
+own GGUF loading, i.e. its dequantized weights); writes the arrays to the request's .npz (no
+pickle) and prints one JSON line: {"notes": [...]} or {"error": "one sentence"}. (llama.cpp runs
+in a process of its own: io/llama_cpp_worker.py.)
 
 Nothing from the model's files is executed (trust_remote_code is never set)."""
 from __future__ import annotations
@@ -64,19 +64,7 @@ def run_hf(request: dict) -> dict:
     return arrays
 
 
-def run_llama_cpp(request: dict) -> dict:
-    import numpy as np
-    from llama_cpp import Llama
-
-    ids = list(request["input_ids"])
-    llm = Llama(model_path=request["model"], logits_all=True, n_ctx=max(len(ids), 16), verbose=False)
-    llm.eval(ids)
-    return {"llama_cpp_logits": np.asarray(llm.scores[:len(ids)], dtype=np.float32)}
-
-
 def main(argv: list[str]) -> int:
-    import importlib.util
-
     import numpy as np
 
     request = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
@@ -94,14 +82,6 @@ def main(argv: list[str]) -> int:
     except Exception as exc:   # a model transformers cannot read: said, not raised
         print(json.dumps({"error": f"transformers cannot run {request['model']}: {_sentence(exc)}"}))
         return 0
-    if request["model"].lower().endswith(".gguf"):
-        if importlib.util.find_spec("llama_cpp") is None:
-            notes.append("llama-cpp-python is not installed: llama.cpp's own logits are not compared")
-        else:
-            try:
-                arrays.update(run_llama_cpp(request))
-            except Exception as exc:
-                notes.append(f"llama.cpp could not run the file: {_sentence(exc)}")
     with open(request["out"], "wb") as handle:
         np.savez(handle, **arrays)
     print(json.dumps({"notes": notes}))
