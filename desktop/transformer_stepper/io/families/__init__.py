@@ -135,14 +135,6 @@ def supported_gguf_architectures() -> str:
     return f"{', '.join(dense)}; with experts: {', '.join(moe)}"
 
 
-# GGUF architectures people have whose Hugging Face form is opened but whose llama.cpp layout is not
-# read yet, and why
-REFUSED_GGUF: dict[str, str] = {
-    "deepseek2": ("llama.cpp's latent-attention layout (attn_kv_a_mqa, attn_kv_b or attn_k_b/attn_v_b) "
-                  "is not read yet; the Hugging Face folder (model_type deepseek_v2) opens"),
-}
-
-
 def gguf_layout_of(arch, n_experts, source: str) -> tuple[Family, GGUFLayout]:
     """The family and layout of a GGUF file of general.architecture `arch` declaring `n_experts`
     experts (0: none), or a one-line refusal naming the file and the architecture. A file of a
@@ -153,7 +145,6 @@ def gguf_layout_of(arch, n_experts, source: str) -> tuple[Family, GGUFLayout]:
         found = GGUF_LAYOUTS.get((arch, True))
     if found is None:
         declared = f" with {n_experts} experts (a mixture of experts)" if n_experts else ""
-        why = REFUSED_GGUF.get(arch) if isinstance(arch, str) else None
         raise ModelError(f"{source}: GGUF architecture {arch!r}{declared} is not supported "
-                         + (f"({why})" if why else f"(supported: {supported_gguf_architectures()})"))
+                         f"(supported: {supported_gguf_architectures()})")
     return found
