@@ -15,7 +15,9 @@ Besides make_fixtures' hidden states, attentions, logits, greedy generation and 
 hf_outputs/<name>.npz holds per text t, for the MoE layers `moe_layers` (in order):
   router_logits_t [n_moe, n, n_expert]   output_router_logits (checked equal to the hook's)
   expert_ids_t [n_moe, n, k], expert_gates_t [n_moe, n, k]   the router module's top-k indices
-                                                             and gate weights (a forward hook)
+                                                             and gate weights (a forward hook;
+                                                             largest gate first: DeepSeek-V2's
+                                                             router leaves them unsorted)
 and for text 0 two interventions made by a forward hook on one layer's router that recomputes
 its top-k from its logits: `disabled_*` with expert `disabled_expert` of layer `edit_layer`
 given probability 0 (its logit -inf before the softmax); `forced_*` with token `forced_token`

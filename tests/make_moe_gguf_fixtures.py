@@ -6,7 +6,7 @@ d_expert]), the router as ffn_gate_inp, a dense layer's feed-forward as ffn_gate
 {arch}.expert_count, expert_used_count, expert_feed_forward_length; Mixtral as `llama` with its
 q/k rows permuted for llama.cpp's rotary.
 
-    python tests/make_moe_gguf_fixtures.py
+    python tests/make_moe_gguf_fixtures.py [--only FIXTURE ...]
 
 Files: qwen3_moe_tiny.F32.gguf (the fixture's weights as they are: its HF reference,
 hf_outputs/qwen3_moe_tiny.npz, is the GGUF's), qwen3_moe_tiny.Q8_0.gguf (every 2-D/3-D
@@ -14,7 +14,9 @@ tensor whose rows are a multiple of 32 wide in Q8_0, the rest F32) with
 qwen3_moe_tiny.Q8_0.npz: transformers' Qwen3MoeForCausalLM run with the GGUF's weights
 dequantized by gguf.quants (hidden_states_t, logits_t, expert_ids_t for the texts' ids), and
 mixtral_tiny.F32.gguf, qwen2_moe_tiny.F32.gguf (the shared expert as ffn_*_shexp, its gate
-ffn_gate_inp_shexp [d_model]) and olmoe_tiny.F32.gguf. The tokenizer metadata is the fixture's own vocabulary (byte-level BPE
+ffn_gate_inp_shexp [d_model]), olmoe_tiny.F32.gguf and deepseek_v2_tiny.F32.gguf (`deepseek2`:
+attn_kv_a_mqa, attn_kv_a_norm, attn_kv_b as llama.cpp's converter wrote them before splitting
+attn_kv_b, the shared experts as ffn_*_shexp, leading_dense_block_count, yarn_log_multiplier). The tokenizer metadata is the fixture's own vocabulary (byte-level BPE
 for Qwen3-MoE, Qwen2-MoE and OLMoE; Mixtral's Metaspace BPE written as llama.cpp's `llama` model with scores
 -id): the reference tests feed the HF reference's ids.
 
@@ -55,7 +57,13 @@ _LEAF = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
          "self_attn.k_norm": "attn_k_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
          "mlp.down_proj": "ffn_down", "mlp.gate": "ffn_gate_inp", "block_sparse_moe.gate": "ffn_gate_inp",
          "mlp.shared_expert.gate_proj": "ffn_gate_shexp", "mlp.shared_expert.up_proj": "ffn_up_shexp",
-         "mlp.shared_expert.down_proj": "ffn_down_shexp", "mlp.shared_expert_gate": "ffn_gate_inp_shexp"}
+         "mlp.shared_expert.down_proj": "ffn_down_shexp", "mlp.shared_expert_gate": "ffn_gate_inp_shexp",
+         # DeepSeek-V2's latent attention (llama.cpp's convert before it split attn_kv_b) and shared experts
+         "self_attn.kv_a_proj_with_mqa": "attn_kv_a_mqa", "self_attn.kv_a_layernorm": "attn_kv_a_norm",
+         "self_attn.kv_b_proj": "attn_kv_b", "self_attn.q_a_proj": "attn_q_a",
+         "self_attn.q_a_layernorm": "attn_q_a_norm", "self_attn.q_b_proj": "attn_q_b",
+         "mlp.shared_experts.gate_proj": "ffn_gate_shexp", "mlp.shared_experts.up_proj": "ffn_up_shexp",
+         "mlp.shared_experts.down_proj": "ffn_down_shexp"}
 _EXPERT_LEAF = {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps", "down_proj": "ffn_down_exps",
                 "w1": "ffn_gate_exps", "w3": "ffn_up_exps", "w2": "ffn_down_exps"}
 
@@ -99,7 +107,9 @@ def write(path: Path, arch: str, cfg: dict, tensors, tokenizer_file: Path, schem
     writer.add_head_count(cfg["num_attention_heads"])
     writer.add_head_count_kv(cfg["num_key_value_heads"])
     writer.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    writer.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
+    writer.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"] if "rope_parameters" in cfg else cfg["rope_theta"])
+    if arch == "deepseek2":
+        _deepseek2(writer, cfg)
     head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
     if arch == "qwen3moe":
         writer.add_key_length(head_dim)
@@ -111,7 +121,7 @@ def write(path: Path, arch: str, cfg: dict, tensors, tokenizer_file: Path, schem
     if arch == "llama":
         writer.add_vocab_size(cfg["vocab_size"])
         writer.add_rope_dimension_count(head_dim)
-    writer.add_expert_count(cfg.get("num_experts") or cfg["num_local_experts"])
+    writer.add_expert_count(cfg.get("num_experts") or cfg.get("num_local_experts") or cfg["n_routed_experts"])
     writer.add_expert_used_count(cfg["num_experts_per_tok"])
     writer.add_file_type({"F32": 0, "Q8_0": 7}[scheme])
     _tokenizer(writer, tokenizer_file, arch)
@@ -128,6 +138,30 @@ def write(path: Path, arch: str, cfg: dict, tensors, tokenizer_file: Path, schem
     writer.close()
 
 
+def _deepseek2(writer, cfg: dict) -> None:
+    """DeepSeek-V2's keys as llama.cpp's convert_hf_to_gguf.py wrote them before it split attn_kv_b
+    into attn_k_b / attn_v_b: key_length = qk_nope + qk_rope, value_length = v_head_dim."""
+    import gguf
+    writer.add_vocab_size(cfg["vocab_size"])
+    writer.add_leading_dense_block_count(cfg["first_k_dense_replace"])
+    if cfg.get("q_lora_rank") is not None:
+        writer.add_q_lora_rank(cfg["q_lora_rank"])
+    writer.add_kv_lora_rank(cfg["kv_lora_rank"])
+    writer.add_key_length(cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"])
+    writer.add_value_length(cfg["v_head_dim"])
+    writer.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+    writer.add_expert_shared_count(cfg["n_shared_experts"])
+    writer.add_expert_weights_scale(cfg["routed_scaling_factor"])
+    writer.add_expert_weights_norm(cfg["norm_topk_prob"])
+    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SOFTMAX)
+    writer.add_rope_dimension_count(cfg["qk_rope_head_dim"])
+    yarn = cfg["rope_scaling"]
+    writer.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    writer.add_rope_scaling_factor(yarn["factor"])
+    writer.add_rope_scaling_orig_ctx_len(yarn["original_max_position_embeddings"])
+    writer.add_rope_scaling_yarn_log_mul(0.1 * yarn["mscale_all_dim"])
+
+
 def _tokenizer(writer, tokenizer_file: Path, arch: str) -> None:
     doc = json.loads(tokenizer_file.read_text(encoding="utf-8"))
     vocab = {**doc["model"]["vocab"], **{t["content"]: t["id"] for t in doc.get("added_tokens", [])}}
@@ -141,9 +175,14 @@ def _tokenizer(writer, tokenizer_file: Path, arch: str) -> None:
         writer.add_token_list(tokens)
         writer.add_token_types(types)
         writer.add_token_merges(merges)
-        eot = tokens.index("<|endoftext|>")
-        writer.add_bos_token_id(eot), writer.add_eos_token_id(eot)
-        writer.add_add_bos_token(False)
+        if arch == "deepseek2":
+            writer.add_bos_token_id(tokens.index("<｜begin▁of▁sentence｜>"))
+            writer.add_eos_token_id(tokens.index("<｜end▁of▁sentence｜>"))
+            writer.add_add_bos_token(True)
+        else:
+            eot = tokens.index("<|endoftext|>")
+            writer.add_bos_token_id(eot), writer.add_eos_token_id(eot)
+            writer.add_add_bos_token(False)
     else:
         writer.add_tokenizer_model("llama")
         writer.add_token_list(tokens)
@@ -339,18 +378,26 @@ def make_gpt_oss() -> None:
     save_npz(OUT / "gpt_oss_tiny.MXFP4.npz", {**arrays, **provenance()})
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    import argparse
+
     import torch
     import transformers
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", metavar="FIXTURE")
+    parser.add_argument("--only-gpt-oss", action="store_true", help="only gpt_oss_tiny's two files")
+    args = parser.parse_args(argv)
+    only = ["gpt_oss_tiny"] if args.only_gpt_oss else args.only
     torch.set_num_threads(1)
     transformers.utils.logging.set_verbosity_error()
     OUT.mkdir(parents=True, exist_ok=True)
-    if "--only-gpt-oss" in sys.argv:
+    if not only or "gpt_oss_tiny" in only:
         make_gpt_oss()
-        return 0
-    make_gpt_oss()
     for fixture, arch, schemes in (("qwen3_moe_tiny", "qwen3moe", ("F32", "Q8_0")), ("mixtral_tiny", "llama", ("F32",)),
-                                   ("qwen2_moe_tiny", "qwen2moe", ("F32",)), ("olmoe_tiny", "olmoe", ("F32",))):
+                                   ("qwen2_moe_tiny", "qwen2moe", ("F32",)), ("olmoe_tiny", "olmoe", ("F32",)),
+                                   ("deepseek_v2_tiny", "deepseek2", ("F32",))):
+        if only and fixture not in only:
+            continue
         folder = FIXTURES / fixture
         cfg = json.loads((folder / "config.json").read_text())
         state = _state(folder)

@@ -161,3 +161,21 @@ def test_the_cache_note_says_the_cache_holds_latents(model):
     stepped = model.extend(first, [int(first.input_ids[1])])
     note = cache_note(stepped, per_head=True)
     assert "latent c_kv (16 numbers)" in note and "rotated k_rope (8)" in note and "rebuilt" in note
+
+
+def test_provenance_of_keys_and_values_reads_the_cached_latent(model):
+    from transformer_stepper.core.analysis.provenance.explain import explain
+
+    trace = model.trace(TEXT)
+    d_nope = model.config.d_head - model.config.d_rotary
+    for name, c in (("v", 5), ("k", 3), ("q", 7), ("k_unrotated", d_nope + 2), ("q_unrotated", d_nope + 1)):
+        found = explain(model, trace, name, (1, 2, 4, c))
+        assert abs(found.value - found.traced) < 1e-5 and found.traced != 0, name
+    v = explain(model, trace, "v", (1, 2, 4, 5))
+    assert "c_kv" in v.operands and "kv_latent" in v.python
+    namespace = {"trace": trace, "model": model}
+    exec(v.python, namespace)                                     # the Python it gives recomputes it
+    assert abs(namespace["value"] - v.traced) < 1e-5
+    for name in ("k", "q"):                                       # the rotated tail is named, not expanded
+        with pytest.raises(KeyError, match="rotated"):
+            explain(model, trace, name, (1, 0, 4, d_nope + 1))

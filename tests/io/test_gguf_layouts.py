@@ -11,14 +11,16 @@ from tests.io.test_gguf_files import refused, write
 from transformer_stepper import load_model
 from transformer_stepper.core.model.errors import ModelError
 from transformer_stepper.io import families
-from transformer_stepper.io.families import gemma, gpt2, gpt_oss, llama, mixtral, olmoe, qwen2_moe, qwen3_moe
+from transformer_stepper.io.families import (deepseek_v2, gemma, gpt2, gpt_oss, llama, mixtral, olmoe, qwen2_moe,
+                                             qwen3_moe)
 from transformer_stepper.io.families.gguf_layout import UNPERMUTE_QK, GGUFLayout, decoder_layout
 from transformer_stepper.io.gguf.model import MinusOne, Transposed, Unpermute
 
 # (general.architecture, declared experts) -> the family module that must own it
 OWNERS = {("gpt2", 0): gpt2, ("llama", 0): llama, ("qwen2", 0): llama, ("qwen3", 0): llama,
           ("gemma", 0): gemma, ("llama", 8): mixtral, ("qwen3moe", 128): qwen3_moe,
-          ("qwen2moe", 60): qwen2_moe, ("olmoe", 64): olmoe, ("gpt-oss", 32): gpt_oss}
+          ("qwen2moe", 60): qwen2_moe, ("olmoe", 64): olmoe, ("gpt-oss", 32): gpt_oss,
+          ("deepseek2", 64): deepseek_v2}
 
 
 @pytest.mark.parametrize("arch, experts", list(OWNERS))

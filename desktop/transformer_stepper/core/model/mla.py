@@ -34,7 +34,6 @@ from .layer_context import layer_context
 from .params import linear
 from .rotary import turn
 
-F32 = np.float32
 # transformers' DeepseekV2RMSNorm of the latents (q_a_layernorm, kv_a_layernorm) keeps its
 # default eps, not the config's rms_norm_eps
 LATENT_NORM_EPS = 1e-6

@@ -23,11 +23,16 @@ only), norm_topk_prob false.
 Refused in one line, each naming the key: moe_layer_freq other than 1 and norm_topk_prob true
 (transformers ignores both, DeepSeek's own code does not: no single answer), scoring_func other
 than softmax, topk_method other than greedy / group_limited_greedy, attention_bias or mlp_bias
-true. llama.cpp's `deepseek2` GGUF files are refused (io/gguf: an architecture with experts not
-read)."""
+true.
+
+GGUF (llama.cpp's `deepseek2`): files as its converter wrote them with attn_kv_b (key_length =
+qk_nope + qk_rope, value_length = v_head_dim) are read; the later converter's attn_k_b / attn_v_b
+split is refused in one line."""
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from ...core.model.config import ModelConfig
 from ...core.model.errors import ModelError
@@ -35,6 +40,7 @@ from .common import IDENTITY, KeyMap, activation, build, display_name, flag, int
 from .layer_kinds import with_defaults
 from .llama import ACTIVATIONS, decoder_keymap
 from .moe_layout import moe_keymap, needs_config
+from .gguf_layout import DECODER_BLOCK, decoder_layout, tensor_names, vocab_size
 from .rope import rope_fields
 
 MODEL_TYPES = ("deepseek_v2",)
@@ -154,3 +160,65 @@ def keymap(config: ModelConfig, names: set[str]) -> KeyMap:
 
 def infer_hf_config(shape, names: set[str]) -> dict:
     raise needs_config("DeepSeek-V2")
+
+
+def _gguf_count(f, key: str) -> int:
+    value = f.value(key, 0)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ModelError(f"{f.path}: GGUF metadata {key} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def _gguf_config(files: list, arch: str) -> dict:
+    """config.json fields from llama.cpp's deepseek2 keys, as its converter wrote them before it
+    split attn_kv_b (key_length = qk_nope + qk_rope, value_length = v_head_dim); a file with
+    attn_k_b / attn_v_b (the later converter's form) is refused."""
+    f = files[0]
+    names = tensor_names(files)
+    if "blk.0.attn_k_b.weight" in names or "blk.0.attn_v_b.weight" in names:
+        raise ModelError(f"{f.path}: attn_kv_b split into attn_k_b / attn_v_b (llama.cpp's later deepseek2 "
+                         f"converter) is not read yet; a file with attn_kv_b, or the Hugging Face folder, opens")
+    gating = f.value(f"{arch}.expert_gating_func", 1)
+    if gating != 1:
+        raise ModelError(f"{f.path}: {arch}.expert_gating_func={gating!r} is not supported (1, softmax)")
+    n_head, d_rope = f.integer(f"{arch}.attention.head_count"), f.integer(f"{arch}.rope.dimension_count")
+    cfg = {"model_type": "deepseek_v2", "vocab_size": vocab_size(files, arch),
+           "hidden_size": f.integer(f"{arch}.embedding_length"), "num_hidden_layers": f.integer(f"{arch}.block_count"),
+           "intermediate_size": f.integer(f"{arch}.feed_forward_length"), "num_attention_heads": n_head,
+           "num_key_value_heads": f.integer(f"{arch}.attention.head_count_kv", n_head),
+           "rms_norm_eps": f.number(f"{arch}.attention.layer_norm_rms_epsilon"),
+           "max_position_embeddings": f.integer(f"{arch}.context_length", 2048),
+           "rope_theta": f.number(f"{arch}.rope.freq_base", 10000.0), "tie_word_embeddings": "output.weight" not in names,
+           "kv_lora_rank": f.integer(f"{arch}.attention.kv_lora_rank"),
+           "q_lora_rank": f.integer(f"{arch}.attention.q_lora_rank") if f"{arch}.attention.q_lora_rank" in f.metadata
+           else None,
+           "qk_rope_head_dim": d_rope, "qk_nope_head_dim": f.integer(f"{arch}.attention.key_length") - d_rope,
+           "v_head_dim": f.integer(f"{arch}.attention.value_length"),
+           "first_k_dense_replace": _gguf_count(f, f"{arch}.leading_dense_block_count"),
+           "moe_intermediate_size": f.integer(f"{arch}.expert_feed_forward_length"),
+           "n_routed_experts": f.integer(f"{arch}.expert_count"),
+           "num_experts_per_tok": f.integer(f"{arch}.expert_used_count"),
+           "n_shared_experts": f.integer(f"{arch}.expert_shared_count"),
+           "routed_scaling_factor": f.number(f"{arch}.expert_weights_scale", 1.0),
+           "norm_topk_prob": bool(f.value(f"{arch}.expert_weights_norm", False))}
+    kind = f.value(f"{arch}.rope.scaling.type", "none")
+    if kind == "yarn":        # llama.cpp keeps 0.1 · mscale_all_dim; DeepSeek's mscale equals it
+        m_all = f.number(f"{arch}.rope.scaling.yarn_log_multiplier") / 0.1
+        cfg["rope_scaling"] = {"type": "yarn", "factor": f.number(f"{arch}.rope.scaling.factor"),
+                               "original_max_position_embeddings":
+                                   f.integer(f"{arch}.rope.scaling.original_context_length"),
+                               "mscale": m_all, "mscale_all_dim": m_all}
+    elif kind not in ("none", None):
+        raise ModelError(f"{f.path}: rope scaling {kind!r} is not supported for {arch} (yarn is)")
+    return cfg
+
+
+# llama.cpp's deepseek2: the latent attention's tensors by their own names, the shared experts as
+# ffn_*_shexp; the rotary pairs are neighbours in both (no permutation to undo)
+GGUF_LAYOUTS = (decoder_layout(
+    "deepseek2", _gguf_config, experts=True,
+    block={**DECODER_BLOCK, "attn_q_a": "self_attn.q_a_proj", "attn_q_a_norm": "self_attn.q_a_layernorm",
+           "attn_q_b": "self_attn.q_b_proj", "attn_kv_a_mqa": "self_attn.kv_a_proj_with_mqa",
+           "attn_kv_a_norm": "self_attn.kv_a_layernorm", "attn_kv_b": "self_attn.kv_b_proj",
+           "ffn_gate_shexp": "mlp.shared_experts.gate_proj", "ffn_up_shexp": "mlp.shared_experts.up_proj",
+           "ffn_down_shexp": "mlp.shared_experts.down_proj"}),)

@@ -19,7 +19,8 @@ def common_values(session, trace: Optional[Trace]) -> tuple[dict, dict]:
     if trace is not None:
         c = trace.config
         i = min(session.selected_token, trace.n_seq - 1)
-        values.update(n_seq=trace.n_seq, d_model=c.d_model, n_head=c.n_head, d_head=c.d_head,
+        values.update(n_seq=trace.n_seq, d_model=c.d_model, n_head=c.n_head, d_head=c.d_head, d_v=c.d_v,
+                      d_concat=c.n_head * c.d_v,
                       n_layer=c.n_layer, d_ff=c.d_ff, n_vocab=c.n_vocab, n_ctx=c.n_ctx,
                       last_layer=c.n_layer - 1, family=c.family, model=c.name,
                       token=session.token_labels()[i], token_index=i, token_id=int(trace.input_ids[i]),

@@ -50,9 +50,9 @@ class OutputProjectionView(StageView):
     def update_data(self) -> None:
         trace, layer = self.trace, self.session.layer
         config = trace.config
-        self.concat.set_title(f"{config.n_head} heads × {config.d_head} side by side, layer {layer}")
+        self.concat.set_title(f"{config.n_head} heads × {config.d_v} side by side, layer {layer}")
         self.concat.set_data(self.layer_array("heads_concat"), self.labels)
-        self._head_boundaries(config.n_head, config.d_head)
+        self._head_boundaries(config.n_head, config.d_v)
         self.projected.set_title(f"Attention output: concat · W_O + b_O ({config.d_model} × {config.d_model})")
         self.projected.set_data(self.layer_array("attn_out"), self.labels)
         branch_out = config.norms_branch_output

@@ -56,8 +56,9 @@ class QKVView(StageView):
         self.x.set_title(f"x: what the projections read ({before}), layer {layer}")
         self.x.set_data(self.layer_array("attn_in"), self.labels)
         # one q matrix: its head's columns (a GGUF dequantizes only their rows: on the GUI thread);
-        # a q through a low-rank latent (DeepSeek-V2's q_lora_rank) has no such matrix
-        self.w.unused = config.q_lora_rank > 0
+        # latent attention shows the cached latent in its place (its k and v come through W_kv_a,
+        # a norm and W_kv_b, not one matrix each, and its q may go through a latent too)
+        self.w.unused = config.is_mla
         if not self.w.unused:
             weights = params_lib.columns(self.session.model.params, f"h.{layer}.attn.q.w", self.head_columns())
             self.w.set_title(f"W_Q columns {self.head_columns().start}–{self.head_columns().stop - 1} ({where})")

@@ -84,8 +84,11 @@ class ScoresView(StageView):
         formula = terms.formula().replace("q·kᵀ", "q · kᵀ").replace(" (not scaled)", "")
         return {"best_key": self.labels[best], "best_score": format_value(float(row[best])),
                 "n_masked": int((~finite).sum()), "sqrt_d_head": f"{np.sqrt(self.trace.config.d_head):.3g}",
+                "mscale": f"{self.trace.config.attn_mscale:.4g}", "rope_factor": f"{self.trace.config.rope_factor:g}",
+                "mscale_squared": f"{self.trace.config.attn_mscale ** 2:.4g}",
                 "formula": formula}
 
     def stage_flags(self) -> dict:
         terms = score_terms(self.trace)
-        return {"unscaled": terms.scale == 1.0, "position_bias": bool(terms.bias_name)}
+        return {"unscaled": terms.scale == 1.0, "position_bias": bool(terms.bias_name),
+                "mscale": self.trace.config.attn_mscale != 1.0}

@@ -150,7 +150,9 @@ class GenerateBar(QToolBar):
         if trace is None or not trace.generated.any():
             return ""
         n_generated = int(trace.generated.sum())
-        cache = (f"; last step computed {trace.computed_rows} position, reused the keys and values "
+        kept = ("the latents (keys and values rebuilt from them)" if trace.config.is_mla
+                else "the keys and values")                  # multi-head latent attention's cache
+        cache = (f"; last step computed {trace.computed_rows} position, reused {kept} "
                  f"of {trace.n_seq - trace.computed_rows}" if trace.computed_rows else "")
         timing = f" in {1000 * control.step_seconds:.0f} ms" if trace.computed_rows else ""
         return (f"{n_generated} generated{cache}{timing}" + undecodable_note(trace)

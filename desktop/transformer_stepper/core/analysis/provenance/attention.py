@@ -6,6 +6,7 @@ import numpy as np
 
 from ...model.interventions import head_edits
 from ...model.score_terms import score_bias, score_terms
+from .latent import explain_latent_projection
 from .terms import (
     Explanation,
     Names,
@@ -242,9 +243,8 @@ def explain_projection(model, trace, name: str, index: tuple) -> Explanation:
     if prefix and base != "q":
         raise KeyError(f"{name}: the cross-attention's k and v are the encoder output's, projected "
                        f"once per source: explain the encoder's hidden states")
-    if config.is_mla:
-        raise KeyError(f"{name}: latent attention's q, k and v (k and v rebuilt from the latent "
-                       f"kv_latent by W_kv_b, a rotated tail of paired dims) have no provenance here yet")
+    if config.is_mla:                                         # keys and values from the latent
+        return explain_latent_projection(model, trace, name, index)
     which = base[0]                                           # q, k or v
     unrotated = name.endswith("_unrotated")
     d_head = config.d_head
