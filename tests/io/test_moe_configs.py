@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from transformer_stepper.core.model.errors import ModelError
-from transformer_stepper.io.families import mixtral, olmoe, qwen2_moe, qwen3_moe
+from transformer_stepper.io.families import gpt_oss, mixtral, olmoe, qwen2_moe, qwen3_moe
 
 SMALL = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=4,
              num_attention_heads=4, num_key_value_heads=2)
@@ -62,3 +62,25 @@ def test_moe_families_not_computed_are_refused_saying_why(model_type, reason):
 
     with pytest.raises(ModelError, match=f"m/config.json: model_type='{model_type}': .*{reason}"):
         by_model_type(model_type, "m/config.json")
+
+
+def test_gpt_oss_defaults_follow_transformers():
+    """GptOssConfig: no rope_scaling means its YaRN (untruncated), the window 128 on the even
+    layers, biases, the router's order, the clamped SwiGLU's alpha and limit."""
+    g = read(gpt_oss, head_dim=8)
+    assert (g.family, g.n_expert, g.n_expert_used, g.router_order, g.router_bias) == ("gpt_oss", 128, 4,
+                                                                                      "topk_softmax", True)
+    assert (g.sliding_window, g.local_layers) == (128, (0, 2))
+    assert (g.rope_scaling, g.rope_factor, g.rope_original_n_ctx, g.rope_truncate, g.rope_theta) == \
+        ("yarn", 32.0, 4096, False, 150000.0)
+    assert g.qkv_bias and g.o_bias and g.mlp_bias and g.attn_sinks and g.clamped_swiglu
+    assert (g.swiglu_alpha, g.swiglu_limit, g.ln_eps) == (1.702, 7.0, 1e-5)
+    assert read(gpt_oss, head_dim=8, sliding_window=None).local_layers == ()
+    assert read(gpt_oss, head_dim=8, layer_types=["full_attention"] * 3 + ["sliding_attention"]).local_layers == (3,)
+    assert read(gpt_oss, head_dim=8, num_experts=32).n_expert == 32
+
+
+def test_a_gpt_oss_folder_with_mxfp4_experts_is_refused_naming_them():
+    names = {"model.layers.0.mlp.experts.gate_up_proj_blocks", "model.layers.0.mlp.experts.gate_up_proj_scales"}
+    with pytest.raises(ModelError, match="m/config.json: the experts are stored in MXFP4 .*open the model's GGUF"):
+        gpt_oss.config_from_hf({**SMALL, "head_dim": 8}, "m/config.json", names, [])

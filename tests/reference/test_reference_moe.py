@@ -126,7 +126,7 @@ def test_expert_interventions_equal_a_hugging_face_router_hook(name, fixtures_di
 
 
 @pytest.mark.parametrize("name, family", [("mixtral_tiny", "Mixtral"), ("qwen2_moe_tiny", "Qwen2-MoE"),
-                                          ("qwen3_moe_tiny", "Qwen3-MoE")])
+                                          ("qwen3_moe_tiny", "Qwen3-MoE"), ("gpt_oss_tiny", "gpt-oss")])
 def test_a_lone_moe_file_without_config_is_refused_naming_it(name, family, fixtures_dir, tmp_path):
     import shutil
 

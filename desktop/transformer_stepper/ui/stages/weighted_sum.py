@@ -171,7 +171,7 @@ class WeightedSumView(StageView):
 
     def stage_flags(self) -> dict:
         answer = self.answer
-        return {"answer_ready": answer is not None,
+        return {"answer_ready": answer is not None, "sinks": self.trace is not None and self.trace.config.attn_sinks,
                 "other_weighting": answer is not None and answer.other is not None,
                 "top_changed": answer is not None and answer.other is not None and answer.other.top_changed}
 
