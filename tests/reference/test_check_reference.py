@@ -1,14 +1,17 @@
 """Check Against Transformers (io/hf_check.py): Hugging Face run in its own process on the
 app's ids agrees within 1e-4 on an HF folder and on a GGUF (transformers' dequantization);
-the verdict fails, naming where, when one of the app's weights is deliberately perturbed; a
+the verdict fails, naming where, when one of the app's weights is deliberately perturbed (against
+the fixture's committed Hugging Face outputs: the same numbers, without a second process); a
 file transformers cannot read is a sentence, not an exception. Needs torch + transformers."""
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from reference_helpers import HF_OUTPUTS, load_reference, reference_texts
 from transformer_stepper import load_model
 from transformer_stepper.cli import main
+from transformer_stepper.core.analysis.reference_check import check_trace
 from transformer_stepper.core.trace.model import Model
 from transformer_stepper.io.hf_check import run_check
 
@@ -34,13 +37,21 @@ def test_an_hf_folder_passes():
 
 
 def test_a_perturbed_weight_fails_the_verdict_from_its_layer_on():
+    """Against transformers' own numbers for this fixture (tests/make_fixtures.py, the arrays
+    the check's process computes; that process is run by the other tests here)."""
+    reference = load_reference(HF_OUTPUTS / "gpt2_tiny_lm.npz")
     clean = load_model(FIXTURES / "gpt2_tiny_lm")
+    text = reference_texts(reference)[0]
+    assert check_trace(clean.trace(text), reference["hidden_states_0"], reference["logits_0"],
+                       reference["attentions_0"]).passed
     params = dict(clean.params)
     # layer 1 only; scaled (a constant added to every entry would shift each output row
     # evenly, which the final LayerNorm removes)
     params["h.1.mlp.proj.w"] = params["h.1.mlp.proj.w"] * np.float32(1.01)
     perturbed = Model(clean.config, params, clean.tokenizer, source=clean.source)
-    result = run_check(str(FIXTURES / "gpt2_tiny_lm"), perturbed.trace(TEXT)).result
+    trace = perturbed.trace(text)
+    np.testing.assert_array_equal(trace.input_ids, reference["input_ids_0"])
+    result = check_trace(trace, reference["hidden_states_0"], reference["logits_0"], reference["attentions_0"])
     assert result is not None and not result.passed
     embedding, layer_0, layer_1 = result.layers
     assert embedding.hidden_max_abs <= 1e-4 and layer_0.hidden_max_abs <= 1e-4
