@@ -224,7 +224,7 @@ class StepperView(QWidget):
             self.session.set_stage(item.data(Qt.ItemDataRole.UserRole))
 
     def show_stage(self, key: str) -> None:
-        view = self.view(key)
+        view = self.view(key, in_steps=True)     # (not built yet: it builds over turns, shown)
         self.stack.setCurrentWidget(view)
         row = [s.key for s in stages.STAGES].index(key)
         self.stage_list.blockSignals(True)
@@ -289,7 +289,8 @@ class StepperView(QWidget):
     def settled(self) -> bool:
         """The shown stage is drawn for the current state, every figure of it painted, and the
         explanation says its numbers (nothing left for a later turn)."""
-        return self.current_view().painted() and not self.frames.pending(EXPLAIN)
+        view = self.views.get(self.session.stage_key)      # (asking builds nothing)
+        return view is not None and view.painted() and not self.frames.pending(EXPLAIN)
 
     def view(self, key: str, in_steps: bool = False) -> StageView:
         """The stage's view, created the first time it is needed, built whole (`in_steps`: the
