@@ -248,7 +248,13 @@ class StepperView(QWidget):
         target = stages.step(session.stage_key, session.layer, +1, session.model.config)
         if target is None or (target[0] in self.views and target[1] != session.layer):
             return
-        view = self.view(target[0])
+        view = self.view(target[0], in_steps=True)
+        while isValid(view) and view.build_step():      # a figure or two a turn, not all at once
+            yield True
+        while isValid(view) and not view.isVisible() and view.finish_one():     # its colour bars
+            yield True
+        if not isValid(view) or view.isVisible():        # (shown meanwhile: it draws itself)
+            return
         if target[1] == session.layer and not view.is_current():
             view.ensure_current()
         view.resize(self.stack.size())
