@@ -62,6 +62,7 @@ def install_plot_menu(view, name: str, figure) -> None:
 
 def export_plot_dialog(view, name: str, figure, file_format: str) -> Optional[Path]:
     """Ask where, then export the figure as shown. -> the file written, or None."""
+    figure.finish()                      # whole: its colour bar, if the window has not made it yet
     session, stage = view.session, view.stage
     config = session.model.config if session.model else None
     default = plot_file_name(stage, name, session.layer, session.head, file_format, config)

@@ -90,6 +90,53 @@ def format_value(value: float) -> str:
     return str(np.float32(value))
 
 
+TICK_GAP = 8.0               # px kept free between two tick labels
+
+
+def _next_nice(spacing: float) -> float:
+    """The next tick spacing up in the 1, 2, 5 × 10^k series."""
+    power = 10.0 ** math.floor(math.log10(spacing) + 1e-9)
+    for step in (2.0, 5.0, 10.0):
+        if step * power > spacing * (1 + 1e-9):
+            return step * power
+    return 10.0 * power
+
+
+def legible_tick_spacing(axis: pg.AxisItem, minVal: float, maxVal: float, size: float):
+    """pyqtgraph's tick levels, widened until the labels fit between their ticks with
+    TICK_GAP to spare: pyqtgraph always writes its first level, at least two intervals, however
+    short the axis ("0.20.40.60.8" in a narrow plot). A level is kept only when each of its
+    labels (as written: width across, line height up a vertical axis) fits its spacing."""
+    levels = pg.AxisItem.tickSpacing(axis, minVal, maxVal, size)
+    span = abs(maxVal - minVal)
+    if not levels or span == 0 or size <= 0:
+        return levels
+    pixels_per_unit = size / span
+    metrics = QFontMetricsF(axis.style["tickFont"] or QFont())
+    across = axis.orientation in ("bottom", "top")
+    low = min(minVal, maxVal)
+
+    def fits(spacing: float) -> bool:
+        if not across:
+            return spacing * pixels_per_unit >= metrics.height() + TICK_GAP
+        first = math.ceil(low / spacing) * spacing
+        values = [first + k * spacing for k in range(int(span / spacing) + 1)][:64]
+        strings = axis.tickStrings(values, axis.autoSIPrefixScale, spacing) if values else []
+        widest = max((metrics.horizontalAdvance(text) for text in strings), default=0.0)
+        return spacing * pixels_per_unit >= widest + TICK_GAP
+
+    major = levels[0][0]
+    while not fits(major) and major < 2 * span:
+        major = _next_nice(major)
+    kept = [(major, 0)]
+    for spacing, offset in levels[1:]:
+        # a finer level: only one whose labels fit too (and which divides the major one)
+        ratio = major / spacing
+        if spacing < major and abs(ratio - round(ratio)) < 1e-6 and fits(spacing):
+            kept.append((spacing, offset))
+    return kept
+
+
 class LabelAxis(pg.AxisItem):
     """An axis that names integer positions (tokens, characters, layers) and thins its labels to
     what fits at the current zoom; without labels it behaves like a normal numeric axis."""
@@ -126,6 +173,11 @@ class LabelAxis(pg.AxisItem):
             self.emphasis = emphasis
             self.picture = None
             self.update()
+
+    def tickSpacing(self, minVal, maxVal, size):
+        if self._tickSpacing is not None:       # (set by hand: as asked)
+            return self._tickSpacing
+        return legible_tick_spacing(self, minVal, maxVal, size)
 
     def tickValues(self, minVal, maxVal, size):
         if not self.labels:
@@ -190,8 +242,37 @@ class LabelAxis(pg.AxisItem):
                 self.textHeight = 0          # measured afresh by the next drawing
                 self._updateHeight()
 
+    def _apart(self, levels):
+        """Ticks set by hand (setTicks: a log scale's 0.7, 0.8, 0.9, 1 …) thinned to those whose
+        labels keep TICK_GAP apart at the axis's present length, the shortest labels first."""
+        low, high = self.range
+        across = self.orientation in ("bottom", "top")
+        length = self.geometry().width() if across else self.geometry().height()
+        if not length or high == low:
+            return levels
+        pixels_per_unit = length / abs(high - low)
+        metrics = QFontMetricsF(self._font())
+        placed: list[tuple[float, float]] = []       # (position, half its extent)
+        thinned = []
+        for level in levels:
+            kept = []
+            for value, text in sorted(level, key=lambda tick: len(str(tick[1]))):
+                half = (metrics.horizontalAdvance(str(text)) if across else metrics.height()) / 2
+                where = float(value) * pixels_per_unit
+                if all(abs(where - other) >= half + other_half + TICK_GAP for other, other_half in placed):
+                    placed.append((where, half))
+                    kept.append((value, text))
+            thinned.append(sorted(kept))
+        return thinned
+
     def generateDrawSpecs(self, p):
-        specs = super().generateDrawSpecs(p)
+        given = self._tickLevels
+        if given is not None:
+            self._tickLevels = self._apart(given)
+        try:
+            specs = super().generateDrawSpecs(p)
+        finally:
+            self._tickLevels = given
         if specs is None or not self.rotated:
             return specs
         # turned labels: one under every tick (pyqtgraph's own placement drops any that would

@@ -59,7 +59,11 @@ class Heatmap(Figure):
         cache_on_screen(self.image)
         self.plot.addItem(self.image)
         self._value_label = value_label
-        self._colorbar: Optional[pg.ColorBarItem] = None    # made by finish() or first use
+        # made by finish() (the window's turns after the view is built, or before an export)
+        # or first use; set_data does not make it (a view of six heatmaps made six colour bars,
+        # each a PlotItem, in the turn that drew it: 0.3-0.5 s on a loaded machine)
+        self._colorbar: Optional[pg.ColorBarItem] = None
+        self._levels: Optional[tuple[float, float]] = None
         self.row_band = self._band()
         self.col_band = self._band()
         # the words in the cells follow the cells' size (a window resized, an export laid out)
@@ -79,13 +83,16 @@ class Heatmap(Figure):
             bar = pg.ColorBarItem(colorMap=DIVERGING if self.signed else SEQUENTIAL,
                                   interactive=False, width=14, colorMapMenu=False,
                                   pen=pg.mkPen("#888"))
+            # kept before it is set up: setting it up signals, and a slot may ask for it again
+            self._colorbar = bar
             adopt_plot_menus(bar, self)          # a ColorBarItem is a PlotItem
             bar.axis.setLabel(self._value_label, **LABEL_STYLE)
             bar.axis.setWidth(None)          # room for the tick values and the label
             bar.axis.enableAutoSIPrefix(False)
             bar.setImageItem(self.image)
+            if self._levels is not None:
+                bar.setLevels(self._levels)
             self.ci.addItem(bar, row=1, col=1)
-            self._colorbar = bar
         return self._colorbar
 
     def finish(self) -> None:
@@ -129,7 +136,9 @@ class Heatmap(Figure):
         height, width = extent if extent is not None else values.shape
         self.extent = (height, width)
         self.image.setImage(values, autoLevels=False, levels=levels)
-        self.colorbar.setLevels(levels)
+        self._levels = levels
+        if self._colorbar is not None:
+            self._colorbar.setLevels(levels)
         self.image.setRect(QRectF(-0.5, -0.5, width, height))
         self.masked_background.setRect(QRectF(-0.5, -0.5, width, height))
         self.masked_background.setVisible(bool(np.isnan(values).any()))

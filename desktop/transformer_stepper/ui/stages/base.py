@@ -18,6 +18,7 @@ from ...core.model import stages
 from ...core.model.errors import ModelError
 from ...core.trace.trace import Trace
 from ...io.gguf.weights import is_gguf
+from ...state.frames import NOW
 from ..connections import Connections
 from ..frames import FigureTurns
 from ..plots.common import Figure
@@ -59,6 +60,7 @@ class StageView(QWidget):
         self._pending: Optional[weakref.ref] = None      # the trace a worker computes for
         self._failed: Optional[tuple] = None             # (trace ref, message): work that failed
         self._turns = FigureTurns(session.frames)   # new data: the figures repaint one per turn
+        self._draw_after_build = False              # shown unbuilt: drawn once built
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 2)
         outer.setSpacing(4)
@@ -304,7 +306,10 @@ class StageView(QWidget):
         return list(self._figures)
 
     def plots(self) -> list[tuple[str, object]]:
-        """(plot name, pyqtgraph GraphicsLayout standing on its own as a figure), up to date."""
+        """(plot name, pyqtgraph GraphicsLayout standing on its own as a figure), up to date
+        and whole (colour bars made)."""
+        self.build_all()
+        self.finish_building()
         self.ensure_current()
         self._turns.draw_waiting()
         return [(name, figure.figure) for name, figure in self._figures if not figure.isHidden()]
@@ -349,8 +354,12 @@ class StageView(QWidget):
 
     def ensure_current(self) -> None:
         """Redraw what changed since the last drawing; nothing if nothing did. Signals may
-        arrive in any order and more than once: the comparison makes repeats free."""
+        arrive in any order and more than once: the comparison makes repeats free. A view shown
+        before the idle builder made it is built first, a figure (or colour bar) per turn."""
+        if self._building_in_turns():
+            return
         self.build_all()
+        self._finish_soon()
         trace = self.trace
         if trace is None:
             self.placeholder.setVisible(True)
@@ -480,6 +489,53 @@ class StageView(QWidget):
                 "likely next tokens) A and B are shown side by side. Turn off *Show A − B* for "
                 "this stage's own figures and explanation.")
 
+    def _building_in_turns(self) -> bool:
+        """Shown unbuilt (a stage visited before the idle builder reached it): its figures and
+        colour bars are made one per turn of the frame scheduler (~10 ms each, a view has up
+        to a dozen: in one turn the window stalled 0.2-0.5 s), the placeholder saying so; then
+        it draws. False when there is nothing left to build, or the view draws at once (an
+        export) or unseen (hidden: the idle builder or a draw at once builds it)."""
+        frames = self.session.frames
+        if (self.session.inline_work or frames is None or frames.closed or self.trace is None
+                or not self.isVisible() or self._build_steps is None):
+            return False
+        self.placeholder.setText("Drawing this stage…")
+        self.placeholder.setVisible(True)
+        for widget in [figure for _, figure in self._figures] + self._extras:
+            widget.setVisible(False)
+        self._draw_after_build = True
+        frames.ensure(self._build_key, self._build_piece, NOW)
+        return True
+
+    def _finish_soon(self) -> None:
+        """Colour bars not made yet (Figure.finish): at once for an export, else one per turn
+        while the view is shown."""
+        if self.session.inline_work:
+            self.finish_building()
+            return
+        frames = self.session.frames
+        if (frames is not None and not frames.closed and self.isVisible()
+                and not all(figure.finished for _, figure in self._figures)):
+            frames.ensure(self._build_key, self._build_piece, NOW)
+
+    @property
+    def _build_key(self) -> tuple:
+        return ("build view", id(self))
+
+    def _build_piece(self) -> object:
+        """One step of the build per turn; in the turn after the last, the drawing; then the
+        colour bars, one per turn (the figures show meanwhile)."""
+        if not isValid(self) or not self.isVisible():   # (left: built while idle, or when drawn)
+            return False
+        if self._build_steps is not None:
+            self.build_step()
+            return True
+        if self._draw_after_build:
+            self._draw_after_build = False
+            self._on_data()
+            return True
+        return self.finish_one()
+
     def _show_problem(self, message: str) -> None:
         """The view cannot be drawn: its placeholder says why, in one line; nothing is lost."""
         self.placeholder.setText(f"⚠ {message}")
@@ -533,6 +589,8 @@ class StageView(QWidget):
         return values, flags
 
     def close(self) -> bool:
+        if self.session.frames is not None:
+            self.session.frames.cancel(self._build_key)
         self._connections.disconnect_all()
         for _, figure in self._figures:   # explain lambdas read the view: break the cycle
             if getattr(figure, "explain", None) is not None:

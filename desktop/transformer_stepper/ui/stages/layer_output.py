@@ -2,6 +2,8 @@
 moved from its own embedding output ("embed": what enters layer 0) across the layers."""
 from __future__ import annotations
 
+from typing import Iterator
+
 import numpy as np
 import pyqtgraph as pg
 
@@ -16,12 +18,13 @@ MAX_TOKEN_CURVES = 32      # beyond this, the other tokens are summarised by the
 class LayerOutputView(StageView):
     stage_key = "layer_output"
 
-    def build(self) -> None:
+    def build(self) -> Iterator[None]:      # in steps (StageView)
         self.hidden = self.add_figure("layer_output", Heatmap(
             "Hidden states after this layer", "dimension", "token", value_label="value",
             row_names="token", col_names="dim"), 0, 0, explain=self.cell("layer_out"))
         self.drift = self.add_figure("cosine_to_layer0", Lines(
             "Each token's cosine to its own embedding output ('embed')", "hidden state", "cosine"), 0, 1)
+        yield
         self.similarity = self.add_figure("token_similarity", Heatmap(
             "Cosine between tokens after this layer", "token", "token", value_label="cosine",
             row_names="token", col_names="token"), 1, 0, 1, 2)

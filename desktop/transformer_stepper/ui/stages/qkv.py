@@ -3,13 +3,69 @@ latent-attention model (DeepSeek-V2, core/model/mla.py) also shows what its KV c
 token's latent c_kv and rotated k_rope, from which every head's k and v are rebuilt."""
 from __future__ import annotations
 
-from typing import Iterator
+import weakref
+from functools import partial
+from typing import Iterator, Optional
 
 import numpy as np
+from shiboken6 import isValid
 
 from ...core.model import params as params_lib
+from ...core.model.params import ParamStore
 from ..plots import Heatmap
+from ..workers import Task
 from .base import StageView
+
+KEPT_HEADS = 8           # head column blocks kept (a GGUF head of a 4096-wide model: 2 MiB)
+
+
+class HeadColumns:
+    """W_Q's columns of one head, read once per (model, layer, head). From a parameter store
+    (a GGUF dequantizing the head's rows, a checkpoint widening the matrix behind its lock)
+    the read waited on the workers' products on the GUI thread, for seconds on an 8B GGUF while
+    a layer was computed: there it runs in a worker. From arrays in memory (npz, the built-in
+    model) it is a copy, made at once."""
+
+    def __init__(self) -> None:
+        self._model: Optional[weakref.ref] = None      # whose columns are kept
+        self._kept: dict[tuple[str, int, int], np.ndarray] = {}
+        self._reading: set[tuple[str, int, int]] = set()     # asked of a worker, not yet read
+
+    @staticmethod
+    def read_at_once(model) -> bool:
+        return not isinstance(model.params, ParamStore)
+
+    @staticmethod
+    def read(model, name: str, cols: slice) -> np.ndarray:
+        """The columns (in a worker, for a parameter store)."""
+        return params_lib.columns(model.params, name, cols)
+
+    def _of(self, model) -> None:
+        if self._model is None or self._model() is not model:
+            self._model, self._kept, self._reading = weakref.ref(model), {}, set()
+
+    def get(self, model, name: str, cols: slice) -> Optional[np.ndarray]:
+        self._of(model)
+        return self._kept.get((name, cols.start, cols.stop))
+
+    def start_reading(self, model, name: str, cols: slice) -> bool:
+        """A read asked of a worker: False when one is under way already."""
+        self._of(model)
+        key = (name, cols.start, cols.stop)
+        if key in self._reading:
+            return False
+        self._reading.add(key)
+        return True
+
+    def keep(self, model, name: str, cols: slice, value: Optional[np.ndarray]) -> None:
+        """(On the GUI thread.) What read() gave (None: it failed), for get()."""
+        self._of(model)
+        key = (name, cols.start, cols.stop)
+        self._reading.discard(key)
+        if value is not None:
+            while len(self._kept) >= KEPT_HEADS:
+                self._kept.pop(next(iter(self._kept)))
+            self._kept[key] = value
 
 
 class QKVView(StageView):
@@ -44,6 +100,12 @@ class QKVView(StageView):
                                               "token", value_label="value", row_names="token",
                                               col_names="head dim"), 2, 2, explain=self.head_cell("v"))
 
+    @property
+    def columns(self) -> HeadColumns:
+        if getattr(self, "_columns", None) is None:
+            self._columns = HeadColumns()
+        return self._columns
+
     def head_columns(self) -> slice:
         d_head = self.trace.config.d_head
         return slice(self.session.head * d_head, (self.session.head + 1) * d_head)
@@ -55,14 +117,12 @@ class QKVView(StageView):
         before = "after ln_1" if config.norms_branch_input else "the layer input"
         self.x.set_title(f"x: what the projections read ({before}), layer {layer}")
         self.x.set_data(self.layer_array("attn_in"), self.labels)
-        # one q matrix: its head's columns (a GGUF dequantizes only their rows: on the GUI thread);
+        # one q matrix: its head's columns (read in a worker from a parameter store: HeadColumns);
         # latent attention shows the cached latent in its place (its k and v come through W_kv_a,
         # a norm and W_kv_b, not one matrix each, and its q may go through a latent too)
         self.w.unused = config.is_mla
         if not self.w.unused:
-            weights = params_lib.columns(self.session.model.params, f"h.{layer}.attn.q.w", self.head_columns())
-            self.w.set_title(f"W_Q columns {self.head_columns().start}–{self.head_columns().stop - 1} ({where})")
-            self.w.set_data(weights)
+            self._draw_weights()
         self.latent.unused = self.k_rope.unused = not config.is_mla
         if config.is_mla:
             self._draw_latent(layer, head)
@@ -101,6 +161,39 @@ class QKVView(StageView):
         self.v.set_title(f"v = c_kv·W_kv_b, {config.d_v} wide, rebuilt from the cache ({where})")
         for figure, name in ((self.q, "q"), (self.k, "k"), (self.v, "v")):
             figure.set_data(self.head_array(name), self.labels)
+
+    def _draw_weights(self) -> None:
+        """The head's columns of W_Q: read in a worker unless they are in memory (HeadColumns);
+        the other figures do not wait for them."""
+        model, layer, cols = self.session.model, self.session.layer, self.head_columns()
+        name, where = f"h.{layer}.attn.q.w", f"layer {layer}, head {self.session.head}"
+        weights = self.columns.get(model, name, cols)
+        if weights is None and (self.session.inline_work or HeadColumns.read_at_once(model)):
+            weights = HeadColumns.read(model, name, cols)
+            self.columns.keep(model, name, cols, weights)
+        if weights is None:
+            self.w.set_title(f"W_Q columns {cols.start}–{cols.stop - 1} ({where}): reading…")
+            if self.columns.start_reading(model, name, cols):
+                self.session.workers.start(Task(0, HeadColumns.read, model, name, cols),
+                                           partial(self._weights_read, weakref.ref(model), name, cols),
+                                           partial(self._weights_failed, weakref.ref(model), name, cols))
+            return
+        self.w.set_title(f"W_Q columns {cols.start}–{cols.stop - 1} ({where})")
+        self.w.set_data(weights)
+
+    def _weights_read(self, model_ref, name: str, cols: slice, _request, value: np.ndarray) -> None:
+        model = model_ref()
+        if isValid(self) and model is not None:
+            self.columns.keep(model, name, cols, value)
+            if self.is_current() and self.session.model is model:
+                self._draw_weights()
+
+    def _weights_failed(self, model_ref, name: str, cols: slice, _request, message: str, _user_error) -> None:
+        model = model_ref()
+        if isValid(self) and model is not None:
+            self.columns.keep(model, name, cols, None)
+            if self.session.model is model:
+                self.w.set_title(f"⚠ W_Q columns: {message}")
 
     def update_selection(self) -> None:
         for figure in (self.x, self.q, self.k, self.v, self.latent, self.k_rope):

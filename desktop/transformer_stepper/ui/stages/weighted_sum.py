@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Optional
+from typing import Iterator, Optional
 
 import numpy as np
 import pyqtgraph as pg
@@ -46,7 +46,7 @@ class Answers:
 class WeightedSumView(StageView):
     stage_key = "weighted_sum"
 
-    def build(self) -> None:
+    def build(self) -> Iterator[None]:      # in steps (StageView)
         self.contributions = self.add_figure("contributions", Heatmap(
             "Contributions weight_j · v_j to the selected query", "head dimension",
             "source token j", value_label="value", row_names="source", col_names="head dim",
@@ -55,6 +55,7 @@ class WeightedSumView(StageView):
         self.sizes = self.add_figure("contribution_sizes", Bars(
             "Size of each contribution |weight_j · v_j|", "source token j", "length",
             value_name="|weight·v|"), 0, 1)
+        yield
         self.all_heads = self.add_figure("weights_every_head", Heatmap(
             "The selected query's weights in every head", "key", "head", signed=False,
             value_label="weight", row_names="head", col_names="key", click="row"), 1, 1,
@@ -65,6 +66,7 @@ class WeightedSumView(StageView):
             value_label="value", row_names="head", col_names="head dim", click="row"), 1, 0,
             on_click=self.session.set_head,
             explain=lambda r, c: ("head_outputs", (self.session.layer, r, self.selected, c)))
+        yield
         self.two_weightings = self.add_figure("two_weightings", Lines(
             "w and w′: two weightings, one output", "source token j", "weight", tokens_on_x=True), 0, 2)
         self.two_outputs = self.add_figure("two_outputs", Heatmap(

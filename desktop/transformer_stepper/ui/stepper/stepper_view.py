@@ -230,7 +230,7 @@ class StepperView(QWidget):
             self.session.set_stage(item.data(Qt.ItemDataRole.UserRole))
 
     def show_stage(self, key: str) -> None:
-        view = self.view(key)
+        view = self.view(key, in_steps=True)     # (not built yet: it builds over turns, shown)
         self.stack.setCurrentWidget(view)
         row = [s.key for s in stages.STAGES].index(key)
         self.stage_list.blockSignals(True)
@@ -254,7 +254,13 @@ class StepperView(QWidget):
         target = stages.step(session.stage_key, session.layer, +1, session.model.config)
         if target is None or (target[0] in self.views and target[1] != session.layer):
             return
-        view = self.view(target[0])
+        view = self.view(target[0], in_steps=True)
+        while isValid(view) and view.build_step():      # a figure or two a turn, not all at once
+            yield True
+        while isValid(view) and not view.isVisible() and view.finish_one():     # its colour bars
+            yield True
+        if not isValid(view) or view.isVisible():        # (shown meanwhile: it draws itself)
+            return
         if target[1] == session.layer and not view.is_current():
             view.ensure_current()
         view.resize(self.stack.size())
@@ -295,7 +301,8 @@ class StepperView(QWidget):
     def settled(self) -> bool:
         """The shown stage is drawn for the current state, every figure of it painted, and the
         explanation says its numbers (nothing left for a later turn)."""
-        return self.current_view().painted() and not self.frames.pending(EXPLAIN)
+        view = self.views.get(self.session.stage_key)      # (asking builds nothing)
+        return view is not None and view.painted() and not self.frames.pending(EXPLAIN)
 
     def view(self, key: str, in_steps: bool = False) -> StageView:
         """The stage's view, created the first time it is needed, built whole (`in_steps`: the
