@@ -5,7 +5,7 @@ float32: an 8B model is 32 GB of float32 and 4.9 GB of Q4_K_M.
 - few rows of x (a keystroke, a generation step): each stored row's blocks are decoded into
   L1 and multiplied at once (kernels.few_rows_product), the rows split between threads;
 - many rows: a tile of TILE_WEIGHTS weights is decoded into float32 (it stays in L3), BLAS
-  multiplies it, and the next tile reuses the buffer; two threads take alternate tiles.
+  multiplies it, and the next tile reuses the buffer; each thread takes the next tile when done.
 
 Without numba the same tiles are decoded by the plain numpy dequantizer the matrix was given
 (gguf-py's, the reference the kernels equal bit for bit) and multiplied by BLAS: the same
@@ -78,6 +78,16 @@ def _in_pieces(n_rows: int, work: Callable[[int, int], None]) -> None:
         future.result()
 
 
+def _taken(queue):
+    # the items of a shared iterator, taken one at a time by several threads
+    while True:
+        with _lock:
+            start = next(queue, None)
+        if start is None:
+            return
+        yield start
+
+
 class QuantizedMatrix:
     """W [n_rows, n_cols] as stored: codes [n_rows, bytes a row] (uint8, may be memory-mapped)
     of `kind` (a name in core.model.kernels.KINDS); `reference(codes)` is the plain numpy
@@ -135,11 +145,13 @@ class QuantizedMatrix:
                 out[:, start:start + len(tile)] = x @ tile.T
             return
         workers = min(threads(), len(starts))
+        queue = iter(starts)            # each thread takes the next tile when it is done with
+                                        # one: a thread the machine's load holds up takes fewer
 
         def work(which: int) -> None:
             tile = np.empty((step, self.n_cols), dtype=F32)
             part = np.empty((x.shape[0], step), dtype=F32)
-            for start in starts[which::workers]:
+            for start in _taken(queue):
                 rows = min(step, n_rows - start)
                 compiled.dequantize_rows(self.number, self.block_size, self.codes[start:start + rows],
                                          tile[:rows], _half)
