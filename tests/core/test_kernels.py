@@ -71,7 +71,7 @@ def within_float32_rounding(y: np.ndarray, x: np.ndarray, w: np.ndarray) -> None
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("n", [1, 2, 3, 40])
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 12, 40])
 def test_product_within_float32_rounding(kind, n):
     n_cols = 768 if kernels.KINDS[kind][1] == 256 else 352        # 3 K-blocks; 11 small ones
     codes = random_codes(kind, 65, n_cols, seed=2)
@@ -111,7 +111,7 @@ def test_rows_of_the_wrong_length_are_refused():
         QuantizedMatrix(np.zeros((4, 100), np.uint8), "Q4_K", 256, reference("Q4_K"))
 
 
-@pytest.mark.parametrize("n", [1, 2, 40])
+@pytest.mark.parametrize("n", [1, 5, 40])
 def test_threads_give_the_serial_numbers_bit_for_bit(monkeypatch, n):
     # however the rows and tiles are shared out between threads (each thread takes the next
     # piece when done), every output column is computed by the same kernel call on the same

@@ -389,3 +389,34 @@ def few_rows_product(kind, block_size, codes, x, out, half):
     buf = np.empty(max(GROUP, block_size), dtype=np.float32)
     acc = np.empty(x.shape[0], dtype=np.float32)
     _rows_times(kind, block_size, codes, x, out, half, buf, acc)
+
+
+@_jit(fastmath=_FAST)
+def _dot4(w0, w1, w2, w3, x, n):
+    # four float32 sums x . w_k, in vector lanes: x read once for the four rows
+    a0, a1, a2, a3 = F32(0.0), F32(0.0), F32(0.0), F32(0.0)
+    for i in range(n):
+        v = x[i]
+        a0 += w0[i] * v
+        a1 += w1[i] * v
+        a2 += w2[i] * v
+        a3 += w3[i] * v
+    return a0, a1, a2, a3
+
+
+@_jit()
+def some_rows_product(kind, block_size, codes, x, out, half):
+    """out [n, n_out] <- x [n, d_in] @ W.T for a handful of rows of x (an edit near the end):
+    4 stored rows at a time decoded into a buffer that stays in L2, each multiplied by every
+    row of x (a tile and BLAS cost more below ~8 rows; few_rows_product decodes again for each
+    row of x). One thread's share, as few_rows_product."""
+    n = x.shape[1]
+    buf = np.empty((4, n), dtype=np.float32)
+    for j in range(0, codes.shape[0], 4):
+        k = min(4, codes.shape[0] - j)
+        dequantize_rows(kind, block_size, codes[j:j + k], buf[:k], half)
+        buf[k:] = 0                 # the last rows: the same sums, whichever place a row takes
+        for r in range(x.shape[0]):
+            sums = _dot4(buf[0], buf[1], buf[2], buf[3], x[r], n)
+            for i in range(k):
+                out[r, j + i] = sums[i]

@@ -4,6 +4,8 @@ float32: an 8B model is 32 GB of float32 and 4.9 GB of Q4_K_M.
 
 - few rows of x (a keystroke, a generation step): each stored row's blocks are decoded into
   L1 and multiplied at once (kernels.few_rows_product), the rows split between threads;
+- a handful (2 to SOME_ROWS: an edit near the end): 4 stored rows decoded at a time into a
+  buffer (L2), each multiplied by every row of x (kernels.some_rows_product);
 - many rows: a tile of TILE_WEIGHTS weights is decoded into float32 (it stays in L3), BLAS
   multiplies it, and the next tile reuses the buffer; each thread takes the next tile when done.
 
@@ -24,7 +26,10 @@ import numpy as np
 from .blas import blas_threads
 
 F32 = np.float32
-FEW_ROWS = 2                    # up to this many rows of x: straight from the blocks
+FEW_ROWS = 1                    # up to this many rows of x: straight from the blocks
+SOME_ROWS = 12                  # up to this many: 4 stored rows decoded at a time, then all of x
+                                # (tests/bench/bench_kernels.py: at 2-12 rows faster than either
+                                # neighbour, at 16 as fast as tiles and BLAS)
 SHARES = 4                      # pieces of a product per thread: a thread the machine's load
                                 # holds up leaves its later pieces to the others (numba's prange
                                 # splits evenly, and its threads spin at the barrier)
@@ -130,6 +135,10 @@ class QuantizedMatrix:
         compiled = kernels()
         if compiled is not None and len(x) <= FEW_ROWS:
             _in_pieces(len(self.codes), lambda a, b: compiled.few_rows_product(
+                self.number, self.block_size, self.codes[a:b], x, out[:, a:b], _half))
+            return out
+        if compiled is not None and len(x) <= SOME_ROWS:
+            _in_pieces(len(self.codes), lambda a, b: compiled.some_rows_product(
                 self.number, self.block_size, self.codes[a:b], x, out[:, a:b], _half))
             return out
         self._tiled(x, out, compiled)
