@@ -71,7 +71,7 @@ def within_float32_rounding(y: np.ndarray, x: np.ndarray, w: np.ndarray) -> None
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("n", [1, 2, 3, 40])
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 12, 40])
 def test_product_within_float32_rounding(kind, n):
     n_cols = 768 if kernels.KINDS[kind][1] == 256 else 352        # 3 K-blocks; 11 small ones
     codes = random_codes(kind, 65, n_cols, seed=2)
@@ -109,3 +109,31 @@ def test_numpy_fallback_without_numba(monkeypatch):
 def test_rows_of_the_wrong_length_are_refused():
     with pytest.raises(ValueError, match="Q4_K"):
         QuantizedMatrix(np.zeros((4, 100), np.uint8), "Q4_K", 256, reference("Q4_K"))
+
+
+@pytest.mark.parametrize("n", [1, 5, 40])
+def test_threads_give_the_serial_numbers_bit_for_bit(monkeypatch, n):
+    # however the rows and tiles are shared out between threads (each thread takes the next
+    # piece when done), every output column is computed by the same kernel call on the same
+    # rows: the product equals the one-thread product exactly
+    monkeypatch.setattr(quantized, "TILE_WEIGHTS", 256 * 3)
+    codes = random_codes("Q4_K", 70, 512, seed=6)
+    x = np.random.default_rng(7).standard_normal((n, 512)).astype(np.float32)
+    matrix = QuantizedMatrix(codes, "Q4_K", 512, reference("Q4_K"))
+    monkeypatch.setattr(quantized, "threads", lambda: 4)
+    shared = matrix.times_transposed(x)
+    monkeypatch.setattr(quantized, "threads", lambda: 1)
+    serial = matrix.times_transposed(x)
+    assert np.array_equal(shared.view(np.uint32), serial.view(np.uint32))
+    within_float32_rounding(shared, x, reference("Q4_K")(codes))
+
+
+@pytest.mark.parametrize("kind", ["Q4_K", "Q8_0"])
+def test_whole_row_decoders_equal_gguf_on_many_blocks(kind):
+    # the whole-row tile decoders of Q4_K and Q8_0 (no per-block slices) over rows of many
+    # blocks, every byte value in every position
+    codes = random_codes(kind, 64, 4096, seed=8)
+    tile = np.empty((64, 4096), np.float32)
+    number, block_size, _ = kernels.KINDS[kind]
+    kernels.dequantize_rows(number, block_size, codes, tile, kernels.half_table())
+    assert np.array_equal(tile.view(np.uint32), reference(kind)(codes).view(np.uint32))

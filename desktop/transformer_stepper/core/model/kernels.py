@@ -97,10 +97,9 @@ def _q5_1(blk, dst, half):
 
 @_jit()
 def _q8_0(blk, dst, half):
-    d, qs = _half(blk, 0, half), blk[2:34]
+    d, qs = _half(blk, 0, half), blk[2:34].view(np.int8)
     for i in range(32):
-        q = np.int32(qs[i])
-        dst[i] = F32(q - ((q >> 7) << 8)) * d            # the int8 code (np.int8() does not vectorise)
+        dst[i] = F32(qs[i]) * d
 
 
 @_jit(inline="always")
@@ -112,6 +111,15 @@ def _scale_min(s, j):
             np.int32(s[4 + j] >> np.uint8(4)) | np.int32((s[j] >> np.uint8(2)) & np.uint8(48)))
 
 
+@_jit(inline="always")
+def _nibbles(byte):
+    # (byte & 15, byte >> 4) as float32, computed in float32 lanes: numba widens integer
+    # operations to 64 bits, which halves the vector width (the values are the same integers)
+    code = F32(byte)
+    high = np.floor(code * F32(0.0625))
+    return code - high * F32(16.0), high
+
+
 @_jit()
 def _q4_k(blk, dst, half):
     d, dmin, s, qs = _half(blk, 0, half), _half(blk, 2, half), blk[4:16], blk[16:144]
@@ -121,8 +129,9 @@ def _q4_k(blk, dst, half):
         step0, low0, step1, low1 = d * F32(sc0), dmin * F32(m0), d * F32(sc1), dmin * F32(m1)
         q, a, b = qs[32 * p:32 * p + 32], dst[64 * p:64 * p + 32], dst[64 * p + 32:64 * p + 64]
         for i in range(32):
-            a[i] = step0 * F32(q[i] & np.uint8(15)) - low0
-            b[i] = step1 * F32(q[i] >> np.uint8(4)) - low1
+            low, high = _nibbles(q[i])
+            a[i] = step0 * low - low0
+            b[i] = step1 * high - low1
 
 
 @_jit()
@@ -209,9 +218,9 @@ def _q4_k_row(row, x, acc, half):
             for r in range(x.shape[0]):
                 total = F32(0.0)
                 for i in range(32):
-                    q = np.int32(row[codes + i])
-                    total += (step0 * F32(q & 15) - low0) * x[r, first + i]
-                    total += (step1 * F32(q >> 4) - low1) * x[r, first + 32 + i]
+                    low, high = _nibbles(row[codes + i])
+                    total += (step0 * low - low0) * x[r, first + i]
+                    total += (step1 * high - low1) * x[r, first + 32 + i]
                 acc[r] += total
 
 
@@ -315,8 +324,46 @@ def _row_times(kind, block_size, row, x, acc, half, buf):
 
 
 @_jit()
+def _q4_k_rows(codes, out, half):
+    # _q4_k over whole rows, indexed directly (a block's slices cost as much as its decoding)
+    for r in range(codes.shape[0]):
+        for b in range(out.shape[1] // 256):
+            at, base = b * 144, b * 256
+            d = half[np.int32(codes[r, at]) | (np.int32(codes[r, at + 1]) << 8)]
+            dmin = half[np.int32(codes[r, at + 2]) | (np.int32(codes[r, at + 3]) << 8)]
+            s = codes[r, at + 4:at + 16]
+            for p in range(4):
+                sc0, m0 = _scale_min(s, 2 * p)
+                sc1, m1 = _scale_min(s, 2 * p + 1)
+                step0, low0, step1, low1 = d * F32(sc0), dmin * F32(m0), d * F32(sc1), dmin * F32(m1)
+                at_codes, first = at + 16 + 32 * p, base + 64 * p
+                for i in range(32):
+                    low, high = _nibbles(codes[r, at_codes + i])
+                    out[r, first + i] = step0 * low - low0
+                    out[r, first + 32 + i] = step1 * high - low1
+
+
+@_jit()
+def _q8_0_rows(codes, out, half):
+    # _q8_0 over whole rows, indexed directly
+    for r in range(codes.shape[0]):
+        signed = codes[r].view(np.int8)
+        for b in range(out.shape[1] // 32):
+            at, base = b * 34, b * 32
+            d = half[np.int32(codes[r, at]) | (np.int32(codes[r, at + 1]) << 8)]
+            for i in range(32):
+                out[r, base + i] = F32(signed[at + 2 + i]) * d
+
+
+@_jit()
 def dequantize_rows(kind, block_size, codes, out, half):
     """codes [n_rows, bytes] -> out [n_rows, d_in] float32 (a tile of the matrix)."""
+    if kind == 5:
+        _q4_k_rows(codes, out, half)
+        return
+    if kind == 4:
+        _q8_0_rows(codes, out, half)
+        return
     n_blocks = out.shape[1] // block_size
     for r in range(codes.shape[0]):
         row, values = codes[r], out[r]
@@ -342,3 +389,34 @@ def few_rows_product(kind, block_size, codes, x, out, half):
     buf = np.empty(max(GROUP, block_size), dtype=np.float32)
     acc = np.empty(x.shape[0], dtype=np.float32)
     _rows_times(kind, block_size, codes, x, out, half, buf, acc)
+
+
+@_jit(fastmath=_FAST)
+def _dot4(w0, w1, w2, w3, x, n):
+    # four float32 sums x . w_k, in vector lanes: x read once for the four rows
+    a0, a1, a2, a3 = F32(0.0), F32(0.0), F32(0.0), F32(0.0)
+    for i in range(n):
+        v = x[i]
+        a0 += w0[i] * v
+        a1 += w1[i] * v
+        a2 += w2[i] * v
+        a3 += w3[i] * v
+    return a0, a1, a2, a3
+
+
+@_jit()
+def some_rows_product(kind, block_size, codes, x, out, half):
+    """out [n, n_out] <- x [n, d_in] @ W.T for a handful of rows of x (an edit near the end):
+    4 stored rows at a time decoded into a buffer that stays in L2, each multiplied by every
+    row of x (a tile and BLAS cost more below ~8 rows; few_rows_product decodes again for each
+    row of x). One thread's share, as few_rows_product."""
+    n = x.shape[1]
+    buf = np.empty((4, n), dtype=np.float32)
+    for j in range(0, codes.shape[0], 4):
+        k = min(4, codes.shape[0] - j)
+        dequantize_rows(kind, block_size, codes[j:j + k], buf[:k], half)
+        buf[k:] = 0                 # the last rows: the same sums, whichever place a row takes
+        for r in range(x.shape[0]):
+            sums = _dot4(buf[0], buf[1], buf[2], buf[3], x[r], n)
+            for i in range(k):
+                out[r, j + i] = sums[i]

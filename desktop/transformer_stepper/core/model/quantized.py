@@ -4,8 +4,10 @@ float32: an 8B model is 32 GB of float32 and 4.9 GB of Q4_K_M.
 
 - few rows of x (a keystroke, a generation step): each stored row's blocks are decoded into
   L1 and multiplied at once (kernels.few_rows_product), the rows split between threads;
+- a handful (2 to SOME_ROWS: an edit near the end): 4 stored rows decoded at a time into a
+  buffer (L2), each multiplied by every row of x (kernels.some_rows_product);
 - many rows: a tile of TILE_WEIGHTS weights is decoded into float32 (it stays in L3), BLAS
-  multiplies it, and the next tile reuses the buffer; two threads take alternate tiles.
+  multiplies it, and the next tile reuses the buffer; each thread takes the next tile when done.
 
 Without numba the same tiles are decoded by the plain numpy dequantizer the matrix was given
 (gguf-py's, the reference the kernels equal bit for bit) and multiplied by BLAS: the same
@@ -24,7 +26,10 @@ import numpy as np
 from .blas import blas_threads
 
 F32 = np.float32
-FEW_ROWS = 2                    # up to this many rows of x: straight from the blocks
+FEW_ROWS = 1                    # up to this many rows of x: straight from the blocks
+SOME_ROWS = 12                  # up to this many: 4 stored rows decoded at a time, then all of x
+                                # (tests/bench/bench_kernels.py: at 2-12 rows faster than either
+                                # neighbour, at 16 as fast as tiles and BLAS)
 SHARES = 4                      # pieces of a product per thread: a thread the machine's load
                                 # holds up leaves its later pieces to the others (numba's prange
                                 # splits evenly, and its threads spin at the barrier)
@@ -78,6 +83,16 @@ def _in_pieces(n_rows: int, work: Callable[[int, int], None]) -> None:
         future.result()
 
 
+def _taken(queue):
+    # the items of a shared iterator, taken one at a time by several threads
+    while True:
+        with _lock:
+            start = next(queue, None)
+        if start is None:
+            return
+        yield start
+
+
 class QuantizedMatrix:
     """W [n_rows, n_cols] as stored: codes [n_rows, bytes a row] (uint8, may be memory-mapped)
     of `kind` (a name in core.model.kernels.KINDS); `reference(codes)` is the plain numpy
@@ -122,6 +137,10 @@ class QuantizedMatrix:
             _in_pieces(len(self.codes), lambda a, b: compiled.few_rows_product(
                 self.number, self.block_size, self.codes[a:b], x, out[:, a:b], _half))
             return out
+        if compiled is not None and len(x) <= SOME_ROWS:
+            _in_pieces(len(self.codes), lambda a, b: compiled.some_rows_product(
+                self.number, self.block_size, self.codes[a:b], x, out[:, a:b], _half))
+            return out
         self._tiled(x, out, compiled)
         return out
 
@@ -135,11 +154,13 @@ class QuantizedMatrix:
                 out[:, start:start + len(tile)] = x @ tile.T
             return
         workers = min(threads(), len(starts))
+        queue = iter(starts)            # each thread takes the next tile when it is done with
+                                        # one: a thread the machine's load holds up takes fewer
 
         def work(which: int) -> None:
             tile = np.empty((step, self.n_cols), dtype=F32)
             part = np.empty((x.shape[0], step), dtype=F32)
-            for start in starts[which::workers]:
+            for start in _taken(queue):
                 rows = min(step, n_rows - start)
                 compiled.dequantize_rows(self.number, self.block_size, self.codes[start:start + rows],
                                          tile[:rows], _half)
