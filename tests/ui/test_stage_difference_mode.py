@@ -68,8 +68,11 @@ def test_every_stage_shows_a_minus_b(qtbot, loaded_window, tmp_path):
     view = shown_view(qtbot, window, "prediction")
     assert panel_values(view, "top_tokens_A").shape == (trace_a.n_seq, 5)
     for stage in stages.available_stages(session.model.config):
-        if stage.key != "logit_lens":
-            shown_view(qtbot, window, stage.key)
+        view = shown_view(qtbot, window, stage.key)
+        if stage.key == "logit_lens":        # nothing of its own to subtract: one line says where to look
+            assert view.placeholder.isVisible() and "Layer output" in view.placeholder.text()
+        else:
+            assert view.difference_panel.isVisible() and view.difference_panel.figures()
     window.stepper.update_explanation()
     assert "minus the same arrays in tiny-gpt2-other (B)" in window.stepper.explanation.shown_markdown
     # a new text: the views wait for B, then show the new pair

@@ -29,6 +29,13 @@ from .notes import cache_note, intervention_note, note_label
 from ..model_diff.stage_panel import DifferenceCache, DifferencePanel
 
 
+# A − B at a stage whose difference has nothing to show
+NOTHING_TO_SUBTRACT = {
+    "logit_lens": "A − B: the logit lens reads each layer's output through the output head; the "
+                  "difference of those outputs is in Layer output, the output's in Prediction.",
+    "router": "A − B: layer {layer} has no router (a dense feed-forward); Feed-forward shows its difference.",
+    "": "A − B: this stage computes no array both models record here."}
+
 READOUT_HINT = ("Hover a plot for exact values; click a token to select it; "
                 "Alt-click (or Ctrl-click) a value to see where it comes from.")
 
@@ -448,6 +455,13 @@ class StageView(QWidget):
                                                lambda _, message, __: self._work_failed(pending, message))
                 self._hide_figures(f"Comparing this stage of A and B ({'layer ' + str(key[1]) if self.stage.per_layer else 'once'})…")
                 return
+        self._problem = None
+        if not shown.items:             # nothing of its own to subtract here: said in one line
+            self._hide_figures(NOTHING_TO_SUBTRACT.get(self.stage_key, NOTHING_TO_SUBTRACT[""]).format(
+                layer=self.session.layer))
+            self._drawn = (weakref.ref(trace), self.data_key(), self.session.selected_token, weakref.ref(against))
+            self.updated.emit()
+            return
         self.placeholder.setVisible(False)
         self.plot_area.setVisible(False)
         if self.difference_panel is None:
