@@ -122,3 +122,19 @@ def test_one_mode_at_a_time(qtbot, loaded_window, tmp_path):
     session.set_show_difference(True)
     window.tabs.views["model_diff"].state.close_other()
     assert not session.show_difference and not window.show_difference_action.isEnabled()
+
+
+def test_the_two_models_tab_opens_the_stepper_in_a_minus_b(qtbot, loaded_window, tmp_path):
+    window = loaded_window("gpt2")
+    session = window.session
+    two = compared(qtbot, window, other_gpt2(tmp_path))
+    window.tabs.show_tab("model_diff")
+    two._cell_clicked(1, list(two.drift_map.stages).index("attn_weights"))     # a cell of the drift map
+    two.stepper_button.click()
+    assert window.tabs.current_key() == "stepper" and session.show_difference
+    assert (session.stage_key, session.layer) == ("softmax", 1)
+    view = shown_view(qtbot, window, "softmax")
+    trace_a, trace_b = two.state.result.trace_a, two.state.result.trace_b
+    np.testing.assert_array_equal(panel_values(view, "attn_weights"),
+                                  trace_a.head_array("attn_weights", 1, session.head)
+                                  - trace_b.head_array("attn_weights", 1, session.head))

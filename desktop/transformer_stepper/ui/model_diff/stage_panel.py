@@ -70,7 +70,7 @@ class DifferenceCache:
 class DifferencePanel(QWidget):
     """Figures made on first use, one per item name (a pair: two), reused across redraws."""
 
-    def __init__(self, add_figure: Callable[[Figure], None], parent: Optional[QWidget] = None) -> None:
+    def __init__(self, add_figure: Callable[[str, Figure], None], parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
         self.grid = ReflowGrid(self)
         self.grid.setContentsMargins(0, 0, 0, 0)
@@ -87,7 +87,7 @@ class DifferencePanel(QWidget):
         if key not in self._figures:
             figure = make()
             self._figures[key] = figure
-            self._add_figure(figure)
+            self._add_figure(f"difference_{key}", figure)
         return self._figures[key]
 
     def show_difference(self, shown: sd.StageDifference, labels: list[str], tokenizer,

@@ -477,11 +477,11 @@ class StageView(QWidget):
         self._drawn = (weakref.ref(trace), self.data_key(), self.session.selected_token, weakref.ref(against))
         self.updated.emit()
 
-    def _connect_difference_figure(self, figure: Figure) -> None:
+    def _connect_difference_figure(self, name: str, figure: Figure) -> None:
         figure.tokenClicked.connect(self.session.select_token)
         figure.hovered.connect(self.readout.setText)
         if self.on_new_figure is not None:
-            self.on_new_figure(self, "difference", figure)
+            self.on_new_figure(self, name, figure)       # its export menu: the figure as shown
 
     def difference_markdown(self) -> str:
         """The explanation while the view shows A − B."""
