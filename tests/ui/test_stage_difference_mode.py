@@ -34,7 +34,7 @@ def shown_view(qtbot, window, key):
 
 
 def panel_values(view, name):
-    return dict(view.difference_panel.figures())[f"difference_{name}"].values
+    return dict(view.difference_mode.panel.figures())[f"difference_{name}"].values
 
 
 def test_every_stage_shows_a_minus_b(qtbot, loaded_window, tmp_path):
@@ -72,7 +72,7 @@ def test_every_stage_shows_a_minus_b(qtbot, loaded_window, tmp_path):
         if stage.key == "logit_lens":        # nothing of its own to subtract: one line says where to look
             assert view.placeholder.isVisible() and "Layer output" in view.placeholder.text()
         else:
-            assert view.difference_panel.isVisible() and view.difference_panel.figures()
+            assert view.difference_mode.panel.isVisible() and view.difference_mode.panel.figures()
     window.stepper.update_explanation()
     assert "minus the same arrays in tiny-gpt2-other (B)" in window.stepper.explanation.shown_markdown
     # a new text: the views wait for B, then show the new pair
@@ -88,7 +88,7 @@ def test_every_stage_shows_a_minus_b(qtbot, loaded_window, tmp_path):
     # off: the view's own figures again
     action.setChecked(False)
     qtbot.waitUntil(lambda: view.is_current() and not view.showing_difference, timeout=15_000)
-    assert not view.difference_panel.isVisible() and view.figures()[0][1].isVisible()
+    assert not view.difference_mode.panel.isVisible() and view.figures()[0][1].isVisible()
 
 
 def test_a_model_against_itself_shows_zero(qtbot, loaded_window, tmp_path):
@@ -105,7 +105,7 @@ def test_a_model_against_itself_shows_zero(qtbot, loaded_window, tmp_path):
         view = shown_view(qtbot, window, key)
         values = panel_values(view, name)
         assert values.size and np.all(np.nan_to_num(values) == 0.0)
-        assert "‖A − B‖ / ‖B‖ = 0," in dict(view.difference_panel.figures())[f"difference_{name}"].title
+        assert "‖A − B‖ / ‖B‖ = 0," in dict(view.difference_mode.panel.figures())[f"difference_{name}"].title
 
 
 def test_one_mode_at_a_time(qtbot, loaded_window, tmp_path):
