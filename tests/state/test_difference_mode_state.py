@@ -37,3 +37,16 @@ def test_one_mode_at_a_time(session, scheduler, tiny_models):
     assert session.show_difference and not session.show_intervened
     session.set_show_intervened(True)
     assert session.show_intervened and not session.show_difference and session.against is None
+
+
+def test_the_two_models_tab_refuses_an_encoder_decoder_in_one_line(scheduler, tiny_models):
+    from pathlib import Path
+    from transformer_stepper.state.model_diff import TwoModels
+
+    model_a = load_model(tiny_models["gpt2"])
+    state = TwoModels(scheduler)
+    t5 = Path(__file__).resolve().parents[1] / "fixtures" / "t5_tiny"
+    state.open_other(str(t5), model_a, model_a.trace("the bank"))
+    scheduler.run_all()
+    assert state.result is None and "\n" not in state.message
+    assert "an encoder–decoder model" in state.message and "transformer-stepper diff" in state.message
