@@ -34,7 +34,7 @@ def shown_view(qtbot, window, key):
 
 
 def panel_values(view, name):
-    return dict(view.difference_panel.figures())[f"difference_{name}"].values
+    return dict(view.difference_mode.panel.figures())[f"difference_{name}"].values
 
 
 def test_every_stage_shows_a_minus_b(qtbot, loaded_window, tmp_path):
@@ -68,8 +68,11 @@ def test_every_stage_shows_a_minus_b(qtbot, loaded_window, tmp_path):
     view = shown_view(qtbot, window, "prediction")
     assert panel_values(view, "top_tokens_A").shape == (trace_a.n_seq, 5)
     for stage in stages.available_stages(session.model.config):
-        if stage.key != "logit_lens":
-            shown_view(qtbot, window, stage.key)
+        view = shown_view(qtbot, window, stage.key)
+        if stage.key == "logit_lens":        # nothing of its own to subtract: one line says where to look
+            assert view.placeholder.isVisible() and "Layer output" in view.placeholder.text()
+        else:
+            assert view.difference_mode.panel.isVisible() and view.difference_mode.panel.figures()
     window.stepper.update_explanation()
     assert "minus the same arrays in tiny-gpt2-other (B)" in window.stepper.explanation.shown_markdown
     # a new text: the views wait for B, then show the new pair
@@ -85,7 +88,7 @@ def test_every_stage_shows_a_minus_b(qtbot, loaded_window, tmp_path):
     # off: the view's own figures again
     action.setChecked(False)
     qtbot.waitUntil(lambda: view.is_current() and not view.showing_difference, timeout=15_000)
-    assert not view.difference_panel.isVisible() and view.figures()[0][1].isVisible()
+    assert not view.difference_mode.panel.isVisible() and view.figures()[0][1].isVisible()
 
 
 def test_a_model_against_itself_shows_zero(qtbot, loaded_window, tmp_path):
@@ -102,7 +105,7 @@ def test_a_model_against_itself_shows_zero(qtbot, loaded_window, tmp_path):
         view = shown_view(qtbot, window, key)
         values = panel_values(view, name)
         assert values.size and np.all(np.nan_to_num(values) == 0.0)
-        assert "‖A − B‖ / ‖B‖ = 0," in dict(view.difference_panel.figures())[f"difference_{name}"].title
+        assert "‖A − B‖ / ‖B‖ = 0," in dict(view.difference_mode.panel.figures())[f"difference_{name}"].title
 
 
 def test_one_mode_at_a_time(qtbot, loaded_window, tmp_path):
@@ -119,3 +122,19 @@ def test_one_mode_at_a_time(qtbot, loaded_window, tmp_path):
     session.set_show_difference(True)
     window.tabs.views["model_diff"].state.close_other()
     assert not session.show_difference and not window.show_difference_action.isEnabled()
+
+
+def test_the_two_models_tab_opens_the_stepper_in_a_minus_b(qtbot, loaded_window, tmp_path):
+    window = loaded_window("gpt2")
+    session = window.session
+    two = compared(qtbot, window, other_gpt2(tmp_path))
+    window.tabs.show_tab("model_diff")
+    two._cell_clicked(1, list(two.drift_map.stages).index("attn_weights"))     # a cell of the drift map
+    two.stepper_button.click()
+    assert window.tabs.current_key() == "stepper" and session.show_difference
+    assert (session.stage_key, session.layer) == ("softmax", 1)
+    view = shown_view(qtbot, window, "softmax")
+    trace_a, trace_b = two.state.result.trace_a, two.state.result.trace_b
+    np.testing.assert_array_equal(panel_values(view, "attn_weights"),
+                                  trace_a.head_array("attn_weights", 1, session.head)
+                                  - trace_b.head_array("attn_weights", 1, session.head))

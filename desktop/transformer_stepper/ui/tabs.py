@@ -58,7 +58,8 @@ def _positions(window) -> QWidget:
 def _model_diff(window) -> QWidget:
     from .model_diff import TwoModelsView
 
-    return TwoModelsView(window.session, window.settings)
+    # "Show A − B in the Stepper" opens the Stepper at the stage of the drift map's cell
+    return TwoModelsView(window.session, window.settings, show_stepper=lambda: window.tabs.show_tab("stepper"))
 
 
 @dataclass(frozen=True)

@@ -108,15 +108,13 @@ def stage_difference(trace_a, trace_b, stage_key: str, layer: int = 0, head: int
     detail_a, detail_b = trace_a.detail(layer), trace_b.detail(layer)
     items = []
     for name in stage.computes:
-        if name not in detail_a or name not in detail_b or not detail_a[name].size:
-            continue
-        if name == "expert_outputs":          # the k-th chosen expert's output: the Router compares the choices
-            continue
-        if name in PER_HEAD:
+        if name not in detail_a or name not in detail_b or name == "expert_outputs":
+            continue        # (expert_outputs: the k-th chosen expert's; the Router compares the choices)
+        if name in PER_HEAD:           # the head shown only: a derived array (scores) is never made whole
             ignore = trace_a.layer_mask(layer) if name in ("scores_raw", "scores") else None
             items.append(delta(name, layer, trace_a.head_array(name, layer, head),
                                trace_b.head_array(name, layer, head), ignore))
-        else:
+        elif detail_a[name].size:      # (a dense layer of an MoE model keeps an empty router entry)
             items.append(delta(name, layer, _two_d(detail_a[name]), _two_d(detail_b[name])))
     if stage_key == "feed_forward" and "layer_out" in detail_a:
         items.append(delta("layer_out", layer, detail_a["layer_out"], detail_b["layer_out"]))

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QWidget
 
 from ...core.analysis import stage_difference as sd
 from ...core.analysis.labels import readable
+from ...core.trace.layer_detail import PER_HEAD
 from ..plots import Bars, Heatmap
 from ..plots.common import Figure
 from ..reflow import ReflowGrid
@@ -69,7 +70,7 @@ class DifferenceCache:
 class DifferencePanel(QWidget):
     """Figures made on first use, one per item name (a pair: two), reused across redraws."""
 
-    def __init__(self, add_figure: Callable[[Figure], None], parent: Optional[QWidget] = None) -> None:
+    def __init__(self, add_figure: Callable[[str, Figure], None], parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
         self.grid = ReflowGrid(self)
         self.grid.setContentsMargins(0, 0, 0, 0)
@@ -86,20 +87,16 @@ class DifferencePanel(QWidget):
         if key not in self._figures:
             figure = make()
             self._figures[key] = figure
-            self._add_figure(figure)
+            self._add_figure(f"difference_{key}", figure)
         return self._figures[key]
 
     def show_difference(self, shown: sd.StageDifference, labels: list[str], tokenizer,
                         names: tuple[str, str], selected: int) -> None:
         self.shown = shown
-        where = ", ".join(part for part in (
-            f"layer {shown.layer}" if shown.layer is not None else "",
-            f"head {shown.head}" if shown.head is not None else "") if part)
-        where = f" ({where})" if where else ""
         placed = []
         for item in shown.items:
             if isinstance(item, sd.Delta):
-                placed.append(self._draw_delta(item, labels, where))
+                placed.append(self._draw_delta(item, labels, self._where(shown, item.name)))
             elif isinstance(item, sd.Pair):
                 placed += self._draw_pair(item, labels, tokenizer, names)
             else:
@@ -115,6 +112,12 @@ class DifferencePanel(QWidget):
             self._figures[key].setVisible(True)
         self._placed = placed
         self.select(selected)
+
+    @staticmethod
+    def _where(shown: sd.StageDifference, name: str) -> str:
+        parts = ([f"layer {shown.layer}"] if shown.layer is not None else []) + \
+            ([f"head {shown.head}"] if shown.head is not None and name in PER_HEAD else [])
+        return f" ({', '.join(parts)})" if parts else ""
 
     def _draw_delta(self, item: sd.Delta, labels: list[str], where: str) -> str:
         keys = item.name in KEY_COLUMNS
@@ -141,7 +144,8 @@ class DifferencePanel(QWidget):
             cells = [[self._cell_name(item.name, int(i), tokenizer) for i in row] for row in ids]
             cols = ([f"#{r + 1}" for r in range(values.shape[1])] if item.name == "top_tokens" else
                     [f"choice {r + 1}" for r in range(values.shape[1])] if item.name == "expert_ids" else ["id"])
-            figure.set_data(values, labels, cols, levels=(0.0, 1.0),
+            top = max(float(np.max(item.a, initial=0.0)), float(np.max(item.b, initial=0.0)), 1e-6)
+            figure.set_data(values, labels, cols, levels=(0.0, top),     # one scale for A and B
                             describe=lambda r, c, cells=cells, values=values, side=side:
                             f"{side}, '{labels[r]}' ({r}), {cols[c]}: {cells[r][c]}, {values[r, c]:.6g}")
             figure.set_cell_labels(cells, CELL_LIMIT)

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QPushButton, QS
                                QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from ...core.analysis import model_diff
+from ...core.model import stages
 from ...core.analysis.labels import token_labels
 from ...state.model_diff import TwoModels
 from ..connections import Connections
@@ -22,9 +23,12 @@ HINT = ("Open a second model of the same shape and tokenizer (a quantized file a
 
 
 class TwoModelsView(QWidget):
-    def __init__(self, session, settings=None, parent: Optional[QWidget] = None) -> None:
+    def __init__(self, session, settings=None, parent: Optional[QWidget] = None,
+                 show_stepper=None) -> None:
         super().__init__(parent)
         self.session, self.settings = session, settings
+        self.show_stepper = show_stepper      # () -> None: the window shows its Stepper tab
+        self._stage_key = "layer_output"      # the stage of the drift-map cell last clicked
         self.state = TwoModels(session.workers)
         self._build()
         self._events = [("changed", self._on_changed), ("busy", self._on_busy), ("progress", self._on_progress),
@@ -49,7 +53,12 @@ class TwoModelsView(QWidget):
         self.open_button.clicked.connect(self.open_dialog)
         self.close_button = QPushButton("Close B")
         self.close_button.clicked.connect(self.state.close_other)
+        self.stepper_button = QPushButton("Show A − B in the Stepper")
+        self.stepper_button.setToolTip("Every stage view of the Stepper shows the open model minus B, "
+                                       "from the stage and layer of the map's cell last clicked")
+        self.stepper_button.clicked.connect(self.show_in_stepper)
         row.addWidget(self.open_button)
+        row.addWidget(self.stepper_button)
         row.addWidget(self.close_button)
         layout.addLayout(row)
         self.readout = QLabel(HINT)
@@ -101,7 +110,20 @@ class TwoModelsView(QWidget):
     def _on_selection(self, *_) -> None:
         self._draw_tokens()
 
+    def show_in_stepper(self) -> None:
+        """The Stepper's A − B mode, at the stage of the cell last clicked."""
+        set_show = getattr(self.session, "set_show_difference", None)
+        if set_show is None or self.state.result is None:
+            return
+        self.session.set_stage(self._stage_key)
+        set_show(True)
+        if self.show_stepper is not None:
+            self.show_stepper()
+
     def _cell_clicked(self, row: int, col: int) -> None:
+        stage = stages.stage_computing(self.drift_map.stage_at(col) or "")
+        if stage is not None:
+            self._stage_key = stage.key
         self.session.set_layer(row)
         if self.drift_map.stage_at(col) in ("q", "k", "v", "attn_weights", "head_outputs"):
             self.details.setCurrentWidget(self.attention)
@@ -113,6 +135,7 @@ class TwoModelsView(QWidget):
         b = state.path_b or "—"
         self.models_label.setText(f"<b>A</b> (the open model): {a}   ·   <b>B</b> (the reference): {b}")
         self.close_button.setEnabled(state.model_b is not None)
+        self.stepper_button.setEnabled(state.result is not None)
         self.weights_button.setEnabled(state.model_b is not None)
         result = state.result
         self._hand_to_session(result)

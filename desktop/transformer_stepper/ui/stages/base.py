@@ -27,7 +27,7 @@ from ..view_state import ViewState
 from ..workers import Task
 from .explanation_values import common_values
 from .notes import cache_note, intervention_note, note_label
-from ..model_diff.stage_panel import DifferenceCache, DifferencePanel
+from ..model_diff.stage_mode import DifferenceMode
 
 
 READOUT_HINT = ("Hover a plot for exact values; click a token to select it; "
@@ -89,9 +89,8 @@ class StageView(QWidget):
         outer.addWidget(self.plot_area, stretch=1)
         self._outer = outer
         # the session shows A − B (a second model against this one): this stage's difference
-        # in place of the figures (ui/model_diff/stage_panel.py), made on first use
-        self.difference_panel: Optional[DifferencePanel] = None
-        self._differences = DifferenceCache()
+        # in place of the figures (ui/model_diff/stage_mode.py), its panel made on first use
+        self.difference_mode = DifferenceMode(self)
         self.readout = QLabel(READOUT_HINT)
         self.readout.setObjectName("readout")
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -406,88 +405,23 @@ class StageView(QWidget):
             widget.setVisible(widget is not self._dequantize or is_gguf(self.session.model))
         self.updated.emit()
 
-    # -- A − B: a second model against this one -------------------------------------------------
-    def _difference_key(self) -> tuple:
-        return (self.stage_key, self.session.layer if self.stage.per_layer else 0,
-                self.session.head if self.stage.per_head else 0)
+    # -- A − B: a second model against this one (ui/model_diff/stage_mode.py) ------------------
+    def _ensure_difference(self, trace: Trace, against: Optional[Trace]) -> None:
+        self.difference_mode.ensure(trace, against)
 
     def _hide_figures(self, message: str) -> None:
         self.placeholder.setText(message)
         self.placeholder.setVisible(True)
         for widget in [figure for _, figure in self._figures] + self._extras:
             widget.setVisible(False)
-        if self.difference_panel is not None:
-            self.difference_panel.setVisible(False)
+        self.difference_mode.hide()
 
     def _show_own_figures(self) -> None:
-        if self.difference_panel is not None and self.difference_panel.isVisible():
-            self.difference_panel.setVisible(False)
+        self.difference_mode.hide()
         self.plot_area.setVisible(True)
 
-    def _ensure_difference(self, trace: Trace, against: Optional[Trace]) -> None:
-        """Draw this stage's A − B (computed in a worker, as a layer's detail is) in place of
-        the view's own figures."""
-        previous, self._drawn = self._drawn, None
-        if (previous is not None and against is not None and previous[0]() is trace and previous[3] is not None
-                and previous[3]() is against
-                and previous[1] == self.data_key() and self.difference_panel is not None):
-            self.difference_panel.select(self.session.selected_token)       # only the selection moved
-            self._drawn = previous[:2] + (self.session.selected_token,) + previous[3:]
-            return
-        self.cache_note.setVisible(False)
-        self.intervention_note.setVisible(False)
-        if against is None:
-            self._hide_figures("Tracing the compared model (B) on this text…")
-            return
-        key = self._difference_key()
-        shown = self._differences.get(trace, against, key)
-        if shown is None:
-            if self.session.inline_work:
-                self._differences.compute(trace, against, key)
-                shown = self._differences.get(trace, against, key)
-            else:
-                if self._failed is not None and self._failed[0]() is trace:
-                    self._hide_figures(f"⚠ {self._failed[1]}")
-                    return
-                pending = weakref.ref(trace)
-                if self._pending is None or self._pending() is not trace or getattr(self, "_pending_key", None) != key:
-                    self._pending, self._pending_key = pending, key
-                    self.session.workers.start(Task(0, self._differences.compute, trace, against, key),
-                                               lambda *_: self._work_done(),
-                                               lambda _, message, __: self._work_failed(pending, message))
-                self._hide_figures(f"Comparing this stage of A and B ({'layer ' + str(key[1]) if self.stage.per_layer else 'once'})…")
-                return
-        self.placeholder.setVisible(False)
-        self.plot_area.setVisible(False)
-        if self.difference_panel is None:
-            self.difference_panel = DifferencePanel(self._connect_difference_figure)
-            self._outer.insertWidget(self._outer.indexOf(self.plot_area) + 1, self.difference_panel, stretch=1)
-        model = self.session.model
-        self.difference_panel.show_difference(shown, self.labels, model.tokenizer,
-                                              (model.name, self.session.against_name or "B"),
-                                              self.session.selected_token)
-        self.difference_panel.setVisible(True)
-        self.readout.setText(READOUT_HINT.split(";")[0] + "; click a token to select it.")
-        self._problem = None
-        self._drawn = (weakref.ref(trace), self.data_key(), self.session.selected_token, weakref.ref(against))
-        self.updated.emit()
-
-    def _connect_difference_figure(self, figure: Figure) -> None:
-        figure.tokenClicked.connect(self.session.select_token)
-        figure.hovered.connect(self.readout.setText)
-        if self.on_new_figure is not None:
-            self.on_new_figure(self, "difference", figure)
-
     def difference_markdown(self) -> str:
-        """The explanation while the view shows A − B."""
-        name = self.session.against_name or "the compared model"
-        return (f"The figures show **A − B**: this stage's arrays in the open model (A) minus the same "
-                f"arrays in {name} (B), both traced on this text — blue where A is lower, red where "
-                "it is higher. Each title gives ‖A − B‖ / ‖B‖ over every token and the largest "
-                "|A − B|, as the Interventions tab measures an intervention against the clean pass. "
-                "Where a difference means nothing (token ids, the experts a router chose, the most "
-                "likely next tokens) A and B are shown side by side. Turn off *Show A − B* for "
-                "this stage's own figures and explanation.")
+        return self.difference_mode.markdown()
 
     def _building_in_turns(self) -> bool:
         """Shown unbuilt (a stage visited before the idle builder reached it): its figures and
@@ -544,8 +478,7 @@ class StageView(QWidget):
             widget.setVisible(False)
         self._drawn = None
         self._problem = message
-        if self.difference_panel is not None:
-            self.difference_panel.setVisible(False)
+        self.difference_mode.hide()
 
     def _paint_in_turns(self) -> None:
         """New data for every figure: they repaint one per event-loop turn (first in the order
