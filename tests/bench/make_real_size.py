@@ -10,7 +10,7 @@
 F16 (every matrix float16) is the source llama.cpp's own quantizer reads
 (tests/bench/quantize_real_size.py: much faster than the Python packers).
 
---random-blocks writes the quantized blocks directly as random codes (Q4_K, Q6_K: every code
+--random-blocks writes the quantized blocks directly as random codes (Q4_K, Q5_K, Q6_K, Q8_0: every code
 and 6-bit scale uniform, the block's d / dmin fixed so the decoded weights have a mean near 0
 and a standard deviation near 0.02): seconds instead of the packers' half hour or more; the
 model's weights are what those blocks decode to.
@@ -117,7 +117,7 @@ def _tokenizer_metadata(writer, vocab: int) -> None:
     special = {a["id"] for a in tok["added_tokens"]}
     tokens = [by_id.get(i, f"<|reserved_{i}|>") for i in range(vocab)]
     writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("gpt2")
+    writer.add_tokenizer_pre("gpt-2")           # llama.cpp's name (it refuses "gpt2")
     writer.add_token_list(tokens)
     writer.add_token_types([3 if (i in special or i >= vocab - 256) else 1 for i in range(vocab)])
     writer.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]])
@@ -158,8 +158,10 @@ def _packed(w: np.ndarray, kind: str, checked: list) -> np.ndarray:
 
 # the fixed f16 fields of a random block, chosen so the decoded weights have std ~0.02: Q4_K's
 # w = d*sc*q - dmin*m (sc, m in 0..63, q in 0..15; dmin = 7.5 d centres it), Q6_K's
-# w = d*sc*(q - 32) (sc in -128..127, q in 0..63)
-RANDOM_FIELDS = {"Q4_K": ((0, 7.4e-5), (2, 7.5 * 7.4e-5)), "Q6_K": ((208, 1.47e-5),)}
+# w = d*sc*(q - 32) (sc in -128..127, q in 0..63), Q5_K's as Q4_K's with q in 0..31, Q8_0's
+# w = d*q (q in -128..127)
+RANDOM_FIELDS = {"Q4_K": ((0, 7.4e-5), (2, 7.5 * 7.4e-5)), "Q6_K": ((208, 1.47e-5),),
+                 "Q5_K": ((0, 3.8e-5), (2, 15.5 * 3.8e-5)), "Q8_0": ((0, 2.7e-4),)}
 
 
 def _random_blocks(rng, rows: int, cols: int, kind: str) -> np.ndarray:

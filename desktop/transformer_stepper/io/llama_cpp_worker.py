@@ -47,14 +47,17 @@ def _why(messages: list[str]) -> str:
     return ""
 
 
-def llama_cpp_logits(model: str, ids: list[int], threads: int | None = None):
+def llama_cpp_logits(model: str, ids: list[int], threads: int | None = None, overrides: dict | None = None):
     """llama.cpp's logits of every position of `ids` (n × vocabulary, float32): one batch, the
-    whole text at once, as a first pass over a prompt."""
+    whole text at once, as a first pass over a prompt. `overrides`: metadata llama.cpp reads
+    instead of the file's (its kv_overrides)."""
     import numpy as np
     from llama_cpp import Llama
 
     n = len(ids)
     options = {"n_threads": threads} if threads else {}
+    if overrides:
+        options["kv_overrides"] = dict(overrides)
     llm = Llama(model_path=model, logits_all=True, n_ctx=max(n, 16), n_batch=max(n, 16),
                 n_ubatch=max(n, 16), verbose=False, **options)
     llm.eval(list(ids))
@@ -73,7 +76,8 @@ def main(argv: list[str]) -> int:
         return 0
     messages = _collect_log()
     try:
-        logits, threads = llama_cpp_logits(request["model"], request["input_ids"], request.get("threads"))
+        logits, threads = llama_cpp_logits(request["model"], request["input_ids"], request.get("threads"),
+                                           request.get("overrides"))
     except Exception as exc:   # a file llama.cpp refuses: said, not raised
         why = _why(messages) or _sentence(exc)
         print(json.dumps({"error": f"llama.cpp cannot run {request['model']}: {why}"}))
