@@ -23,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_big import cpu_name, encoded, token_ids  # noqa: E402
+from bench_real_size import llama_overrides  # noqa: E402
 
 
 def agreement(path: Path, n_tokens: int) -> dict:
@@ -35,7 +36,7 @@ def agreement(path: Path, n_tokens: int) -> dict:
     model = load_model(path)
     ids = token_ids(model, n_tokens)
     start = time.perf_counter()
-    theirs, why = llama_cpp_logits(path, ids, threads=2)
+    theirs, why = llama_cpp_logits(path, ids, threads=2, overrides=llama_overrides(path))
     llama_s = time.perf_counter() - start
     if theirs is None:
         return {"file": path.name, "error": why}

@@ -92,7 +92,8 @@ def llama_side(path: Path, ids: list[int], n_tokens: int) -> dict:
     base = rss_anon()
     with peak_rss_anon() as peak:
         start = time.perf_counter()
-        llm = Llama(str(path), n_ctx=max(512, n_tokens + 8), n_threads=2, n_batch=512, verbose=False)
+        llm = Llama(str(path), n_ctx=max(512, n_tokens + 8), n_threads=2, n_batch=512, verbose=False,
+                    kv_overrides=llama_overrides(path))
         out["open_s"] = time.perf_counter() - start
         start = time.perf_counter()
         llm.eval(ids[:n_tokens])
@@ -108,6 +109,18 @@ def llama_side(path: Path, ids: list[int], n_tokens: int) -> dict:
             out[name + "_s"] = time.perf_counter() - start
     out["peak_rss_gb"] = (peak() - base) / GB
     return out
+
+
+def llama_overrides(path: Path) -> dict | None:
+    """Files written before make_real_size named the split "gpt-2" say "gpt2", which llama.cpp
+    refuses ("unknown pre-tokenizer type"): it is told the name it knows (the ids are given, so
+    llama.cpp's tokenizer is not used)."""
+    import gguf
+
+    field = gguf.GGUFReader(str(path)).fields.get("tokenizer.ggml.pre")
+    if field is not None and bytes(field.parts[field.data[0]]).decode() == "gpt2":
+        return {"tokenizer.ggml.pre": "gpt-2"}
+    return None
 
 
 def _cut_cache(llm, position: int) -> None:

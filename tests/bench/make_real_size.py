@@ -10,6 +10,11 @@
 F16 (every matrix float16) is the source llama.cpp's own quantizer reads
 (tests/bench/quantize_real_size.py: much faster than the Python packers).
 
+--random-blocks writes the quantized blocks directly as random codes (Q4_K, Q5_K, Q6_K, Q8_0: every code
+and 6-bit scale uniform, the block's d / dmin fixed so the decoded weights have a mean near 0
+and a standard deviation near 0.02): seconds instead of the packers' half hour or more; the
+model's weights are what those blocks decode to.
+
 The schemes follow llama-quantize's choices (llama_tensor_get_type): Q4_K_M = Q4_K with Q6_K
 for output.weight and for attn_v / ffn_down of the layers use_more_bits picks; Q5_K_M the same
 with Q5_K; Q6_K and Q8_0 everything in that type (1-D tensors F32). The packers are the
@@ -112,7 +117,7 @@ def _tokenizer_metadata(writer, vocab: int) -> None:
     special = {a["id"] for a in tok["added_tokens"]}
     tokens = [by_id.get(i, f"<|reserved_{i}|>") for i in range(vocab)]
     writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("gpt2")
+    writer.add_tokenizer_pre("gpt-2")           # llama.cpp's name (it refuses "gpt2")
     writer.add_token_list(tokens)
     writer.add_token_types([3 if (i in special or i >= vocab - 256) else 1 for i in range(vocab)])
     writer.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]])
@@ -151,11 +156,27 @@ def _packed(w: np.ndarray, kind: str, checked: list) -> np.ndarray:
     return data
 
 
+# the fixed f16 fields of a random block, chosen so the decoded weights have std ~0.02: Q4_K's
+# w = d*sc*q - dmin*m (sc, m in 0..63, q in 0..15; dmin = 7.5 d centres it), Q6_K's
+# w = d*sc*(q - 32) (sc in -128..127, q in 0..63), Q5_K's as Q4_K's with q in 0..31, Q8_0's
+# w = d*q (q in -128..127)
+RANDOM_FIELDS = {"Q4_K": ((0, 7.4e-5), (2, 7.5 * 7.4e-5)), "Q6_K": ((208, 1.47e-5),),
+                 "Q5_K": ((0, 3.8e-5), (2, 15.5 * 3.8e-5)), "Q8_0": ((0, 2.7e-4),)}
+
+
+def _random_blocks(rng, rows: int, cols: int, kind: str) -> np.ndarray:
+    _, block, nbytes = PACKERS[kind]
+    data = rng.integers(0, 256, (rows, cols // block, nbytes), dtype=np.uint8)
+    for offset, value in RANDOM_FIELDS[kind]:
+        data[:, :, offset:offset + 2] = np.frombuffer(np.float16(value).tobytes(), np.uint8)
+    return data.reshape(rows, -1)
+
+
 def _permute(w: np.ndarray, n_head: int) -> np.ndarray:        # llama.cpp's LlamaModel.permute
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, w.shape[1]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_file(path: Path, shape: str, scheme: str, seed: int = 8) -> None:
+def write_file(path: Path, shape: str, scheme: str, seed: int = 8, random_blocks: bool = False) -> None:
     import gguf
     s = SHAPES[shape]
     rng = np.random.default_rng(seed)
@@ -188,7 +209,9 @@ def write_file(path: Path, shape: str, scheme: str, seed: int = 8) -> None:
             writer.write_tensor_data(np.ones(shp, np.float32))
             continue
         chunks = []
-        for row in range(0, shp[0], ROW_CHUNK):
+        if random_blocks and kind in RANDOM_FIELDS:
+            chunks.append(_random_blocks(rng, shp[0], shp[1], kind))
+        for row in range(0, shp[0] if not chunks else 0, ROW_CHUNK):
             w = rng.standard_normal((min(ROW_CHUNK, shp[0] - row), shp[1]), dtype=np.float32)
             w *= np.float32(0.02)
             chunks.append(w.astype(np.float16) if kind == "F16" else _packed(w, kind, checked))
@@ -206,6 +229,8 @@ def main(argv=None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--shape", choices=tuple(SHAPES), default="llama8b")
     parser.add_argument("--scheme", choices=SCHEMES, nargs="+", default=["Q4_K_M"])
+    parser.add_argument("--random-blocks", action="store_true",
+                        help="Q4_K / Q6_K blocks of random codes instead of packed N(0, 0.02) weights")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     for scheme in args.scheme:
@@ -215,7 +240,7 @@ def main(argv=None) -> int:
             continue
         partial = path.with_suffix(".partial")
         start = time.perf_counter()
-        write_file(partial, args.shape, scheme)
+        write_file(partial, args.shape, scheme, random_blocks=args.random_blocks)
         partial.rename(path)
         print(f"{path}: {path.stat().st_size / 1e9:.2f} GB in {time.perf_counter() - start:.0f} s")
     return 0

@@ -33,7 +33,9 @@ def run_check(args: argparse.Namespace) -> int:
     for warning in model.warnings:
         say(f"warning: {warning}", sys.stderr)
     trace = model.trace(args.text)
-    say(f"{args.model}: {trace.n_seq} tokens; running Hugging Face transformers in its own process ...")
+    llama = " and llama.cpp" if str(args.model).lower().endswith(".gguf") else ""
+    say(f"{args.model}: {trace.n_seq} tokens; running Hugging Face transformers{llama}, each in its own "
+        "process ...")
     outcome = check(args.model, trace)
     for line in outcome.lines():
         say(line)

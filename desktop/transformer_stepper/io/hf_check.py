@@ -99,13 +99,15 @@ def _run_hugging_face(model_path, trace, progress, python, pythonpath) -> tuple[
 
 def llama_cpp_logits(model_path, input_ids, progress: Optional[Callable[[int, int], None]] = None,
                      python: str = sys.executable, pythonpath: Sequence[str] = (),
-                     threads: Optional[int] = None) -> tuple[Optional[np.ndarray], str]:
+                     threads: Optional[int] = None, overrides: Optional[dict] = None
+                     ) -> tuple[Optional[np.ndarray], str]:
     """llama.cpp's logits (positions × vocabulary) of a GGUF file on these ids, computed in a
-    process of its own (io/llama_cpp_worker.py), or None and why not in one sentence."""
+    process of its own (io/llama_cpp_worker.py), or None and why not in one sentence.
+    `overrides`: metadata llama.cpp reads instead of the file's (str, int, float or bool)."""
     with tempfile.TemporaryDirectory(prefix="ts-llama-cpp-") as folder:
         out = Path(folder) / "logits.npz"
         request = {"model": os.fspath(model_path), "input_ids": [int(i) for i in input_ids],
-                   "threads": threads, "out": os.fspath(out)}
+                   "threads": threads, "overrides": overrides, "out": os.fspath(out)}
         answer, why = _ask(LLAMA_CPP_WORKER, request, folder, progress, python, pythonpath)
         if answer is None:
             return None, f"llama.cpp's {why}"

@@ -42,8 +42,9 @@ class CheckDialog(QDialog):
             self.status.setText("Open a model and type a text first: the check runs them.")
             return
         path = session.model_path or str(builtin_model_dir())
+        then = ", then llama.cpp on the file," if str(path).lower().endswith(".gguf") else ""
         self.status.setText(f"Running Hugging Face transformers on {path} with the {trace.n_seq} tokens of "
-                            f"the text, in a process of its own (loading torch takes a while)…")
+                            f"the text{then} in a process of its own (loading torch takes a while)…")
         self.job = Job(1, run_check, (path, trace), reports=True, lane=LANE)
         session.workers.start(self.job, self._done, self._failed, None, self._cancelled)
 
