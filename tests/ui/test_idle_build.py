@@ -262,7 +262,8 @@ def test_a_view_built_in_steps_makes_a_few_figures_a_step_and_the_rest_when_need
     qtbot.addWidget(half)
     assert half.build_step() and len(half.figures()) == 2
     names = [name for name, _ in half.plots()]       # drawn for an export: built whole first
-    assert len(half.figures()) == 5 and {"q", "k", "v"} <= set(names)
+    # (x, W_Q, the latent-attention pair, hidden for BERT, then q, k, v)
+    assert len(half.figures()) == 7 and {"q", "k", "v"} <= set(names)
     assert half.is_current()
 
 
@@ -301,6 +302,9 @@ def test_one_frame_scheduler_runs_the_shown_views_repaints_then_building_ahead_t
     session.set_stage("feed_forward")
     view = stepper.current_view()
     qtbot.waitUntil(stepper.settled, timeout=10_000)
+    # (the next stage is built ahead in turns too: let that finish, and hold the idle builder)
+    qtbot.waitUntil(lambda: not frames.pending(), timeout=20_000)
+    stepper._prebuild.stop()
     ran = []
     frames.on_piece = lambda key, priority: ran.append((priority, key))
     try:

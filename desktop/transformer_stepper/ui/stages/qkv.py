@@ -88,6 +88,8 @@ class QKVView(StageView):
         self.k_rope = self.add_figure("k_rope", Heatmap(
             "k_rope: the rotated key part every head shares", "rope dimension", "token",
             value_label="value", row_names="token", col_names="rope dim"), 1, 2)
+        model = self.session.model       # (update_data sets these again for the model it draws)
+        self.latent.unused = self.k_rope.unused = not (model is not None and model.config.is_mla)
         yield
         self.q = self.add_figure("q", Heatmap("q = x·W_Q + b_Q (this head)", "head dimension",
                                               "token", value_label="value", row_names="token",
