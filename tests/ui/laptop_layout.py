@@ -2,7 +2,8 @@
 `python -m tests.ui.laptop_layout WIDTH HEIGHT` (the offscreen platform given a screen of that
 size; QT_SCALE_FACTOR applies as usual). It opens the built-in model, visits every tab and every
 stage of layer 0, opens the Questions (a walk's first step), Provenance and Dequantization docks
-(a GGUF file) and the translator, then an encoder (the BERT fixture) and its stages, and after
+(a GGUF file) and the translator, then an encoder (the BERT fixture) and a mixture of experts
+(DeepSeek-V2's fixture) and their stages, and after
 each visit checks that the window's frame and minimum size fit the screen's available area and
 that every plot shown keeps a legible view box. Prints one JSON object: the screen, the visits,
 and the problems (empty when everything fits). tests/ui/test_laptop_layout.py runs it."""
@@ -88,7 +89,30 @@ class Checker:
             if box.width() < LEGIBLE[0] or box.height() < LEGIBLE[1]:
                 problems.append(f"{where}: plot '{figure.title}' view box "
                                 f"{box.width():.0f}x{box.height():.0f}")
+            cut = beyond_scrolling(figure)
+            if cut:
+                problems.append(f"{where}: plot '{figure.title}' {cut}")
         return problems
+
+
+def beyond_scrolling(widget) -> str:
+    """'' when all of `widget` lies inside what its nearest scroll area scrolls over (so
+    scrolling reaches it); else how far it runs past that content's bottom or right edge (a
+    layout taller than the minimum it told the widgets above: its last figures unreachable)."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QScrollArea
+
+    area = widget.parentWidget()
+    while area is not None and not isinstance(area, QScrollArea):
+        area = area.parentWidget()
+    if area is None or area.widget() is None:
+        return ""
+    content = area.widget()
+    corner = widget.mapTo(content, QPoint(widget.width(), widget.height()))
+    over = (corner.x() - content.width(), corner.y() - content.height())
+    if max(over) > 2:
+        return f"runs {max(over)} px past what its scroll area reaches"
+    return ""
 
 
 def visit_stages(checker: Checker, model: str) -> None:
@@ -157,6 +181,10 @@ def run(width: int, height: int) -> dict:
     # an encoder
     open_model(checker, FIXTURES / "bert_tiny_mlm")
     visit_stages(checker, "BERT")
+    # a mixture of experts with latent attention (the Router stage, the latent's figures, a
+    # long first token)
+    open_model(checker, FIXTURES / "deepseek_v2_tiny")
+    visit_stages(checker, "DeepSeek-V2")
     # the translator's own window
     window.open_builtin_translator()
     checker.settle(1500)

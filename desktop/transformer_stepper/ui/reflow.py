@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtCore import QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QScrollArea, QSizePolicy, QWidget
 
@@ -25,6 +25,7 @@ class ReflowGrid(QGridLayout):
     def __init__(self, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
         self.narrow = False
+        self._announced = -1          # the minimum height the widgets above were last told of
 
     # the grid's own needs, from its items' minimum sizes
     def _wide_minimum(self) -> QSize:
@@ -54,10 +55,14 @@ class ReflowGrid(QGridLayout):
         return width < self._wide_minimum().width() and len(self._items_in_reading_order()) > 1
 
     def minimumSize(self) -> QSize:
+        # as one column, the column's height: the splitter, stack and scroll area above ask for
+        # a minimum size, not a height for their width, so without it the column ran past the
+        # bottom of what the tab scrolls and its last figures could not be reached
         items = self._items_in_reading_order()
         margins = self.contentsMargins()
         least = max((item.minimumSize().width() for item in items), default=0)
-        return QSize(least + margins.left() + margins.right(), self._wide_minimum().height())
+        height = self._column_height() if self.narrow else self._wide_minimum().height()
+        return QSize(least + margins.left() + margins.right(), height)
 
     def hasHeightForWidth(self) -> bool:
         return True
@@ -69,6 +74,12 @@ class ReflowGrid(QGridLayout):
 
     def setGeometry(self, rect: QRect) -> None:
         self.narrow = self._is_narrow(rect.width())
+        needed = self.minimumSize().height()
+        if needed != self._announced:
+            # the minimum changed with the width: the widgets above learn it after this layout
+            # pass (at once would lay them out again from inside it)
+            self._announced = needed
+            QTimer.singleShot(0, self, self._announce)
         if not self.narrow:
             super().setGeometry(rect)
             return
@@ -78,6 +89,13 @@ class ReflowGrid(QGridLayout):
         for item, height in zip(self._items_in_reading_order(), self._column_heights()):
             item.setGeometry(QRect(x, y, width, height))
             y += height + self.verticalSpacing()
+
+
+    def _announce(self) -> None:
+        widget = self.parentWidget()
+        if widget is not None:
+            self.invalidate()
+            widget.updateGeometry()
 
 
 def scrolling(widget: QWidget, horizontal: bool = True) -> QScrollArea:

@@ -578,6 +578,12 @@ class Figure(pg.GraphicsLayoutWidget):
         super().resizeEvent(event)
         self._check_legible_soon()
 
+    def showEvent(self, event) -> None:
+        # a figure laid out while hidden (built ahead or while idle) was never checked: its
+        # view box may have been crushed since by a colour bar or a long token label
+        super().showEvent(event)
+        self._check_legible_soon()
+
     def _check_legible_soon(self, *_) -> None:
         if not getattr(self, "_legible_pending", True):
             # once pyqtgraph has laid out the title and axes (its layout runs after this event)
