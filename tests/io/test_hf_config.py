@@ -39,7 +39,8 @@ def test_non_divisible_head_count(tmp_path):
 
 
 SUPPORTED = ("transformer-stepper, bert, roberta, xlm-roberta, distilbert, gpt2, gemma3_text, gemma3, "
-             "gemma2, olmo2, gpt_oss, mixtral, qwen2_moe, qwen3_moe, olmoe, llama, mistral, qwen2, qwen3, gemma, smollm3, phi3, "
+             "gemma2, olmo2, gpt_oss, deepseek_v2, mixtral, qwen2_moe, qwen3_moe, olmoe, llama, mistral, qwen2, qwen3, gemma, "
+             "smollm3, phi3, "
              "gpt_neox, t5, bart, mbart, "
              "marian")
 

@@ -125,6 +125,7 @@ def test_weighted_sum_contributions_add_up_to_the_head_output(qtbot, loaded_wind
     session = window.session
     session.set_stage("weighted_sum")
     session.select_token(2)
+    qtbot.waitUntil(window.stepper.settled, timeout=10_000)   # (a view first shown is drawn in turns)
     rows = window.stepper.current_view().contributions.values
     head_output = session.trace["head_outputs"][0, 0, 2]
     np.testing.assert_allclose(rows[:-1].sum(axis=0), head_output, atol=1e-5)

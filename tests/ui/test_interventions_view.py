@@ -109,6 +109,7 @@ def test_show_intervened_draws_the_intervened_pass_until_turned_off_or_cleared(q
     session.set_layer(1)
     session.set_head(2)
     session.set_stage("weighted_sum")
+    qtbot.waitUntil(window.stepper.settled, timeout=10_000)   # (a view first shown is drawn in turns)
     stage = window.stepper.current_view()
     i = session.selected_token
     clean_row = session.trace.layer("head_outputs", 1)[2, i]

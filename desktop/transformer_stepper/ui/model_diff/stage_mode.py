@@ -23,10 +23,16 @@ READOUT = "Hover a plot for exact values; click a token to select it."
 
 class DifferenceMode:
     def __init__(self, view) -> None:
-        self.view = view
+        # the view owns its mode: a weak reference back, so a closed view is freed without
+        # the cycle collector (tests/ui/test_gc_stress.py)
+        self._view = weakref.ref(view)
         self.cache = DifferenceCache()
         self.panel: Optional[DifferencePanel] = None
         self._pending: Optional[tuple] = None          # (A's trace ref, B's trace ref, key) computing
+
+    @property
+    def view(self):
+        return self._view()
 
     def key(self) -> tuple:
         view = self.view
@@ -88,11 +94,15 @@ class DifferenceMode:
 
     def _computed(self) -> None:
         self._pending = None
-        self.view._work_done()          # (redraws if the view is still there)
+        view = self.view
+        if view is not None:
+            view._work_done()           # (redraws if the view is still there)
 
     def _failed(self, trace, message: str) -> None:
         self._pending = None
-        self.view._work_failed(trace, message)
+        view = self.view
+        if view is not None:
+            view._work_failed(trace, message)
 
     def _draw(self, shown, against) -> None:
         view = self.view
