@@ -45,6 +45,17 @@ def test_top1_equals_llama_cpp_at_every_position(name):
     assert agreement.max_abs < 1e-2 * np.abs(ours).max()
 
 
+def test_gpt_oss_top1_equals_llama_cpp_at_every_position():
+    # gpt-oss in float32: llama.cpp keeps K and V in float16 in its cache, which with the sinks
+    # and this fixture's sharp logits moves them by up to ~1 % of their range (measured: r
+    # 0.99998, the largest gap 0.085): the top-1 token is still equal at every position
+    ours, theirs = _compare("gguf_moe/gpt_oss_tiny.F32")
+    agreement = logits_agreement(ours, theirs)
+    assert agreement.top1_agree == 1.0, np.flatnonzero(ours.argmax(1) != theirs.argmax(1))
+    assert agreement.correlation > 0.9999
+    assert agreement.max_abs < 0.02 * (ours.max() - ours.min())
+
+
 # llama.cpp rounds the activations to 8 bits inside its quantized products (and keeps K and V in
 # float16): its logits differ from the dequantized model's by up to a few percent of their range,
 # and where the top two are that close the argmax can flip (measured on this text: r >= 0.9996,
@@ -53,7 +64,8 @@ def test_top1_equals_llama_cpp_at_every_position(name):
 QUANTIZED = ["gguf/gpt2_small.Q4_0", "gguf/llama_small.Q8_0", "gguf/llama_small.Q4_0",
              "gguf/llama_small.IQ4_NL", "gguf/llama_small.MXFP4", "gguf/llama_k.Q2_K",
              "gguf/llama_k.Q3_K_M", "gguf/llama_k.Q4_K_M", "gguf/llama_k.Q5_K_M", "gguf/llama_k.IQ4_XS",
-             "gguf/qwen2_small.Q8_0", "gguf/qwen3_k.Q4_K_M", "gguf/gemma_k.Q6_K"]
+             "gguf/qwen2_small.Q8_0", "gguf/qwen3_k.Q4_K_M", "gguf/gemma_k.Q6_K",
+             "gguf_moe/gpt_oss_tiny.MXFP4"]
 
 
 @pytest.mark.parametrize("name", QUANTIZED)
@@ -72,6 +84,16 @@ def test_a_file_llama_cpp_refuses_is_a_sentence_naming_why():
     logits, why = llama_cpp_logits(path, [1, 2, 3])
     assert logits is None
     assert str(path) in why and "blk.1.ffn_gate_inp.weight" in why and "Traceback" not in why
+
+
+def test_llama_cpp_takes_only_a_27_layer_deepseek2_file_as_v2_lite():
+    # llama.cpp tells DeepSeek-V2-Lite (no q latent: q_lora_rank absent) by its 27 layers and
+    # otherwise requires deepseek2.attention.q_lora_rank; this 3-layer fixture copies V2-Lite's
+    # config, which transformers and the app run
+    path = FIXTURES / "gguf_moe" / "deepseek_v2_tiny.F32.gguf"
+    logits, why = llama_cpp_logits(path, [1, 2, 3])
+    assert logits is None
+    assert str(path) in why and "q_lora_rank" in why and "Traceback" not in why
 
 
 def test_the_check_reports_llama_cpps_agreement(capsys):
