@@ -199,7 +199,6 @@ def dequantized_reference(folder: Path, gguf_path: Path, tensors, name_map, refe
     import torch
     import gguf
     import make_fixtures as mf
-    from make_moe_fixtures import routing
 
     model = mf.load_eager(folder, "Qwen3MoeForCausalLM")
     reader = gguf.GGUFReader(str(gguf_path))
@@ -209,16 +208,23 @@ def dequantized_reference(folder: Path, gguf_path: Path, tensors, name_map, refe
     for hf, (gguf_name, expert) in name_map.items():
         value = stored[gguf_name] if expert is None else stored[gguf_name][expert]
         state[hf] = torch.from_numpy(np.ascontiguousarray(value, dtype=np.float32))
-    loaded = _load_legacy(model, state)
+    return reference_arrays(_load_legacy(model, state), reference)
+
+
+def reference_arrays(model, reference: dict) -> dict:
+    """transformers' hidden states, logits and chosen experts on the reference's three texts."""
+    import torch
+    from make_moe_fixtures import routing
+
     arrays = {}
     for t in range(3):
         ids = reference[f"input_ids_{t}"]
         with torch.no_grad():
-            out = loaded(input_ids=torch.from_numpy(ids)[None], output_hidden_states=True)
+            out = model(input_ids=torch.from_numpy(ids)[None], output_hidden_states=True)
         arrays[f"input_ids_{t}"] = ids
         arrays[f"hidden_states_{t}"] = torch.stack(out.hidden_states)[:, 0].numpy()
         arrays[f"logits_{t}"] = out.logits[0].numpy()
-        arrays[f"expert_ids_{t}"] = routing(loaded, ids)["expert_ids"]
+        arrays[f"expert_ids_{t}"] = routing(model, ids)["expert_ids"]
     return arrays
 
 
@@ -339,7 +345,7 @@ def gpt_oss_dequantized_reference(folder: Path, gguf_path: Path, reference: dict
     and expert ids for the reference ids."""
     import torch
     import gguf
-    from make_moe_fixtures import load, routing
+    from make_moe_fixtures import load
 
     model = load(folder, "GptOssForCausalLM")
     reader = gguf.GGUFReader(str(gguf_path))
@@ -353,16 +359,7 @@ def gpt_oss_dequantized_reference(folder: Path, gguf_path: Path, reference: dict
             layer.mlp.experts.gate_up_proj.copy_(torch.from_numpy(fused.transpose(0, 2, 1).copy()))
             down = stored[f"blk.{i}.ffn_down_exps.weight"].transpose(0, 2, 1).copy()
             layer.mlp.experts.down_proj.copy_(torch.from_numpy(down))
-    arrays = {}
-    for t in range(3):
-        ids = reference[f"input_ids_{t}"]
-        with torch.no_grad():
-            out = model(input_ids=torch.from_numpy(ids)[None], output_hidden_states=True)
-        arrays[f"input_ids_{t}"] = ids
-        arrays[f"hidden_states_{t}"] = torch.stack(out.hidden_states)[:, 0].numpy()
-        arrays[f"logits_{t}"] = out.logits[0].numpy()
-        arrays[f"expert_ids_{t}"] = routing(model, ids)["expert_ids"]
-    return arrays
+    return reference_arrays(model, reference)
 
 
 def make_gpt_oss() -> None:
