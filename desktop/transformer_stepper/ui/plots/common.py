@@ -530,6 +530,15 @@ class LazyMenuViewBox(pg.ViewBox):
             return
         super().setRange(rect, xRange, yRange, *args, **kwargs)
 
+    def wheelEvent(self, ev, axis=None):
+        # the wheel scrolls what holds the plot (a stage's column of figures, a dock) and
+        # zooms only with Ctrl held: over a column of plots a plain wheel zoomed whichever
+        # plot was under the pointer, and the column could not be scrolled from there
+        if not ev.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            ev.ignore()
+            return
+        super().wheelEvent(ev, axis)
+
     def getMenu(self, ev):
         if self.menu is None and self.menuEnabled():
             self._applyMenuEnabled()         # pyqtgraph's own way to make it
