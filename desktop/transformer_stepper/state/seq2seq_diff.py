@@ -100,7 +100,11 @@ class TwoTranslators:
 
     @property
     def name_b(self) -> str:
-        return "" if self.model_b is None else self.model_b.name
+        """B's name, or its path where it bears A's name (a copy of A's folder)."""
+        if self.model_b is None:
+            return ""
+        same = self.model_a is not None and self.model_a.name == self.model_b.name
+        return self.path_b if same and self.path_b else self.model_b.name
 
     # -- requests --------------------------------------------------------------------------
     def open_other(self, path: str, model_a, trace_a) -> None:
@@ -198,3 +202,53 @@ class TwoTranslators:
     def _say(self, message: str) -> None:
         self.message = message
         self.events.notify("changed")
+
+
+class ShowsAgainst:
+    """A view state of one stack of the translation window (state/view.py's ViewModel) that can
+    show A − B: B's trace of the same stack, its model and name, and whether the window shows
+    the difference. B's trace is handed on only when its detail of the state's layer is
+    prepared (`waiting_for_against` meanwhile), so no view computes B's layer on the GUI thread."""
+    _against = None
+    _against_model = None
+    _against_name = ""
+    _show_difference = False
+    pair_names = ("A", "B")       # how the two translators are named (A: the window's)
+
+    def set_against(self, trace_b, model_b, names: tuple[str, str], show: bool) -> None:
+        """B's trace of this stack (None: no B or no diff of this trace yet), the two
+        translators' names and the window's switch."""
+        changed = (trace_b is not self._against or show != self._show_difference)
+        self._against, self._against_model, self._against_name = trace_b, model_b, names[1]
+        self.pair_names = tuple(names)
+        self._show_difference = bool(show)
+        if changed:
+            self._notify("shownTraceChanged")
+
+    def against_ready(self) -> None:
+        """B's layer detail came: the views waiting for it draw."""
+        if self._show_difference:
+            self._notify("shownTraceChanged")
+
+    @property
+    def show_difference(self) -> bool:
+        return self._show_difference
+
+    @property
+    def against(self):
+        trace_b = self._against
+        if not self._show_difference or trace_b is None or self.trace is None:
+            return None
+        return trace_b if trace_b.is_ready(min(self.layer, trace_b.config.n_layer - 1)) else None
+
+    @property
+    def against_model(self):
+        return None if self.against is None else self._against_model
+
+    @property
+    def against_name(self) -> str:
+        return self._against_name
+
+    @property
+    def waiting_for_against(self) -> bool:
+        return self._show_difference and self.trace is not None and self.against is None
