@@ -4,13 +4,11 @@ cross-attention per head, from core/analysis/seq2seq_diff.py); with A − B on, 
 either stack and the Cross-attention draw trace A's arrays minus trace B's; a translator against
 itself draws zeros; one that cannot be compared is refused in one line; Alt-click on a
 difference explains it in both models."""
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from tests.seq2seq_pairs import FIXTURES, noised_copy
-from transformer_stepper.core.analysis import model_diff, seq2seq_diff
+from transformer_stepper.core.analysis import seq2seq_diff
 from transformer_stepper.ui.seq2seq.window import TranslationWindow
 
 SOURCE = "The bank of the river."
@@ -71,7 +69,7 @@ def test_the_page_draws_both_stacks_and_the_cross_attention(qtbot, window, tmp_p
 
 
 def test_a_minus_b_in_every_stack_and_the_cross_attention(qtbot, window, tmp_path):
-    result = compared(qtbot, window, noised_copy("bart_tiny", tmp_path / "b"))
+    compared(qtbot, window, noised_copy("bart_tiny", tmp_path / "b"))
     window.difference_box.setChecked(True)
     for section, stack in (("Encoder", "encoder"), ("Decoder", "decoder")):
         view = stage_view(qtbot, window, section, "qkv")

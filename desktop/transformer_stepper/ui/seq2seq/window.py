@@ -24,20 +24,19 @@ from ..reflow import scrolling
 from ..screen_fit import fit_new_window, fit_window
 from ..stages import create_view
 from ..view_state import FixedSampling, ViewState
-from .cross_difference import CrossDifferenceView
 from .cross_view import CrossAttentionView
 from .compare_page import EncoderComparePage
 from .interventions_panel import InterventionsPanel
 from .provenance import ProvenanceRelay, install as install_provenance
 from .explain import cross_attention_markdown, stage_markdown, velan_markdown
 from .state import TranslationState
+from .pair import TWO_MODELS, ComparesTranslators
 from .two_models import TwoTranslatorsPage
 from ...state import seq2seq_work as work
 from ...state.seq2seq_diff import ShowsAgainst, TwoTranslators
 from ...state.seq2seq import summary
 
 VELAN = ("Velan", "velan")          # the stage list's key of the page on Velan
-TWO_MODELS = ("", "two_models")     # the stage list's key of the Two Models page
 
 class _Steer(FixedSampling):
     """The decoder's prediction view: a click on a bar appends that token (as in the main
@@ -66,7 +65,7 @@ class DecoderState(ShowsAgainst, ViewState):
         return _Steer(self._steer, parent=self)
 
 
-class TranslationWindow(QMainWindow):
+class TranslationWindow(ComparesTranslators, QMainWindow):
     def __init__(self, source: str = "", parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Transformer Stepper — encoder–decoder")
@@ -78,7 +77,7 @@ class TranslationWindow(QMainWindow):
         self._status_base = ""
         self.two = TwoTranslators(self.workers)          # a second translator against this one
         self.two_page: Optional[TwoTranslatorsPage] = None      # made when first shown
-        self.cross_difference: Optional[CrossDifferenceView] = None
+        self.cross_difference: Optional[QWidget] = None      # the Cross-attention in A − B (ui/seq2seq/pair.py)
         self._handed = None                              # the trace of A the comparison follows
         self._build(source)
         self.two.events.changed.connect(self._two_changed)
@@ -410,84 +409,6 @@ class TranslationWindow(QMainWindow):
         self.cross_view.show_trace(shown, self.layer, self.head, labels["Encoder"], labels["Decoder"])
         if self.pages.currentWidget() is self.cross_view:
             self.explanation.show_markdown(cross_attention_markdown(shown, self.layer, self.head))
-
-    # -- a second translator against this one (the Two Models page, the A − B switch) -------------
-    def compare_with(self, path: str) -> None:
-        """Open `path` against this window's translator (the Two Models page)."""
-        self.stage_list.setCurrentItem(self._item(TWO_MODELS))
-        self._two_models().open_other(path)
-
-    def _two_models(self) -> TwoTranslatorsPage:
-        if self.two_page is None:
-            self.two_page = TwoTranslatorsPage(self.two, self.open_cell, self.difference_box.setChecked)
-            self.pages.addWidget(self.two_page)
-        self.two_page.set_trace(self.model, self.trace)
-        return self.two_page
-
-    def _pair_current(self) -> bool:
-        """B's latest diff is of the trace the window shows (not of an older text)."""
-        result = self.two.result
-        return result is not None and result.trace_a is self.trace
-
-    def _hand_against(self) -> None:
-        """Each stack's view state told B's trace of that stack (when it is of the trace shown
-        and no intervened pass is) and whether the window shows A − B."""
-        result, show = self.two.result, self.difference_box.isChecked()
-        current = self._pair_current() and self.interventions_panel.shown_in_stages() is None
-        stand_ins = work.stack_models(self.two.model_b) if current else (None, None)
-        for (side, state), model_b in zip(self.states.items(), stand_ins):
-            trace_b = (result.trace_b.encoder if side == "Encoder" else result.trace_b.decoder) if current else None
-            state.set_against(trace_b, model_b, (self.model.name, self.two.name_b), show)
-
-    def _difference_toggled(self, on: bool) -> None:
-        if on and self.interventions_panel.shown_in_stages() is not None:
-            self.interventions_panel.in_stages.setChecked(False)      # one mode at a time
-        self._hand_against()
-        self._refresh_cross()
-        self._show_status()
-
-    def _two_changed(self) -> None:
-        available = self.two.result is not None
-        self.difference_box.setEnabled(available)
-        self.difference_box.setToolTip(
-            f"Every stage view shows {self.model.name if self.model else 'A'} minus {self.two.name_b} (B)"
-            if available else "Open a second translator against this one first (the Two Models page); "
-            "then every stage view can show A − B")
-        if self.two.model_b is None or self.two.message:
-            self.difference_box.setChecked(False)      # B closed or refused: A alone
-        self._hand_against()
-        self._refresh_cross()
-        if self.trace is not None:
-            self._show_status()
-
-    def _two_ready(self, layer: int) -> None:
-        for state in self.states.values():
-            state.against_ready()
-        self._refresh_cross()
-
-    def _cross_page(self) -> QWidget:
-        if not self.difference_box.isChecked():
-            return self.cross_view
-        if self.cross_difference is None:
-            self.cross_difference = CrossDifferenceView(self._explain_cross_difference,
-                                                        lambda i: self._select("Decoder", i))
-            self.pages.addWidget(self.cross_difference)
-        return self.cross_difference
-
-    def _refresh_cross_difference(self, labels: dict) -> None:
-        page = self._cross_page()
-        decoder = self.states.get("Decoder")
-        against = decoder.against if decoder is not None else None
-        if against is None or not self._pair_current():
-            page.caption.setText("A − B: tracing the compared translator (B) on this source and target…")
-            page.panel.setVisible(False)
-            return
-        page.show_difference(self.trace, self.two.result.trace_b, self.layer, self.head, labels["Decoder"],
-                             labels["Encoder"], self.model.target_tokenizer, (self.model.name, self.two.name_b),
-                             decoder.selected_token)
-
-    def _explain_cross_difference(self, name: str, index) -> None:
-        self.provenance.request("Decoder", name, index)
 
     def _select(self, section: str, index: int) -> None:
         state = self.states.get(section)
