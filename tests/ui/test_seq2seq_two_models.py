@@ -55,15 +55,17 @@ def test_the_page_draws_both_stacks_and_the_cross_attention(qtbot, window, tmp_p
     assert window.pages.currentWidget() is page
     diff = result.diff
     # (a heatmap holds its values in float32)
-    np.testing.assert_allclose(page.encoder_map.values, diff.encoder.stage_map(page.encoder_map.stages), rtol=1e-6)
+    # rows: stages, columns: layers
+    np.testing.assert_allclose(page.encoder_map.values, diff.encoder.stage_map(page.encoder_map.stages).T, rtol=1e-6)
+    np.testing.assert_allclose(page.decoder_map.values, diff.decoder.stage_map(page.decoder_map.stages).T, rtol=1e-6)
     assert page.decoder_map.stages == tuple(s for s in seq2seq_diff.DECODER_STAGES
                                             if s in diff.decoder.layers[0].stages)
     assert "cross_attn_weights" in page.decoder_map.stages and "attn_weights" in page.encoder_map.stages
     np.testing.assert_allclose(page.cross.values, np.stack([c.divergence for c in diff.cross]), rtol=1e-6)
     assert page.readout.text().startswith("Most drift enters at the ")
     # a cell of the decoder map opens that stage of the decoder at that layer
-    column = page.decoder_map.stages.index("cross_attn_weights")
-    page.decoder_map.cellClicked.emit(1, column)
+    row = page.decoder_map.stages.index("cross_attn_weights")
+    page.decoder_map.cellClicked.emit(row, 1)
     qtbot.waitUntil(lambda: window.layer == 1, timeout=10000)
     assert window.stage_list.currentItem().text(0).endswith("Cross-attention")
 

@@ -15,29 +15,25 @@ CELL_LABEL_LIMIT = 300          # more cells than this: the numbers are on hover
 SHORT = {"q": "q", "k": "k", "v": "v", "attn_weights": "attn", "head_outputs": "heads",
          "attn_out": "W_O", "attn_residual": "+ res", "mlp_out": "FFN", "layer_out": "out",
          # an encoder–decoder's decoder: its cross-attention (core/analysis/seq2seq_diff.py)
-         "cross_q": "×q", "cross_k": "×k", "cross_v": "×v", "cross_attn_weights": "×attn",
-         "cross_head_outputs": "×heads", "cross_attn_out": "×W_O", "cross_residual": "×+ res"}
+         "cross_q": "× q", "cross_k": "× k", "cross_v": "× v", "cross_attn_weights": "× attn",
+         "cross_head_outputs": "× heads", "cross_attn_out": "× W_O", "cross_residual": "× + res"}
 MAX_LEGEND = 8                  # tokens named in the legend (more: on hover)
 
 
 class DriftMap(Heatmap):
     """Rows: layers; columns: the stages compared; a cell: ‖a − b‖ / ‖b‖ over every token."""
 
-    def __init__(self, parent: Optional[QWidget] = None,
-                 title: str = "Where the drift enters: ‖A − B‖ / ‖B‖ per layer and stage") -> None:
-        super().__init__(title, "stage", "layer",
+    def __init__(self, parent: Optional[QWidget] = None) -> None:
+        super().__init__("Where the drift enters: ‖A − B‖ / ‖B‖ per layer and stage", "stage", "layer",
                          signed=False, value_label="‖A − B‖ / ‖B‖", row_names="layer",
                          col_names="stage", click=None, parent=parent)
         self.diff: Optional[model_diff.ModelDiff] = None
         self.stages: tuple[str, ...] = ()
-        self.titles = model_diff.STAGE_TITLES
-        self.added_note = None        # (layer) -> a line on what else the layer adds, or None
 
-    def show_diff(self, diff: model_diff.ModelDiff, stages=model_diff.STAGES, titles=None) -> None:
-        """`stages` compared (in this order) and their `titles`: the one-stack ones by default."""
+    def show_diff(self, diff: model_diff.ModelDiff) -> None:
         self.diff = diff
-        self.titles = titles or model_diff.STAGE_TITLES
-        self.stages = tuple(name for name in stages if any(name in layer.stages for layer in diff.layers))
+        self.stages = tuple(name for name in model_diff.STAGES
+                            if any(name in layer.stages for layer in diff.layers))
         values = diff.stage_map(self.stages)
         finite = values[np.isfinite(values)]
         top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
@@ -54,16 +50,14 @@ class DriftMap(Heatmap):
         name = self.stages[col]
         drift = layer.stages.get(name)
         if drift is None:
-            return f"layer {layer.layer}: this model records no {self.titles[name]}"
-        lines = [f"layer {layer.layer}, {self.titles[name]}: ‖A − B‖ / ‖B‖ = {drift.relative:.4g}, "
+            return f"layer {layer.layer}: this model records no {model_diff.STAGE_TITLES[name]}"
+        lines = [f"layer {layer.layer}, {model_diff.STAGE_TITLES[name]}: ‖A − B‖ / ‖B‖ = {drift.relative:.4g}, "
                  f"mean cosine {drift.cosine:.6f}"]
         if name == "attn_weights" and len(layer.attention_divergence):
             per_head = ", ".join(f"{h}: {v:.3g}" for h, v in enumerate(layer.attention_divergence))
             lines.append(f"Jensen–Shannon divergence per head (nats): {per_head}")
         lines.append(f"the block adds {layer.added_attention:+.4g} in attention, "
                      f"{layer.added_feed_forward:+.4g} in the feed-forward; click: this layer's attention")
-        if self.added_note is not None:
-            lines[-1:] = self.added_note(row) or lines[-1:]
         return "\n".join(lines)
 
 

@@ -134,6 +134,9 @@ class DifferenceMode:
         model = view.session.model
         self.panel.show_difference(shown, view.labels, model.tokenizer,
                                    (model.name, view.session.against_name or "B"), view.session.selected_token)
+        if view.session.inline_work:        # no frame scheduler to make the colour bars in turns
+            for _, figure in self.panel.figures():
+                figure.finish()
         self.panel.setVisible(True)
         view.readout.setText(READOUT)
 

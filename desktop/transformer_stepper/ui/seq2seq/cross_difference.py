@@ -61,3 +61,5 @@ class CrossDifferenceView(QWidget):
                              "output projected; the weights' columns are the source tokens.")
         self.panel.setVisible(True)
         self.panel.show_difference(shown, labels, tokenizer, names, selected, source_labels=source_labels)
+        for _, figure in self.panel.figures():          # their colour bars (the window has no frame scheduler)
+            figure.finish()

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QWidget
 
 from ...state import seq2seq_work as work
 from .cross_difference import CrossDifferenceView
+from .explain import cross_attention_markdown
 from .two_models import TwoTranslatorsPage
 
 TWO_MODELS = ("", "two_models")     # the stage list's key of the Two Models page
@@ -89,6 +90,19 @@ class ComparesTranslators:
         page.show_difference(self.trace, self.two.result.trace_b, self.layer, self.head, labels["Decoder"],
                              labels["Encoder"], self.model.target_tokenizer, (self.model.name, self.two.name_b),
                              decoder.selected_token)
+
+    def _cross_markdown(self, trace) -> str:
+        """The Cross-attention's explanation: its own, or what its A − B figures are."""
+        if not self.difference_box.isChecked():
+            return cross_attention_markdown(trace, self.layer, self.head)
+        return (f"## Decoder: Cross-attention · layer {self.layer}, head {self.head} · A − B\n\n"
+                f"The figures show **A − B**: the cross-attention's arrays in {self.model.name} (A) minus "
+                f"the same arrays in {self.two.name_b} (B), both run on this source and target — blue "
+                "where A is lower, red where it is higher. q comes from each model's decoder stream; k "
+                "and v from each model's own encoder output, so their difference carries the encoder's "
+                "drift; the weights' columns are the source tokens. Each title gives ‖A − B‖ / ‖B‖ over "
+                "every position and the largest |A − B|. Alt-click a difference: its arithmetic in both "
+                "models, the summands paired. Turn off **A − B** (top right) for the alignment itself.")
 
     def _explain_cross_difference(self, name: str, index) -> None:
         self.provenance.request("Decoder", name, index)

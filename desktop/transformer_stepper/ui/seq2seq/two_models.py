@@ -19,13 +19,52 @@ from ...core.analysis.labels import token_labels
 from ...core.model import stages
 from ...core.model.seq2seq_stages import CROSS_ATTENTION
 from ...state.seq2seq_diff import TwoTranslators
-from ..model_diff.figures import DriftMap, TokenDrift
+from ..interventions.difference_map import percent
+from ..model_diff.figures import SHORT, TokenDrift
 from ..plots import Heatmap
 
 HINT = ("Open a second encoder–decoder of the same shape and tokenizer (a fine-tuned translator against "
         "its base, a quantized or noised copy) with Compare With Translator…: both run on this source "
         "and target, and every layer of both stacks is compared.")
 MODEL_FOLDERS = "config.json of a translator folder (config.json);;All files (*)"
+
+
+class StackDriftMap(Heatmap):
+    """One stack: rows are the stages compared (in the order the block runs them), columns its
+    layers (these models have a few: the stages' names read on the rows); a cell is
+    ‖A − B‖ / ‖B‖ of that array over every token (core/analysis/model_diff.py's stage map)."""
+
+    def __init__(self, title: str, parent: Optional[QWidget] = None) -> None:
+        super().__init__(title, "layer", "stage", signed=False, value_label="‖A − B‖ / ‖B‖",
+                         row_names="stage", col_names="layer", click=None, parent=parent)
+        self.diff: Optional[model_diff.ModelDiff] = None
+        self.stages: tuple[str, ...] = ()
+        self.titles: dict = model_diff.STAGE_TITLES
+        self.note: Optional[Callable[[int], str]] = None       # (layer) -> what its sub-blocks add
+
+    def show_diff(self, diff: model_diff.ModelDiff, stages=model_diff.STAGES, titles=None) -> None:
+        self.diff, self.titles = diff, titles or model_diff.STAGE_TITLES
+        self.stages = tuple(name for name in stages if any(name in layer.stages for layer in diff.layers))
+        values = diff.stage_map(self.stages).T                  # [stage, layer]
+        finite = values[np.isfinite(values)]
+        top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+        self.set_data(np.where(np.isinf(values), top, values), [SHORT[name] for name in self.stages],
+                      [f"layer {layer.layer}" for layer in diff.layers], levels=(0.0, top), describe=self._describe)
+        self.set_cell_labels([[percent(v) for v in row] for row in values], 400, width=6)
+
+    def stage_at(self, row: int) -> str:
+        return self.stages[row] if 0 <= row < len(self.stages) else ""
+
+    def _describe(self, row: int, col: int) -> str:
+        layer, name = self.diff.layers[col], self.stages[row]
+        drift = layer.stages.get(name)
+        if drift is None:
+            return f"layer {layer.layer}: this model records no {self.titles[name]}"
+        text = (f"layer {layer.layer}, {self.titles[name]}: ‖A − B‖ / ‖B‖ = {drift.relative:.4g}, mean cosine "
+                f"{drift.cosine:.6f}\n")
+        return text + (self.note(col) if self.note is not None else
+                       f"the block adds {layer.added_attention:+.4g} in attention, {layer.added_feed_forward:+.4g} "
+                       "in the feed-forward") + "; click: this stage at this layer"
 
 
 class CrossDivergence(Heatmap):
@@ -88,9 +127,9 @@ class TwoTranslatorsPage(QWidget):
         self.readout.setWordWrap(True)
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.readout)
-        self.encoder_map = DriftMap(title="Encoder: ‖A − B‖ / ‖B‖")
-        self.decoder_map = DriftMap(title="Decoder (×: cross-attention): ‖A − B‖ / ‖B‖")
-        self.decoder_map.added_note = self._decoder_note
+        self.encoder_map = StackDriftMap("Encoder: ‖A − B‖ / ‖B‖ over every token")
+        self.decoder_map = StackDriftMap("Decoder (×: its cross-attention)")
+        self.decoder_map.note = self._decoder_note
         self.cross = CrossDivergence()
         self.target_drift, self.source_drift = TokenDrift(), TokenDrift()
         # one tab for both stacks' maps side by side (the decoder's with the cross-attention's
@@ -98,8 +137,8 @@ class TwoTranslatorsPage(QWidget):
         maps = QSplitter(Qt.Orientation.Horizontal)
         maps.addWidget(self.encoder_map)
         maps.addWidget(self.decoder_map)
-        maps.setStretchFactor(0, 9)
-        maps.setStretchFactor(1, 16)
+        maps.setStretchFactor(0, 1)
+        maps.setStretchFactor(1, 1)
         self.details = QTabWidget()
         self.details.addTab(maps, "Both stacks")
         self.details.addTab(self.cross, "Cross-attention per head")
@@ -131,18 +170,18 @@ class TwoTranslatorsPage(QWidget):
         self.model, self.trace = model, trace
 
     def _encoder_cell(self, row: int, col: int) -> None:
-        self._cell("Encoder", self.encoder_map.stage_at(col), row)
+        self._cell("Encoder", self.encoder_map.stage_at(row), col)
 
     def _decoder_cell(self, row: int, col: int) -> None:
-        self._cell("Decoder", self.decoder_map.stage_at(col), row)
+        self._cell("Decoder", self.decoder_map.stage_at(row), col)
 
-    def _cell(self, section: str, name: str, row: int) -> None:
+    def _cell(self, section: str, name: str, layer: int) -> None:
         """A map's cell: that stage of that stack, at that layer."""
         if name.startswith("cross_"):
-            self.open_cell(section, CROSS_ATTENTION.key, row, None)
+            self.open_cell(section, CROSS_ATTENTION.key, layer, None)
             return
         stage = stages.stage_computing(name or "layer_out")
-        self.open_cell(section, stage.key if stage is not None else "layer_output", row, None)
+        self.open_cell(section, stage.key if stage is not None else "layer_output", layer, None)
 
     # -- drawing -------------------------------------------------------------------------------
     def _on_changed(self) -> None:
@@ -184,14 +223,11 @@ class TwoTranslatorsPage(QWidget):
                          f"{100 * output.top1_agree:.0f} % of {trace_a.decoder.n_seq} target positions.")
         return " ".join(parts)
 
-    def _decoder_note(self, row: int) -> Optional[list[str]]:
-        diff = self.state.result.diff if self.state.result is not None else None
-        if diff is None or row >= len(diff.cross):
-            return None
-        layer = diff.decoder.layers[row]
-        return [f"the block adds {layer.added_attention:+.4g} in self-attention, {diff.cross[row].added:+.4g} "
-                f"in cross-attention, {layer.added_feed_forward:+.4g} in the feed-forward; click: this "
-                "stage of the decoder"]
+    def _decoder_note(self, column: int) -> str:
+        diff = self.state.result.diff
+        layer, cross = diff.decoder.layers[column], diff.cross[column]
+        return (f"the block adds {layer.added_attention:+.4g} in self-attention, {cross.added:+.4g} in "
+                f"cross-attention, {layer.added_feed_forward:+.4g} in the feed-forward")
 
     def _on_busy(self, busy: bool, what: str) -> None:
         if busy:
@@ -202,10 +238,10 @@ class TwoTranslatorsPage(QWidget):
         return ("## Two models\n\nThis window's translator (**A**) against a second encoder–decoder "
                 "(**B**, the reference) on the same source and target ids: every layer of both stacks "
                 "compared from the two exact traces. A cell is ‖A − B‖ / ‖B‖ of that array over every "
-                "token; the decoder's × columns are its cross-attention (q from the decoder, k and v "
-                "from each model's own encoder output). Below: how differently each head of the "
-                "cross-attention aligns the target with the source (Jensen–Shannon divergence of the "
-                "rows), and each token's drift along either stack.\n\nClick a cell to open that stage; "
+                "token; the decoder's × rows are its cross-attention (q from the decoder, k and v "
+                "from each model's own encoder output). The other tabs: how differently each head of "
+                "the cross-attention aligns the target with the source (Jensen–Shannon divergence of "
+                "its rows), and each token's drift along either stack.\n\nClick a cell to open that stage; "
                 "**A − B** (top right) makes every stage view show the difference, and Alt-click on a "
                 "difference explains it in both models.")
 

@@ -357,7 +357,7 @@ class TranslationWindow(ComparesTranslators, QMainWindow):
         if stage_key == "cross_attention":
             self._refresh_cross()
             self.pages.setCurrentWidget(self._cross_page())
-            self.explanation.show_markdown(cross_attention_markdown(self.trace, self.layer, self.head))
+            self.explanation.show_markdown(self._cross_markdown(self.trace))
             return
         view = self.views.get(key)
         if view is None:
@@ -403,6 +403,8 @@ class TranslationWindow(ComparesTranslators, QMainWindow):
             self._refresh_cross_difference(labels)
             if self.pages.currentWidget() is self.cross_view:
                 self.pages.setCurrentWidget(self._cross_page())
+            if self.pages.currentWidget() is self.cross_difference:
+                self.explanation.show_markdown(self._cross_markdown(shown))
             return
         if self.pages.currentWidget() is self.cross_difference:
             self.pages.setCurrentWidget(self.cross_view)
