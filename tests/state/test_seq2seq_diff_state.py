@@ -108,3 +108,29 @@ def test_a_target_piece_read_otherwise_by_b_is_refused_naming_it(scheduler, bart
     assert state.result is None and "\n" not in state.message
     assert state.message.startswith(f"the target: the tokenizers differ at token {t}: the open translator reads id "
                                     f"{int(trace.decoder.input_ids[t])} as {piece!r}"), state.message
+
+
+def test_a_stacks_view_state_hands_b_on_once_its_layer_is_prepared(bart):
+    from transformer_stepper.state.seq2seq_diff import ShowsAgainst, prepare
+    from transformer_stepper.state.view import ViewModel
+
+    class StackModel(ShowsAgainst, ViewModel):
+        pass
+
+    model_a, path_b = bart
+    model_b = load_model(str(path_b))
+    trace_a = model_a.trace(SOURCE, "the")
+    trace_b = model_b.trace(SOURCE, target_ids=trace_a.decoder.input_ids[1:])
+    encoder_a, _ = model_a.stack_models()
+    state = StackModel(encoder_a, trace_a.encoder, layer=1)
+    heard = []
+    state.events.shownTraceChanged.connect(lambda: heard.append(state.against))
+    state.set_against(trace_b.encoder, model_b, ("A", "B"), False)
+    assert state.against is None and not state.waiting_for_against          # A − B off
+    state.set_against(trace_b.encoder, model_b, ("A", "B"), True)
+    assert not trace_b.encoder.is_ready(1)
+    assert state.against is None and state.waiting_for_against              # B's layer 1 not prepared yet
+    prepare(trace_b, 1)
+    state.against_ready()
+    assert state.against is trace_b.encoder and state.against_model is model_b and not state.waiting_for_against
+    assert heard[-1] is trace_b.encoder and state.pair_names == ("A", "B")
