@@ -1,5 +1,5 @@
 """Two encoder–decoders' stages A − B (core/analysis/seq2seq_stage_difference.py) and the
-provenance of a difference (core/analysis/provenance/difference.py), on the T5 and BART fixtures
+provenance of a difference (core/analysis/provenance/difference.py), on the T5, BART and Marian fixtures
 against copies with noised weights: every drawn difference is trace A minus trace B, a model
 against itself is exactly 0, other target ids are refused in one line naming the token; the
 paired summands of a difference add up to the difference of the two sums."""
@@ -18,7 +18,7 @@ from transformer_stepper.core.model.seq2seq_stages import seq2seq_stages
 SOURCE, TARGET = "The bank of the river.", "the river"
 
 
-@pytest.fixture(scope="module", params=["t5_tiny", "bart_tiny"])
+@pytest.fixture(scope="module", params=["t5_tiny", "bart_tiny", "marian_tiny"])
 def pair(request, tmp_path_factory):
     model_a = load_model(str(FIXTURES / request.param))
     model_b = load_model(str(noised_copy(request.param, tmp_path_factory.mktemp(request.param))))
