@@ -134,3 +134,18 @@ def test_a_stacks_view_state_hands_b_on_once_its_layer_is_prepared(bart):
     state.against_ready()
     assert state.against is trace_b.encoder and state.against_model is model_b and not state.waiting_for_against
     assert heard[-1] is trace_b.encoder and state.pair_names == ("A", "B")
+
+
+def test_a_layer_chosen_while_b_runs_is_prepared_when_b_lands(scheduler, bart):
+    model_a, path_b = bart
+    state = TwoTranslators(scheduler)
+    state.open_other(str(path_b), model_a, model_a.trace(SOURCE, "the"))
+    scheduler.run_all()
+    state.set_trace(model_a, model_a.trace(SOURCE, "the river"))     # B re-runs for layer 0 …
+    state.set_layer(1)                                                # … and the user turns to layer 1
+    ready = []
+    state.events.ready.connect(ready.append)
+    scheduler.run_all()
+    trace_b = state.result.trace_b
+    assert len(trace_b.decoder.input_ids) == len(model_a.trace(SOURCE, "the river").decoder.input_ids)
+    assert trace_b.decoder.is_ready(1) and trace_b.encoder.is_ready(1) and ready[-1] == 1

@@ -171,6 +171,9 @@ class TwoTranslators:
         self._set_busy(False)
         self.result = result
         self._say("")
+        if result is not None and not all(stack.is_ready(min(self.layer, stack.config.n_layer - 1))
+                                          for stack in (result.trace_b.encoder, result.trace_b.decoder)):
+            self.set_layer(self.layer)       # the layer changed while B ran: prepare the one shown now
 
     def _prepared(self, number: int, layer: int) -> None:
         if self._layer.is_latest(number) and self.result is not None:
