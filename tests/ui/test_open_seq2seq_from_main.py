@@ -2,6 +2,8 @@
 recent list): the main window keeps its model, text and stage, and shows no error."""
 from pathlib import Path
 
+import pytest
+
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
@@ -62,4 +64,17 @@ def test_file_builtin_translator_opens_the_shipped_translator(qtbot, window):
     # English "bank" beside a river becomes Velan "bordo"; the verb comes last
     assert translation.target_box.text() == "la viro olda la bordo ruga la rivo apud vidis ."
     assert window.session.model is None and window.errors == []
+    translation.workers.wait()
+
+
+@pytest.mark.qt_log_ignore("does not support raise", "does not support propagateSizeHints")   # offscreen
+def test_compare_with_an_encoder_decoder_goes_to_the_open_translation_window(qtbot, loaded_window):
+    window = loaded_window("gpt2")
+    window.open_model(str(FIXTURES / "bart_tiny"))
+    translation = _opened(qtbot, window)
+    window.compare_with(str(FIXTURES / "bart_tiny"))        # File → Compare With Model…
+    qtbot.waitUntil(lambda: translation.two.result is not None, timeout=15_000)
+    assert translation.pages.currentWidget() is translation.two_page
+    assert window.tabs.views.get("model_diff") is None or window.tabs.views["model_diff"].state.model_b is None
+    translation.two.close_other()
     translation.workers.wait()

@@ -28,7 +28,7 @@ def _items(w):
 
 def test_sections_and_the_cross_attention_stage(window):
     items = _items(window)
-    assert list(items) == ["Encoder", "Decoder", "Interventions", "Compare (encoder)"]
+    assert list(items) == ["Encoder", "Decoder", "Interventions", "Compare (encoder)", "Two models"]
     assert "9. Cross-attention" not in items["Encoder"] and "12. Prediction" not in items["Encoder"]
     decoder = items["Decoder"]
     assert decoder.index("9. Cross-attention") == decoder.index("9. Output projection and residual") + 1

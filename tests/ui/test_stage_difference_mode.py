@@ -138,3 +138,32 @@ def test_the_two_models_tab_opens_the_stepper_in_a_minus_b(qtbot, loaded_window,
     np.testing.assert_array_equal(panel_values(view, "attn_weights"),
                                   trace_a.head_array("attn_weights", 1, session.head)
                                   - trace_b.head_array("attn_weights", 1, session.head))
+
+
+def test_alt_click_on_a_difference_explains_it_in_both_models(qtbot, loaded_window, tmp_path):
+    window = loaded_window("gpt2")
+    session = window.session
+    two = compared(qtbot, window, other_gpt2(tmp_path))
+    session.set_show_difference(True)
+    session.set_layer(1)
+    session.set_head(2)
+    view = shown_view(qtbot, window, "qkv")
+    figure = dict(view.difference_mode.panel.figures())["difference_q"]
+    figure.cellClicked.emit(3, 5)                         # what an Alt-click on (token 3, dim 5) emits
+    panel = window.provenance_panel
+    d = panel.difference
+    trace_a, trace_b = two.state.result.trace_a, two.state.result.trace_b
+    assert d is not None and panel.address == ("q", (1, 2, 3, 5))
+    assert d.difference == float(trace_a.head_array("q", 1, 2)[3, 5]) - float(trace_b.head_array("q", 1, 2)[3, 5])
+    assert d.difference == float(figure.values[3, 5]) or np.isclose(d.difference, figure.values[3, 5], rtol=1e-6)
+    assert d.n_terms == trace_a.layer("attn_in", 1)[3].size and d.terms[0].label.startswith("x[")
+    assert "A − B" in panel.body.toPlainText() and panel.check.text().count("✓") == 1
+    # a figure whose values neither model computed: one line saying why, no explanation
+    view = shown_view(qtbot, window, "prediction")
+    figure = dict(view.difference_mode.panel.figures())["difference_kl"]
+    figure.cellClicked.emit(1, 0)
+    assert view.readout.text().startswith("A − B: KL per position is computed from both")
+    # A − B off: an Alt-click explains A's value alone again
+    session.set_show_difference(False)
+    session.request_provenance("q", (1, 2, 3, 5))
+    assert panel.difference is None and panel.explanation is not None

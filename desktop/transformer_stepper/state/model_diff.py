@@ -38,7 +38,8 @@ def open_other(path: str, model_a, trace_a: Optional[Trace], progress=None):
     model_b = load_model(path)
     if getattr(model_b, "is_seq2seq", False):
         raise ModelError(f"{path}: an encoder–decoder model — the Two Models tab compares one-stack "
-                         "models; compare two encoder–decoders with `transformer-stepper diff`")
+                         "models; open the other translator (File → Open), then compare this one in its window's "
+                         "Two models page, or with `transformer-stepper diff`")
     model_diff.check_same_shape(model_a.config, model_b.config, ("the open model", path))
     result = None if trace_a is None else trace_and_diff(model_a, trace_a, model_b, progress)
     return model_b, result

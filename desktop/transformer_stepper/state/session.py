@@ -80,6 +80,7 @@ class SessionModel(ViewModel):
         self._show_intervened = False
         self._against: Optional[tuple] = None      # (A's trace, B's trace of its text, B's name)
         self._show_difference = False
+        self._against_model = None                 # B (the model of the trace in _against)
         self._debounce = scheduler.timer(debounce_ms, self.compute_now)
         self._prepare_next = scheduler.timer(NEXT_LAYER_DELAY_MS, self._prepare_next_layer)
         self._requested_interventions: tuple = ()
@@ -412,10 +413,17 @@ class SessionModel(ViewModel):
         """A − B is asked for and B's trace of the current text is still running."""
         return self._show_difference and self._trace is not None and self.against is None
 
-    def set_against(self, trace_a: Optional[Trace], trace_b: Optional[Trace], name: str = "") -> None:
-        """The Two Models tab's latest pair of traces (None: B closed or refused): the stage
-        views draw their difference while the user shows it."""
+    @property
+    def against_model(self):
+        """B, while its trace is `against` (the provenance panel explains a difference in both)."""
+        return None if self.against is None else self._against_model
+
+    def set_against(self, trace_a: Optional[Trace], trace_b: Optional[Trace], name: str = "",
+                    model_b=None) -> None:
+        """The Two Models tab's latest pair of traces (None: B closed or refused) and B: the
+        stage views draw their difference while the user shows it."""
         self._against = None if trace_a is None or trace_b is None else (trace_a, trace_b, name)
+        self._against_model = None if self._against is None else model_b
         if self._against is None and trace_a is None:
             self._show_difference = False
         self._notify("differenceChanged")

@@ -311,7 +311,14 @@ class MainWindow(QMainWindow):
                 self.open_model(paths[0])
 
     def compare_with(self, path: str) -> None:
-        """Open `path` against the open model in the Two Models tab (ui/model_diff/)."""
+        """Open `path` against the open model in the Two Models tab (ui/model_diff/); an
+        encoder–decoder against the translator of the last translation window open (its Two
+        Models page), if there is one."""
+        window = self.translations.latest() if self.translations.wants(path) else None
+        if window is not None:
+            window.compare_with(path)
+            window.raise_()
+            return
         self.tabs.show_tab("model_diff").open_other(path)
 
     def show_error(self, title: str, message: str) -> None:

@@ -27,6 +27,10 @@ from .model_diff import STAGES, ModelDiff, drift, js_divergence
 CROSS_STAGES = ("cross_q", "cross_k", "cross_v", "cross_attn_weights", "cross_head_outputs",
                 "cross_attn_out", "cross_residual")
 DECODER_STAGES = STAGES[:7] + CROSS_STAGES + STAGES[7:]
+CROSS_TITLES = {"cross_q": "cross-attention q", "cross_k": "cross-attention k (from the encoder output)",
+                "cross_v": "cross-attention v (from the encoder output)",
+                "cross_attn_weights": "cross-attention weights", "cross_head_outputs": "cross-attention head outputs",
+                "cross_attn_out": "cross-attention output", "cross_residual": "residual after cross-attention"}
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,7 @@ class Seq2SeqDiff:
 def check_same_seq2seq_shape(config_a, config_b, names=("A", "B")) -> None:
     """A one-line ModelError unless both encoder–decoders have the same tensors and heads."""
     shapes_a, shapes_b = expected_seq2seq_shapes(config_a), expected_seq2seq_shapes(config_b)
-    for name in shapes_a.keys() | shapes_b.keys():
+    for name in sorted(shapes_a.keys() | shapes_b.keys()):      # the same first offender every run
         if name not in shapes_a or name not in shapes_b:
             has, lacks = (names[0], names[1]) if name in shapes_a else (names[1], names[0])
             raise ModelError(f"{has} has a tensor {name} that {lacks} lacks: the architectures differ")

@@ -16,10 +16,12 @@ from PySide6.QtWidgets import (QDockWidget, QHBoxLayout, QLabel, QMainWindow, QP
 
 from ...core.model import stages
 from ...core.model.interventions import describe_all
+from ...core.analysis.provenance.difference import DifferenceExplanation, explain_difference
 from ...core.analysis.provenance.explain import Explanation, explain
 from ..connections import Connections
 from ..reflow import scrolling
 from ..session import Session
+from .provenance_difference import difference_html, difference_python
 
 PANEL_WIDTH = 440            # what the dock opens at: a term's label and three numbers a row
 MINIMUM_WIDTH = 320          # narrower, "-0.1234567" wraps mid-number
@@ -86,6 +88,7 @@ class ProvenancePanel(QWidget):
         self.session = session
         self.address: Optional[tuple[str, tuple]] = None
         self.explanation: Optional[Explanation] = None
+        self.difference: Optional[DifferenceExplanation] = None    # while the views show A − B
         self.seconds = 0.0                      # how long the last explanation took
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -106,7 +109,8 @@ class ProvenancePanel(QWidget):
         self.copy_python = QPushButton("Copy as Python")
         self.copy_python.clicked.connect(lambda: self._copy(self.python.toPlainText()))
         self.copy_text = QPushButton("Copy as text")
-        self.copy_text.clicked.connect(lambda: self._copy(self.explanation.text() if self.explanation else ""))
+        self.copy_text.clicked.connect(lambda: self._copy(self.difference.text() if self.difference else
+                                                          self.explanation.text() if self.explanation else ""))
         for button in (self.copy_python, self.copy_text):
             button.setEnabled(False)
             buttons.addWidget(button)
@@ -137,6 +141,11 @@ class ProvenancePanel(QWidget):
         if trace is None or session.model is None:
             self._clear("No trace: type a sentence.")
             return
+        against, model_b = getattr(session, "against", None), getattr(session, "against_model", None)
+        if against is not None and model_b is not None:
+            self._show_difference(trace, against, model_b, name, index, followed)
+            return
+        self.difference = None
         start = time.perf_counter()
         try:
             explanation = explain(session.model, trace, name, index)
@@ -162,8 +171,31 @@ class ProvenancePanel(QWidget):
         self.copy_python.setEnabled(True)
         self.copy_text.setEnabled(True)
 
+    def _show_difference(self, trace, against, model_b, name: str, index, followed: bool) -> None:
+        """A − B of the value: both models' arithmetic side by side, their summands paired."""
+        session = self.session
+        start = time.perf_counter()
+        try:
+            d = explain_difference(session.model, trace, model_b, against, name, index)
+        except (IndexError, KeyError) as error:
+            if followed:
+                self.address = None
+            self._clear(f"A − B of {name}{list(index)}: no provenance ({error.args[0]}).")
+            return
+        self.seconds = time.perf_counter() - start
+        self.explanation, self.difference = d.a, d
+        names = getattr(session, "pair_names", None) or (session.model.name, getattr(session, "against_name", "") or "B")
+        self.body.setHtml(difference_html(d, names, explanation_html))
+        ok = d.a.matches() and d.b.matches()
+        mark = "✓ recomputed = traced in A and in B" if ok else "✗ recomputed ≠ traced"
+        self.check.setText(f"<span style='color: {'#1a7f37' if ok else '#b00020'};'>{mark}</span> "
+                           f"(A − B = {d.difference:.7g}) · {1000 * self.seconds:.1f} ms")
+        self.python.setPlainText(difference_python(d))
+        self.copy_python.setEnabled(True)
+        self.copy_text.setEnabled(True)
+
     def _clear(self, message: str) -> None:
-        self.explanation = None
+        self.explanation = self.difference = None
         self.body.setPlainText(message)
         self.check.setText("")
         self.python.setPlainText("")

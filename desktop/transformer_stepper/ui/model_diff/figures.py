@@ -13,7 +13,10 @@ from ..plots import Curve, Heatmap, Lines
 
 CELL_LABEL_LIMIT = 300          # more cells than this: the numbers are on hover only
 SHORT = {"q": "q", "k": "k", "v": "v", "attn_weights": "attn", "head_outputs": "heads",
-         "attn_out": "W_O", "attn_residual": "+ res", "mlp_out": "FFN", "layer_out": "out"}
+         "attn_out": "W_O", "attn_residual": "+ res", "mlp_out": "FFN", "layer_out": "out",
+         # an encoder–decoder's decoder: its cross-attention (core/analysis/seq2seq_diff.py)
+         "cross_q": "× q", "cross_k": "× k", "cross_v": "× v", "cross_attn_weights": "× attn",
+         "cross_head_outputs": "× heads", "cross_attn_out": "× W_O", "cross_residual": "× + res"}
 MAX_LEGEND = 8                  # tokens named in the legend (more: on hover)
 
 

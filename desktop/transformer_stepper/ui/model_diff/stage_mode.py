@@ -21,6 +21,26 @@ NOTHING_TO_SUBTRACT = {
 READOUT = "Hover a plot for exact values; click a token to select it."
 
 
+def is_one_d(trace, name: str, index: tuple) -> bool:
+    """Is trace array `name` (per layer when the index is longer than its rows and columns) 1-D,
+    drawn by the A − B panel as one column?"""
+    if name in trace.arrays:
+        return trace.arrays[name].ndim == 1
+    return len(index) == 3 and name in trace.layer_names() and trace.layer(name, index[0]).ndim == 1
+
+
+class CellExplainer:
+    """A difference figure's Alt-click, to its mode (held weakly: no cycle through the figure)."""
+
+    def __init__(self, mode: "DifferenceMode", key: str) -> None:
+        self._mode, self.key = weakref.ref(mode), key
+
+    def __call__(self, row: int, col: int) -> None:
+        mode = self._mode()
+        if mode is not None:
+            mode.explain_cell(self.key, row, col)
+
+
 class DifferenceMode:
     def __init__(self, view) -> None:
         # the view owns its mode: a weak reference back, so a closed view is freed without
@@ -114,6 +134,9 @@ class DifferenceMode:
         model = view.session.model
         self.panel.show_difference(shown, view.labels, model.tokenizer,
                                    (model.name, view.session.against_name or "B"), view.session.selected_token)
+        if view.session.inline_work:        # no frame scheduler to make the colour bars in turns
+            for _, figure in self.panel.figures():
+                figure.finish()
         self.panel.setVisible(True)
         view.readout.setText(READOUT)
 
@@ -121,8 +144,22 @@ class DifferenceMode:
         view = self.view
         figure.tokenClicked.connect(view.session.select_token)
         figure.hovered.connect(view.readout.setText)
+        # Alt-click: the provenance of the difference (the panel explains it in both models)
+        figure.cellClicked.connect(CellExplainer(self, name[len("difference_"):]))
         if view.on_new_figure is not None:
             view.on_new_figure(view, name, figure)       # its export menu: the figure as shown
+
+    def explain_cell(self, key: str, row: int, col: int) -> None:
+        view = self.view
+        if view is None or self.panel is None or view.trace is None:
+            return
+        name, index = self.panel.address(key, row, col)
+        if name is None:                      # nothing either model computed: why, in one line
+            view.readout.setText(f"A − B: {index[0]}.")
+            return
+        if is_one_d(view.trace, name, index):
+            index = self.panel.one_d(name, index)
+        view.session.request_provenance(name, index)
 
     def markdown(self) -> str:
         """The explanation while the view shows A − B."""

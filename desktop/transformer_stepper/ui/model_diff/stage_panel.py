@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QWidget
 
 from ...core.analysis import stage_difference as sd
 from ...core.analysis.labels import readable
+from ...core.analysis.seq2seq_stage_difference import CROSS_PER_HEAD, SOURCE_COLUMNS, SOURCE_ROWS
 from ...core.trace.layer_detail import PER_HEAD
 from ..plots import Bars, Heatmap
 from ..plots.common import Figure
@@ -36,9 +37,23 @@ NAMES = {"token_embeddings": "the rows of E looked up", "token_embeddings_scaled
          "mlp_out": "feed-forward output", "mlp_residual": "+ residual", "layer_out": "the layer's output",
          "final_ln_out": "the final norm's output", "input_ids": "token ids",
          "expert_ids": "the experts chosen (colour: gate)", "top_tokens": "the most likely next tokens",
-         "kl": "KL(p_B ‖ p_A) per position"}
+         "kl": "KL(p_B ‖ p_A) per position",
+         # an encoder–decoder's cross-attention (core/analysis/seq2seq_stage_difference.py)
+         "cross_attn_in": "the decoder stream the cross-attention reads", "cross_q": "q (decoder stream)",
+         "cross_k": "k (each model's encoder output)", "cross_v": "v (each model's encoder output)",
+         "cross_scores_raw": "q·kᵀ over the source (raw)", "cross_scores": "scores over the source",
+         "cross_attn_weights": "cross-attention weights (the alignment)",
+         "cross_head_outputs": "the head's output (weights · V)", "cross_heads_concat": "heads side by side",
+         "cross_attn_out": "cross-attention output (· W_O)", "cross_residual": "x + cross-attention output"}
 KEY_COLUMNS = ("scores_raw", "scores", "attn_weights")       # [query, key] arrays
 CELL_LIMIT = 400
+# a click on these has no arithmetic of either model behind it: why, in one line
+NO_PROVENANCE = {"input_ids": "token ids are looked up, not computed: there is no arithmetic to take apart",
+                 "expert_ids": "the experts chosen are a top-k choice, not a sum: Alt-click a router logit",
+                 "top_tokens": "the most likely tokens are a ranking of both models' logits: Alt-click "
+                               "the last hidden state's difference instead",
+                 "kl": "KL per position is computed from both models' distributions, by neither's forward "
+                       "pass: Alt-click a difference of an array either model computes"}
 
 
 def percent_text(value: float) -> str:
@@ -67,6 +82,10 @@ class DifferenceCache:
             self._last = (weakref.ref(trace_a), weakref.ref(trace_b), key, shown)
 
 
+def _per_head(name: str) -> bool:
+    return name in PER_HEAD or name in CROSS_PER_HEAD
+
+
 class DifferencePanel(QWidget):
     """Figures made on first use, one per item name (a pair: two), reused across redraws."""
 
@@ -91,12 +110,14 @@ class DifferencePanel(QWidget):
         return self._figures[key]
 
     def show_difference(self, shown: sd.StageDifference, labels: list[str], tokenizer,
-                        names: tuple[str, str], selected: int) -> None:
+                        names: tuple[str, str], selected: int,
+                        source_labels: Optional[list[str]] = None) -> None:
+        """`source_labels`: an encoder–decoder's source tokens (the cross-attention's keys)."""
         self.shown = shown
         placed = []
         for item in shown.items:
             if isinstance(item, sd.Delta):
-                placed.append(self._draw_delta(item, labels, self._where(shown, item.name)))
+                placed.append(self._draw_delta(item, labels, self._where(shown, item.name), source_labels))
             elif isinstance(item, sd.Pair):
                 placed += self._draw_pair(item, labels, tokenizer, names)
             else:
@@ -116,19 +137,47 @@ class DifferencePanel(QWidget):
     @staticmethod
     def _where(shown: sd.StageDifference, name: str) -> str:
         parts = ([f"layer {shown.layer}"] if shown.layer is not None else []) + \
-            ([f"head {shown.head}"] if shown.head is not None and name in PER_HEAD else [])
+            ([f"head {shown.head}"] if shown.head is not None and _per_head(name) else [])
         return f" ({', '.join(parts)})" if parts else ""
 
-    def _draw_delta(self, item: sd.Delta, labels: list[str], where: str) -> str:
+    def address(self, key: str, row: int, col: int) -> tuple[Optional[str], tuple]:
+        """The trace value under a cell of figure `key`: (array name, index as explain() reads
+        it), or (None, (why not, in one line,)) for a figure whose values no model computed."""
+        shown = self.shown
+        name = key[:-2] if key.endswith(("_A", "_B")) else key
+        item = None if shown is None else next((i for i in shown.items if i.name == name), None)
+        if not isinstance(item, sd.Delta):
+            return None, (NO_PROVENANCE.get(name, "this figure shows no value either model computed"),)
+        inner = (row, col)                   # (a 1-D array is drawn as one column: see one_d)
+        if shown.layer is None:
+            return name, inner
+        if _per_head(name):
+            return name, (shown.layer, shown.head, *inner)
+        return name, (shown.layer, *inner)
+
+    @staticmethod
+    def one_d(name: str, index: tuple) -> tuple:
+        """The address of a cell of a 1-D array, drawn as one column: its column index dropped."""
+        return index[:-1]
+
+    def _draw_delta(self, item: sd.Delta, labels: list[str], where: str,
+                    source_labels: Optional[list[str]] = None) -> str:
         keys = item.name in KEY_COLUMNS
+        source_keys = source_labels is not None and item.name in SOURCE_COLUMNS
+        source_rows = source_labels is not None and item.name in SOURCE_ROWS
         figure = self._figure(item.name, lambda: Heatmap(
-            item.name, "key (the token looked at)" if keys else "dimension", "token",
-            value_label="A − B", row_names="query" if keys else "token", col_names="key" if keys else "dim"))
+            item.name, "source token (key)" if source_keys else "key (the token looked at)" if keys else "dimension",
+            "source token" if source_rows else "token", value_label="A − B",
+            row_names="query" if keys or source_keys else "source" if source_rows else "token",
+            col_names="source" if source_keys else "key" if keys else "dim"))
         size = item.size
         figure.set_title(f"{NAMES.get(item.name, item.name)}{where}: A − B · ‖A − B‖ / ‖B‖ = "
                          f"{percent_text(size.relative)}, max |A − B| = {size.max_abs:.3g}")
-        rows = labels if item.delta.shape[0] == len(labels) else None
-        figure.set_data(item.delta, rows, labels if keys and item.delta.shape[1] == len(labels) else None)
+        row_labels = source_labels if source_rows else labels
+        rows = row_labels if item.delta.shape[0] == len(row_labels) else None
+        columns = (source_labels if source_keys and item.delta.shape[1] == len(source_labels) else
+                   labels if keys and item.delta.shape[1] == len(labels) else None)
+        figure.set_data(item.delta, rows, columns)
         return item.name
 
     def _draw_pair(self, item: sd.Pair, labels: list[str], tokenizer, names: tuple[str, str]) -> list[str]:

@@ -155,7 +155,7 @@ class TwoModelsView(QWidget):
         if set_against is None:
             return
         if result is not None:
-            set_against(result.trace_a, result.trace_b, self.state.model_b.name)
+            set_against(result.trace_a, result.trace_b, self.state.model_b.name, self.state.model_b)
         elif self.state.model_b is None or self.state.message:
             set_against(None, None)
 

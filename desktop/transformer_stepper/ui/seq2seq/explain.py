@@ -28,6 +28,8 @@ def stage_markdown(section: str, stage, view, trace) -> str:
     waiting = view.waiting_for()
     if waiting:
         return head + f"*{waiting}*"
+    if view.showing_difference:          # A − B: what the figures are, not A's numbers
+        return head + view.difference_markdown()
     try:
         values, flags = view.explanation_values()
     except ModelError as exc:

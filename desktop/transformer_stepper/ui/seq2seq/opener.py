@@ -23,6 +23,11 @@ class TranslationWindows:
     def wants(path: Optional[str]) -> bool:
         return path is not None and is_seq2seq_path(path)
 
+    def latest(self) -> Optional[TranslationWindow]:
+        """The last window opened that is still open with a model, or None."""
+        open_ = [w for w in self.windows if isValid(w) and w.isVisible() and w.model is not None]
+        return open_[-1] if open_ else None
+
     def open(self, path: str, source: str = "") -> TranslationWindow:
         self.windows = [w for w in self.windows if isValid(w) and w.isVisible()]
         window = TranslationWindow(source or example_source(path))

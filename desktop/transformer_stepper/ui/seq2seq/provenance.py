@@ -29,6 +29,12 @@ class ProvenanceRelay(QObject):
         state = self.states.get(self.side)
         return None if state is None else state.model
 
+    # while the window shows A − B: B's side (the panel explains a difference in both models)
+    against = property(lambda self: getattr(self.states.get(self.side), "against", None))
+    against_model = property(lambda self: getattr(self.states.get(self.side), "against_model", None))
+    against_name = property(lambda self: getattr(self.states.get(self.side), "against_name", ""))
+    pair_names = property(lambda self: getattr(self.states.get(self.side), "pair_names", None))
+
     @property
     def shown_trace(self):
         state = self.states.get(self.side)

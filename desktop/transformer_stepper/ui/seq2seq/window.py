@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QMainWindow, QPushButton,
+from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QLabel, QLineEdit, QMainWindow, QPushButton,
                                QSpinBox, QSplitter, QStackedWidget, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
 from PySide6.QtCore import QSize, Qt, QTimer
@@ -30,7 +30,10 @@ from .interventions_panel import InterventionsPanel
 from .provenance import ProvenanceRelay, install as install_provenance
 from .explain import cross_attention_markdown, stage_markdown, velan_markdown
 from .state import TranslationState
+from .pair import TWO_MODELS, ComparesTranslators
+from .two_models import TwoTranslatorsPage
 from ...state import seq2seq_work as work
+from ...state.seq2seq_diff import ShowsAgainst, TwoTranslators
 from ...state.seq2seq import summary
 
 VELAN = ("Velan", "velan")          # the stage list's key of the page on Velan
@@ -47,7 +50,11 @@ class _Steer(FixedSampling):
         self._append(token_id)
 
 
-class DecoderState(ViewState):
+class StackState(ShowsAgainst, ViewState):
+    """One stack's view state, able to show A − B (a second translator opened against this one)."""
+
+
+class DecoderState(ShowsAgainst, ViewState):
     """The decoder's view state; `steer(token id)` appends a chosen token."""
 
     def __init__(self, *args, steer=None, **kwargs) -> None:
@@ -58,7 +65,7 @@ class DecoderState(ViewState):
         return _Steer(self._steer, parent=self)
 
 
-class TranslationWindow(QMainWindow):
+class TranslationWindow(ComparesTranslators, QMainWindow):
     def __init__(self, source: str = "", parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Transformer Stepper — encoder–decoder")
@@ -68,7 +75,13 @@ class TranslationWindow(QMainWindow):
         self.views: dict[tuple[str, str], QWidget] = {}
         self.layer = self.head = 0
         self._status_base = ""
+        self.two = TwoTranslators(self.workers)          # a second translator against this one
+        self.two_page: Optional[TwoTranslatorsPage] = None      # made when first shown
+        self.cross_difference: Optional[QWidget] = None      # the Cross-attention in A − B (ui/seq2seq/pair.py)
+        self._handed = None                              # the trace of A the comparison follows
         self._build(source)
+        self.two.events.changed.connect(self._two_changed)
+        self.two.events.ready.connect(self._two_ready)
         self.provenance = ProvenanceRelay(self)          # Alt-click a value: its arithmetic
         self.provenance_dock, self.provenance_panel = install_provenance(self, self.provenance)
         self.cross_view.explainRequested.connect(self._explain_decoder)
@@ -101,9 +114,15 @@ class TranslationWindow(QMainWindow):
         self.target_box.setPlaceholderText("target so far (type to teacher-force)")
         self.next_button, self.translate_button = QPushButton("Next Token"), QPushButton("Translate")
         self.layer_box, self.head_box = QSpinBox(), QSpinBox()
+        self.difference_box = QCheckBox("A − B")
+        self.difference_box.setEnabled(False)
+        self.difference_box.setToolTip("Open a second translator against this one first (the Two Models "
+                                       "page); then every stage view can show A − B")
+        self.difference_box.toggled.connect(self._difference_toggled)
         for label, widget, stretch in (("Source", self.source_box, 3), ("Target", self.target_box, 3),
                                        ("", self.next_button, 0), ("", self.translate_button, 0),
-                                       ("Layer", self.layer_box, 0), ("Head", self.head_box, 0)):
+                                       ("Layer", self.layer_box, 0), ("Head", self.head_box, 0),
+                                       ("", self.difference_box, 0)):
             if label:
                 row.addWidget(QLabel(label))
             row.addWidget(widget, stretch)
@@ -181,6 +200,7 @@ class TranslationWindow(QMainWindow):
     def _layer_changed(self, layer: int) -> None:
         self.layer = layer
         self._follow_in_compare()
+        self.two.set_layer(layer)
         self.translation.set_layer(layer)
 
     def _head_changed(self, head: int) -> None:
@@ -198,6 +218,9 @@ class TranslationWindow(QMainWindow):
         if target_text is not None:
             self.target_box.setText(target_text)
         self._status_base = summary(self.model, self.trace)
+        if self.trace is not self._handed:           # a new trace (not a layer prepared): B follows it
+            self._handed = self.trace
+            self.two.set_trace(self.model, self.trace)
         self._take_trace(new_model)
         self._show_status()
 
@@ -213,6 +236,8 @@ class TranslationWindow(QMainWindow):
 
     def shown_changed(self) -> None:
         """The Interventions page switched the stages between the clean and intervened pass."""
+        if self.interventions_panel.shown_in_stages() is not None and self.difference_box.isChecked():
+            self.difference_box.setChecked(False)            # one mode at a time
         if self.trace is not None:
             self._take_trace(False)
             self._show_status()
@@ -220,6 +245,9 @@ class TranslationWindow(QMainWindow):
     def _show_status(self) -> None:
         shown = self.interventions_panel.shown_in_stages()
         note = "" if shown is None else f"The stages show the intervened pass {describe_all(shown.interventions)} · "
+        if shown is None and self.difference_box.isChecked():
+            note = (f"The stages show A − B: {self.model.name} minus {self.two.name_b}"
+                    f"{'' if self._pair_current() else ' (tracing B on this text…)'} · ")
         self.status.setText(note + self._status_base)
 
     def _take_trace(self, new_model: bool) -> None:
@@ -227,13 +255,14 @@ class TranslationWindow(QMainWindow):
         old = self.states
         shown = self.shown_trace()
         self.states = {
-            "Encoder": ViewState(encoder, shown.encoder, layer=self.layer, head=self.head,
-                                 parent=self),
+            "Encoder": StackState(encoder, shown.encoder, layer=self.layer, head=self.head,
+                                  parent=self),
             "Decoder": DecoderState(decoder, shown.decoder, layer=self.layer, head=self.head,
                                     selected=shown.decoder.n_seq - 1, parent=self,
                                     steer=self.append_token)}
         self.states["Encoder"].selectionChanged.connect(self._source_selected)
         self.states["Decoder"].selectionChanged.connect(self._target_selected)
+        self._hand_against()
         self.provenance.set_states(self.states)
         current = self.stage_list.currentItem()
         key = current.data(0, Qt.ItemDataRole.UserRole) if current is not None else None
@@ -265,7 +294,8 @@ class TranslationWindow(QMainWindow):
             child.setData(0, Qt.ItemDataRole.UserRole, (section, stage.key))
             sections[section].addChild(child)
             cross = child if stage.key == "cross_attention" else cross
-        for title, key in (("Interventions", "interventions"), ("Compare (encoder)", "compare")):
+        for title, key in (("Interventions", "interventions"), ("Compare (encoder)", "compare"),
+                           ("Two models", TWO_MODELS[1])):
             extra = QTreeWidgetItem([title])
             extra.setData(0, Qt.ItemDataRole.UserRole, ("", key))
             self.stage_list.addTopLevelItem(extra)
@@ -319,10 +349,15 @@ class TranslationWindow(QMainWindow):
         if stage_key == "compare":
             self.pages.setCurrentWidget(self._compare())
             return
+        if key == TWO_MODELS:
+            page = self._two_models()
+            self.pages.setCurrentWidget(page)
+            self.explanation.show_markdown(page.markdown())
+            return
         if stage_key == "cross_attention":
             self._refresh_cross()
-            self.pages.setCurrentWidget(self.cross_view)
-            self.explanation.show_markdown(cross_attention_markdown(self.trace, self.layer, self.head))
+            self.pages.setCurrentWidget(self._cross_page())
+            self.explanation.show_markdown(self._cross_markdown(self.trace))
             return
         view = self.views.get(key)
         if view is None:
@@ -364,6 +399,15 @@ class TranslationWindow(QMainWindow):
         if shown is None or not shown.decoder.is_ready(self.layer):
             return
         labels = {side: token_labels(state.trace, state.model.tokenizer) for side, state in self.states.items()}
+        if self.difference_box.isChecked():
+            self._refresh_cross_difference(labels)
+            if self.pages.currentWidget() is self.cross_view:
+                self.pages.setCurrentWidget(self._cross_page())
+            if self.pages.currentWidget() is self.cross_difference:
+                self.explanation.show_markdown(self._cross_markdown(shown))
+            return
+        if self.pages.currentWidget() is self.cross_difference:
+            self.pages.setCurrentWidget(self.cross_view)
         self.cross_view.show_trace(shown, self.layer, self.head, labels["Encoder"], labels["Decoder"])
         if self.pages.currentWidget() is self.cross_view:
             self.explanation.show_markdown(cross_attention_markdown(shown, self.layer, self.head))
@@ -386,6 +430,9 @@ class TranslationWindow(QMainWindow):
 
     def closeEvent(self, event) -> None:
         self.provenance_panel.close()
+        if self.two_page is not None:
+            self.two_page.shutdown()
+        self.two.close_other()
         if self.compare_page is not None:
             self.compare_page.shutdown()
         self.translation.shutdown()

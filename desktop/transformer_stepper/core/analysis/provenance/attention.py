@@ -31,13 +31,17 @@ def _edits(trace, prefix: str, layer: int):
     return head_edits(edits, layer)
 
 
+def _QK(c: int) -> str:
+    return f"q[{c}] · k[{c}]"
+
+
 def explain_score(model, trace, name: str, index: tuple) -> Explanation:
     layer, head, i, j = index
     config, n = trace.config, Names(trace)
     prefix, base = split_name(name)
     q, k = traced_head(trace, prefix + "q", layer, head)[i], traced_head(trace, prefix + "k", layer, head)[j]
-    terms, rest, total = largest_terms(q.astype(np.float64) * k, lambda c: f"q[{c}] · k[{c}]",
-                                lambda c: (q[c], k[c]))
+    products = q.astype(np.float64) * k
+    terms, rest, total = largest_terms(products, _QK, lambda c: (q[c], k[c]))
     score = score_terms(trace, prefix)
     scale = score.scale
     scale_label = (f"query_pre_attn_scalar^-1/2 = {config.query_scale:g}^-1/2" if config.query_scale
@@ -93,7 +97,8 @@ def explain_score(model, trace, name: str, index: tuple) -> Explanation:
     title = (f"{'cross-attention ' if prefix else ''}{'raw score' if base == 'scores_raw' else 'score'} "
              f"of query {n.token(i)} for key {j if prefix else n.token(j)}, layer {layer}, head {head}")
     return Explanation(name, index, title, formula, {"q_i": q, "k_j": k}, terms, rest, len(q), total,
-                       "q·k", tuple(steps), float(value), traced, python, notes=tuple(notes))
+                       "q·k", tuple(steps), float(value), traced, python, notes=tuple(notes),
+                       summands=products, summand_label=_QK)
 
 
 def _sinks(model, trace, prefix: str, layer: int):
@@ -189,8 +194,8 @@ def explain_head_output(model, trace, name: str, index: tuple) -> Explanation:
     weights = traced_head(trace, prefix + "attn_weights", layer, head)      # [n_q, n_k]
     v = traced_head(trace, prefix + "v", layer, head)                        # [n_k, d_head]
     products = weights[i].astype(np.float64) * v[:, c]
-    terms, rest, total = largest_terms(products, lambda k: f"w_i{k} · v_{k}[{c}] ('{keys[k]}')",
-                                lambda k: (weights[i, k], v[k, c]))
+    label = lambda k: f"w_i{k} · v_{k}[{c}] ('{keys[k]}')"  # noqa: E731
+    terms, rest, total = largest_terms(products, label, lambda k: (weights[i, k], v[k, c]))
     steps = [Step(f"Σ_j w_ij · v_j[{c}] (Σ terms)", total)]
     value = total
     mode = _edits(trace, prefix, layer)[0].get(head)
@@ -215,7 +220,7 @@ def explain_head_output(model, trace, name: str, index: tuple) -> Explanation:
                        f"{n.token(i)}, dim {c}, layer {layer}, head {head}",
                        "o_i[c] = Σ_j w_ij · v_j[c]", {"w_i": weights[i], f"v[:, {c}]": v[:, c]},
                        terms, rest, len(products), total, f"Σ_j w_ij·v_j[{c}]", tuple(steps),
-                       float(value), traced, python, notes=notes)
+                       float(value), traced, python, notes=notes, summands=products, summand_label=label)
 
 
 def explain_heads_concat(model, trace, name: str, index: tuple) -> Explanation:
@@ -321,7 +326,8 @@ def explain_projection(model, trace, name: str, index: tuple) -> Explanation:
         python += f"value = pre[{c}]\n"
     return Explanation(name, index, where, formula, base.operands, base.terms, base.rest,
                        base.n_terms, base.terms_total, base.terms_label, tuple(steps), value,
-                       traced, python, notes=tuple(notes))
+                       traced, python, notes=tuple(notes), summands=base.summands,
+                       summand_label=base.summand_label)
 
 
 def _angles_name(trace, layer: int):

@@ -120,7 +120,8 @@ def _with(base: Explanation, name: str, title: str, formula: str, steps: list, v
           traced: float, python: str, sources: tuple = (), notes: tuple = ()) -> Explanation:
     return Explanation(name, base.index, title, formula, base.operands, base.terms, base.rest,
                        base.n_terms, base.terms_total, base.terms_label, tuple(steps), float(value),
-                       float(traced), python, sources, notes)
+                       float(traced), python, sources, notes, summands=base.summands,
+                       summand_label=base.summand_label)
 
 
 def _activate(activation: str, value: float) -> float:

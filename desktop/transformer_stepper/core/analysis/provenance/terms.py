@@ -44,6 +44,11 @@ class Explanation:
     python: str                         # recomputes `value` with the public API
     sources: tuple["Explanation", ...] = ()   # one level down (q before its rotation, ...)
     notes: tuple[str, ...] = field(default=())
+    # every summand in index order (float64) and how the k-th reads, where the value is a sum of
+    # products the same k names in any model of this shape: two models' explanations pair them
+    # (core/analysis/provenance/difference.py); None where the terms are not such a sum
+    summands: Optional[np.ndarray] = field(default=None, compare=False, repr=False)
+    summand_label: Optional[Callable[[int], str]] = field(default=None, compare=False, repr=False)
 
     @property
     def error(self) -> float:
@@ -114,8 +119,8 @@ def linear(name: str, index: tuple, title: str, formula: str, x: np.ndarray, w_c
            bias: Optional[float], traced: float, python: str, x_name: str = "x",
            w_name: str = "W", col: int = 0, notes: tuple = ()) -> Explanation:
     products = x.astype(np.float64) * w_col.astype(np.float64)
-    terms, rest, total = largest_terms(products, lambda d: f"{x_name}[{d}] · {w_name}[{d}, {col}]",
-                                lambda d: (x[d], w_col[d]))
+    label = lambda d: f"{x_name}[{d}] · {w_name}[{d}, {col}]"  # noqa: E731
+    terms, rest, total = largest_terms(products, label, lambda d: (x[d], w_col[d]))
     steps = [Step(f"Σ {x_name}·{w_name}", total)]
     value = total
     if bias is not None:
@@ -123,7 +128,8 @@ def linear(name: str, index: tuple, title: str, formula: str, x: np.ndarray, w_c
         steps.append(Step(f"+ b[{col}] = {format_number(float(bias))}", value))
     return Explanation(name, index, title, formula, {x_name: x, f"{w_name}[:, {col}]": w_col},
                        terms, rest, len(products), total, f"{x_name}·{w_name}[:, {col}]",
-                       tuple(steps), value, float(traced), python, notes=notes)
+                       tuple(steps), value, float(traced), python, notes=notes,
+                       summands=products, summand_label=label)
 
 
 def _bias(model, name: str) -> Optional[np.ndarray]:
