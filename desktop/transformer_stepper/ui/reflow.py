@@ -11,7 +11,7 @@ from typing import Optional
 
 from PySide6.QtCore import QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QPainter
-from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QScrollArea, QSizePolicy, QWidget
+from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QScrollArea, QSizePolicy, QStackedWidget, QWidget
 
 NARROW_ROW = 240           # px: a plot's height in the one-column layout
 # about 150 x 110 px of view box once a title, a tick column and an axis label are around it
@@ -96,6 +96,28 @@ class ReflowGrid(QGridLayout):
         if widget is not None:
             self.invalidate()
             widget.updateGeometry()
+
+
+class CurrentPageStack(QStackedWidget):
+    """A QStackedWidget whose size hints are its current page's: a plain one asks for the largest
+    minimum of every page it holds, so one wide page (a table of controls) would make every other
+    page scroll sideways on a laptop screen."""
+
+    def __init__(self, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.currentChanged.connect(lambda _: self.updateGeometry())
+
+    def minimumSizeHint(self) -> QSize:
+        page = self.currentWidget()
+        if page is None:
+            return super().minimumSizeHint()
+        return page.minimumSizeHint().expandedTo(page.minimumSize())
+
+    def sizeHint(self) -> QSize:
+        page = self.currentWidget()
+        if page is None:
+            return super().sizeHint()
+        return page.sizeHint().expandedTo(self.minimumSizeHint())
 
 
 def scrolling(widget: QWidget, horizontal: bool = True) -> QScrollArea:

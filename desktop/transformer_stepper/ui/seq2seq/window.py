@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QLabel, QLineEdit, QMainWindow, QPushButton,
-                               QSpinBox, QSplitter, QStackedWidget, QTreeWidget, QTreeWidgetItem,
+                               QSpinBox, QSplitter, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
 from PySide6.QtCore import QSize, Qt, QTimer
 
@@ -20,7 +20,7 @@ from ...core.model.seq2seq_interventions import describe_all
 from ...core.model.seq2seq_stages import SECTIONS, seq2seq_stages
 from ...io.resources import builtin_translator_dir
 from ..explain.explanation_panel import ExplanationPanel
-from ..reflow import scrolling
+from ..reflow import CurrentPageStack, scrolling
 from ..screen_fit import fit_new_window, fit_window
 from ..stages import create_view
 from ..view_state import FixedSampling, ViewState
@@ -134,7 +134,7 @@ class TranslationWindow(ComparesTranslators, QMainWindow):
         self.stage_list = QTreeWidget()
         self.stage_list.setHeaderHidden(True)
         self.stage_list.setMaximumWidth(260)
-        self.pages = QStackedWidget()
+        self.pages = CurrentPageStack()      # the shown page's minimum, not the widest page's
         self.cross_view = CrossAttentionView()
         self.pages.addWidget(self.cross_view)
         self.interventions_panel = InterventionsPanel(self, self.open_cell)
