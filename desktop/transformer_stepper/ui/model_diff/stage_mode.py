@@ -8,7 +8,7 @@ from __future__ import annotations
 import weakref
 from typing import Optional
 
-from ..plots.common import Figure
+from ..plots.figure import Figure
 from ..workers import Task
 from .stage_panel import DifferenceCache, DifferencePanel
 

@@ -17,7 +17,7 @@ from ...core.analysis import stage_difference as sd
 from ...core.analysis.labels import readable
 from ...core.trace.layer_detail import PER_HEAD
 from ..plots import Bars, Heatmap
-from ..plots.common import Figure
+from ..plots.figure import Figure
 from ..reflow import ReflowGrid
 
 # what each array is, in a title ("q (head 2)"); an array not named here is titled by its name

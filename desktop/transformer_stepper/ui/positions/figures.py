@@ -14,7 +14,10 @@ from PySide6.QtGui import QColor, QCursor
 from PySide6.QtWidgets import QToolTip
 
 from ...io.positions_lab import LabVariant
-from ..plots.common import LABEL_STYLE, MUTED, Figure, LabelAxis, TitleLabel, adopt_plot_menus, cache_on_screen
+from ..plots.axis import LabelAxis
+from ..plots.common import LABEL_STYLE, MUTED, cache_on_screen
+from ..plots.figure import Figure, adopt_plot_menus
+from ..plots.title import TitleLabel
 
 VARIANT_COLOURS = {"sum_sinusoidal": "#1f77b4", "sum_learned": "#ff7f0e", "concat": "#2ca02c",
                    "rotary": "#9467bd", "none": "#7f7f7f"}

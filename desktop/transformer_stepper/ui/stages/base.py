@@ -21,7 +21,7 @@ from ...io.gguf.weights import is_gguf
 from ...state.frames import NOW
 from ..connections import Connections
 from ..frames import FigureTurns
-from ..plots.common import Figure
+from ..plots.figure import Figure
 from ..reflow import ReflowGrid
 from ..view_state import ViewState
 from ..workers import Task
