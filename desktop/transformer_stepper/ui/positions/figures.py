@@ -223,11 +223,3 @@ class InterferenceFigure(Figure):
             QToolTip.showText(QCursor.pos(), text, self)
         else:
             QToolTip.hideText()
-
-
-def why_no_vector(position: str) -> str:
-    """One line for a model without a position vector to measure."""
-    return {"rotary": "rotary positions turn q and k; no p is added to e, nothing to measure",
-            "none": "no positions at all; no p is added to e, nothing to measure"}.get(
-        position, f"positions '{position}': no position table to measure")
-
