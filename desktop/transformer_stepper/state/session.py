@@ -21,6 +21,7 @@ from ..core.trace.trace import DEFAULT_DETAIL_BUDGET, Trace
 from .jobs import ComputeResult, LoadResult, compute_trace, load_and_trace, prepare_layer
 from .requests import Latest
 from .scheduler import Job, Scheduler
+from .session_restore import SessionRestore
 from .shown_trace import ShownTraceModel
 
 # every word is in the built-in model's vocabulary; its pronoun head links "she" to "queen"
@@ -66,6 +67,7 @@ class SessionModel(ShownTraceModel):
         self._compute_text = ""
         self._loading_path: Optional[str] = None
         self._preparing: set[tuple[int, int]] = set()   # (id(trace), layer) being computed
+        self.restore = SessionRestore(scheduler)         # a saved session's trace (File → Open Session)
         self._debounce = scheduler.timer(debounce_ms, self.compute_now)
         self._prepare_next = scheduler.timer(NEXT_LAYER_DELAY_MS, self._prepare_next_layer)
 
@@ -103,6 +105,7 @@ class SessionModel(ShownTraceModel):
         self._model_path = result.path
         traced = result.text == self._text and result.trace is not None
         self._compute.drop()                      # any compute for the old model is stale now
+        self.restore.cancel()                     # (a session's own model: restored after this)
         self._drop_interventions()                # the old model's heads and rows mean nothing now
         # the model and its trace (or none) are in place before anyone hears of either
         self._take_model(result.model, result.trace if traced else None)
@@ -286,5 +289,6 @@ class SessionModel(ShownTraceModel):
         self._drop_pending_interventions()
         for latest in (self._load, self._compute):
             latest.drop()
+        self.restore.cancel()
         self._compute_again = False
         return self.workers.wait(msecs)
