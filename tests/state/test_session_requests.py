@@ -156,7 +156,7 @@ def test_intervention_requests_rest_into_one_pass_and_a_new_model_drops_them(ses
     # the Interventions tab's controls: several ticks in a row run one intervened pass, for the
     # last set; a model opened meanwhile drops the request (its heads mean nothing there)
     from transformer_stepper.core.model.interventions import AblateHead
-    from transformer_stepper.state.session import INTERVENTIONS_DEBOUNCE_MS
+    from transformer_stepper.state.shown_trace import INTERVENTIONS_DEBOUNCE_MS
     opened(session, scheduler, tiny_models["gpt2"])
     changes = heard(session, "interventionsChanged")
     session.request_interventions((AblateHead(0, 0),))

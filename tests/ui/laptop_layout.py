@@ -67,7 +67,7 @@ class Checker:
     def _problems(self, where: str, top) -> list[str]:
         from PySide6.QtWidgets import QToolBar, QToolButton
 
-        from transformer_stepper.ui.plots.common import Figure
+        from transformer_stepper.ui.plots.figure import Figure
 
         problems: list[str] = []
         available = top.screen().availableGeometry()

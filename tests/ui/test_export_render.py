@@ -19,7 +19,7 @@ from transformer_stepper.ui.export import menu
 from transformer_stepper.ui.export.render import (DEFAULT_SIZE, ExportOptions, encode, plot_file_name,
                                                   render, render_png, render_svg)
 from transformer_stepper.ui.export.svg import finish
-from transformer_stepper.ui.plots.common import Figure
+from transformer_stepper.ui.plots.figure import Figure
 from transformer_stepper.ui.stages import create_view
 
 SVG = "{http://www.w3.org/2000/svg}"

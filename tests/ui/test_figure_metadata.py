@@ -24,9 +24,11 @@ def _session_file(tmp_path, **view):
 
 def test_png_and_svg_carry_the_facts_and_export_session_renders_its_view(tmp_path, capsys):
     session = _session_file(tmp_path, layer=1, head=1, selected=11)
-    for fmt in ("png", "svg"):
+    # every stage as PNG; as SVG only the softmax stage its facts are read from (the SVG of
+    # every stage is tests/ui/test_export_cli.py's)
+    for fmt, stages in (("png", []), ("svg", ["--stages", "7"])):
         out = tmp_path / fmt
-        assert main(["export", "--session", str(session), "--out", str(out), "--format", fmt]) == 0
+        assert main(["export", "--session", str(session), "--out", str(out), "--format", fmt, *stages]) == 0
         softmax = next(out.glob(f"07-softmax-*L1H1.{fmt}"))
         data = softmax.read_bytes()
         if fmt == "png":

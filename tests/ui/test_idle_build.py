@@ -324,7 +324,7 @@ def test_one_frame_scheduler_runs_the_shown_views_repaints_then_building_ahead_t
              for priority in (NOW, AHEAD, IDLE)}
     assert kinds == {NOW: {EXPLAIN, "figure turns"}, AHEAD: {BUILD_AHEAD}, IDLE: {IDLE_BUILD}}, kinds
     figures = [figure for _, figure in view.figures() if figure.isVisible()]
-    assert ran.count((NOW, view._turns._key)) == len(figures) + 1, "a figure a turn, then its paint's"
+    assert ran.count((NOW, view._turns.figures._key)) == len(figures) + 1, "a figure a turn, then its paint's"
 
     compare = window.tabs.view("compare")
     ran.clear()

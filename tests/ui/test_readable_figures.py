@@ -10,7 +10,8 @@ from PySide6.QtGui import QFont, QFontMetrics, QFontMetricsF, QPainter, QPicture
 from transformer_stepper.core.model import stages
 from transformer_stepper.ui.plots import Bars
 from transformer_stepper.ui.plots.cell_text import BLACK, WHITE, contrast, elide, inks, relative_luminance
-from transformer_stepper.ui.plots.common import TITLE_POINTS, Figure
+from transformer_stepper.ui.plots.common import TITLE_POINTS
+from transformer_stepper.ui.plots.figure import Figure
 from transformer_stepper.ui.plots.heatmap import DIVERGING, SEQUENTIAL
 
 from .conftest import LAPTOP, gpt2_laptop_window
@@ -215,7 +216,7 @@ def test_logit_lens_words_fit_their_cells_and_the_window_scrolls(qtbot, loaded_w
 def test_a_wrapped_title_line_is_never_cut(qtbot):
     """Wrapping measures with horizontalAdvance, eliding with elidedText, which can measure a
     line a few pixels wider: a line that was just wrapped to fit came out as 'tir…'."""
-    from transformer_stepper.ui.plots.common import wrap_lines
+    from transformer_stepper.ui.plots.title import wrap_lines
     font = QFont()
     font.setPointSize(TITLE_POINTS)
     metrics = QFontMetrics(font)

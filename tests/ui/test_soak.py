@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt
 from transformer_stepper.core.model import stages
 from transformer_stepper.ui.export.menu import export_plot
 from transformer_stepper.ui.export.render import ExportOptions
-from transformer_stepper.ui.plots.common import Figure
+from transformer_stepper.ui.plots.figure import Figure
 from transformer_stepper.ui.tabs import TABS
 
 from .conftest import HF_FIXTURES

@@ -8,7 +8,7 @@ import pyqtgraph as pg
 from PySide6.QtGui import QImage, QPainter
 
 from transformer_stepper.core.model import stages
-from transformer_stepper.ui.plots.common import Figure
+from transformer_stepper.ui.plots.figure import Figure
 
 from .conftest import HF_FIXTURES
 

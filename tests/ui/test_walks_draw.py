@@ -5,7 +5,7 @@ its alignment; the training step's own run fills the Training tab's plots."""
 import numpy as np
 import pyqtgraph as pg
 
-from transformer_stepper.ui.plots.common import Figure
+from transformer_stepper.ui.plots.figure import Figure
 
 from .conftest import builtin_model_or_skip
 

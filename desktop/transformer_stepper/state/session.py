@@ -7,24 +7,22 @@ result that is no longer the latest (the user typed on, or opened another model)
 Typing is debounced by a scheduler timer; a pass still running for an older text is cancelled
 at its next layer, and the latest text runs when it stops.
 
-Interventions live here too: the active ones, the intervened trace of the current text (run
-beside the clean one, again whenever the clean trace changes) and whether the stepper shows it.
-`trace` is always the clean model's; `shown_trace` is what the stage views draw, so showing the
-clean model again is only a flag: nothing is recomputed or restored.
+What the stage views draw besides the clean trace (the intervened pass, A − B) and the
+interventions' requests are its base's, ShownTraceModel (state/shown_trace.py).
 
-Besides the ViewModel's, it notifies busyChanged(bool, str), openFailed(str),
-computeFailed(str), textChanged(str), interventionsChanged() and interventionFailed(str)."""
+Besides those of its bases, it notifies busyChanged(bool, str), openFailed(str),
+computeFailed(str) and textChanged(str)."""
 from __future__ import annotations
 
 from typing import Optional
 
 from ..core.model.allocator import return_freed_memory
 from ..core.trace.trace import DEFAULT_DETAIL_BUDGET, Trace
-from .jobs import (ComputeResult, InterventionResult, LoadResult, compute_trace, load_and_trace,
-                   prepare_layer, run_interventions)
-from .requests import Latest, Requests
+from .jobs import ComputeResult, LoadResult, compute_trace, load_and_trace, prepare_layer
+from .requests import Latest
 from .scheduler import Job, Scheduler
-from .view import ViewModel
+from .session_restore import SessionRestore
+from .shown_trace import ShownTraceModel
 
 # every word is in the built-in model's vocabulary; its pronoun head links "she" to "queen"
 DEFAULT_TEXT = "The queen rode to the bank of the river and she was tired"
@@ -44,20 +42,16 @@ RETURN_MEMORY_AFTER_MS = 250
 # draws the trace (a worker beside the GUI thread makes its turns up to twice as long on two
 # cores), nor for every keystroke of a text still being typed
 NEXT_LAYER_DELAY_MS = 300
-# the Interventions tab's controls (a checkbox, a spin box) settle this long before the
-# intervened pass runs: ticking several heads in a row runs one pass
-INTERVENTIONS_DEBOUNCE_MS = 60
 
 
-class SessionModel(ViewModel):
+class SessionModel(ShownTraceModel):
     inline_work = False                  # views compute in workers (a snapshot for export: inline)
 
     def __init__(self, scheduler: Optional[Scheduler] = None, debounce_ms: int = TEXT_DEBOUNCE_MS,
                  **rest) -> None:
-        super().__init__(**rest)
         if scheduler is None:
             raise TypeError("a SessionModel needs a scheduler (ui/workers.py's WorkerPool in the app)")
-        self.workers = scheduler
+        super().__init__(scheduler=scheduler, **rest)     # (numbers its requests: _requests)
         scheduler.on_idle = self._workers_idle      # the heap goes back once nothing runs
         self._return_memory = scheduler.timer(RETURN_MEMORY_AFTER_MS, self._return_freed_memory)
         self._model_path: Optional[str] = None
@@ -65,27 +59,17 @@ class SessionModel(ViewModel):
         self.weight_budget: Optional[int] = None      # bytes of widened weights a model keeps (a setting)
         self._text = DEFAULT_TEXT
         self.compute_seconds = 0.0
-        self._requests = Requests()       # every load, compute, layer or generation step: a number
         self._load = Latest(self._requests)
         self._compute = Latest(self._requests)
-        self._intervening = Latest(self._requests)
         self._computing = False
         self._compute_again = False
         self._compute_task: Optional[Job] = None    # the running pass (cancelled when the text moves on)
         self._compute_text = ""
         self._loading_path: Optional[str] = None
         self._preparing: set[tuple[int, int]] = set()   # (id(trace), layer) being computed
-        self._interventions: tuple = ()
-        self._intervention: Optional[InterventionResult] = None   # for the current clean trace
-        self._show_intervened = False
-        self._against: Optional[tuple] = None      # (A's trace, B's trace of its text, B's name)
-        self._show_difference = False
-        self._against_model = None                 # B (the model of the trace in _against)
+        self.restore = SessionRestore(scheduler)         # a saved session's trace (File → Open Session)
         self._debounce = scheduler.timer(debounce_ms, self.compute_now)
         self._prepare_next = scheduler.timer(NEXT_LAYER_DELAY_MS, self._prepare_next_layer)
-        self._requested_interventions: tuple = ()
-        self._interventions_debounce = scheduler.timer(INTERVENTIONS_DEBOUNCE_MS,
-                                                       self._apply_requested_interventions)
 
     def _prepare_next_layer(self) -> None:
         self.prepare_next_layer()
@@ -98,12 +82,6 @@ class SessionModel(ViewModel):
     @property
     def text(self) -> str:
         return self._text
-
-    @property
-    def shown_trace(self) -> Optional[Trace]:
-        """What the stepper's stage views draw: the intervened trace while the user shows it
-        (and it is in), else the clean one."""
-        return self._intervention.trace if self.showing_intervened else self.trace
 
     @property
     def busy(self) -> bool:
@@ -127,9 +105,8 @@ class SessionModel(ViewModel):
         self._model_path = result.path
         traced = result.text == self._text and result.trace is not None
         self._compute.drop()                      # any compute for the old model is stale now
-        self._interventions, self._intervention, self._show_intervened = (), None, False
-        self._interventions_debounce.stop()
-        self._intervening.drop()                  # the old model's heads and rows mean nothing now
+        self.restore.cancel()                     # (a session's own model: restored after this)
+        self._drop_interventions()                # the old model's heads and rows mean nothing now
         # the model and its trace (or none) are in place before anyone hears of either
         self._take_model(result.model, result.trace if traced else None)
         self._preparing.clear()
@@ -295,150 +272,6 @@ class SessionModel(ViewModel):
         """Bytes the current trace holds (residual stream, cached layer detail)."""
         return 0 if self._trace is None else self._trace.nbytes()
 
-    # -- interventions --------------------------------------------------------------------
-    @property
-    def interventions(self) -> tuple:
-        """The active interventions (core/model/interventions.py); () for none."""
-        return self._interventions
-
-    @property
-    def intervention(self) -> Optional[InterventionResult]:
-        """The intervened trace of the current clean trace and the differences at every stage;
-        None while it runs, or without interventions."""
-        return self._intervention
-
-    @property
-    def intervened_trace(self) -> Optional[Trace]:
-        return None if self._intervention is None else self._intervention.trace
-
-    @property
-    def show_intervened(self) -> bool:
-        """The user asked the stepper to show the intervened pass (off without interventions)."""
-        return self._show_intervened
-
-    @property
-    def showing_intervened(self) -> bool:
-        """... and it is there to show (not while it runs for a new text)."""
-        return self._show_intervened and self._intervention is not None
-
-    def request_interventions(self, interventions) -> None:
-        """set_interventions once the controls rest (INTERVENTIONS_DEBOUNCE_MS after the last
-        request); the latest request wins."""
-        self._requested_interventions = tuple(interventions)
-        self._interventions_debounce.start()
-
-    def _apply_requested_interventions(self) -> None:
-        self.set_interventions(self._requested_interventions)
-
-    def set_interventions(self, interventions) -> None:
-        """Change the interventions: the intervened pass runs in a worker; none turns showing
-        it off. A request still resting (request_interventions) is replaced."""
-        self._interventions_debounce.stop()
-        interventions = tuple(interventions)
-        if interventions == self._interventions:
-            return
-        was_showing = self._show_intervened
-        self._interventions, self._intervention = interventions, None
-        self._intervening.drop()                        # a pass under way is stale now
-        if not interventions:
-            self._show_intervened = False
-        self._run_interventions()
-        self._notify("interventionsChanged")
-        self._shown_changed(was_showing)
-
-    def set_show_intervened(self, on: bool) -> None:
-        on = bool(on) and bool(self._interventions)
-        if on != self._show_intervened:
-            was_showing = self._show_intervened
-            if on:
-                self.set_show_difference(False)     # one mode at a time
-            self._show_intervened = on
-            self._notify("interventionsChanged")
-            self._shown_changed(was_showing)
-
-    @property
-    def waiting_for_intervened(self) -> bool:
-        """Showing the intervened pass was asked for, and it is still running (the stage views
-        say so rather than draw the clean model)."""
-        return self._show_intervened and self._intervention is None
-
-    def _shown_changed(self, was_showing: bool) -> None:
-        if was_showing or self._show_intervened:
-            self._notify("shownTraceChanged")
-
-    def _run_interventions(self) -> None:
-        if not self._interventions or self._trace is None or self._model is None:
-            return
-        self.workers.start(Job(self._intervening.new(), run_interventions,
-                               (self._model, self._trace, self._interventions)),
-                           self._on_intervened, self._on_intervention_failed)
-
-    def _on_intervened(self, request_id: int, result: InterventionResult) -> None:
-        if (not self._intervening.is_latest(request_id) or result.clean is not self._trace
-                or result.interventions != self._interventions):
-            return
-        was_showing = self._show_intervened
-        self._intervention = result
-        self._notify("interventionsChanged")
-        self._shown_changed(was_showing)
-
-    def _on_intervention_failed(self, request_id: int, message: str, user_error: bool) -> None:
-        if self._intervening.is_latest(request_id):
-            self._notify("interventionFailed", message)
-
-    # -- a second model against this one: the stage views show A − B -----------------------
-    @property
-    def against(self) -> Optional[Trace]:
-        """B's trace of the current text while the stage views show A − B, else None."""
-        pair = self._against
-        if self._show_difference and pair is not None and pair[0] is self._trace:
-            return pair[1]
-        return None
-
-    @property
-    def against_name(self) -> str:
-        return "" if self._against is None else self._against[2]
-
-    @property
-    def can_show_difference(self) -> bool:
-        """A second model is open against this one (the Two Models tab)."""
-        return self._against is not None
-
-    @property
-    def show_difference(self) -> bool:
-        return self._show_difference
-
-    @property
-    def waiting_for_against(self) -> bool:
-        """A − B is asked for and B's trace of the current text is still running."""
-        return self._show_difference and self._trace is not None and self.against is None
-
-    @property
-    def against_model(self):
-        """B, while its trace is `against` (the provenance panel explains a difference in both)."""
-        return None if self.against is None else self._against_model
-
-    def set_against(self, trace_a: Optional[Trace], trace_b: Optional[Trace], name: str = "",
-                    model_b=None) -> None:
-        """The Two Models tab's latest pair of traces (None: B closed or refused) and B: the
-        stage views draw their difference while the user shows it."""
-        self._against = None if trace_a is None or trace_b is None else (trace_a, trace_b, name)
-        self._against_model = None if self._against is None else model_b
-        if self._against is None and trace_a is None:
-            self._show_difference = False
-        self._notify("differenceChanged")
-        if self._show_difference or self._against is None:
-            self._notify("shownTraceChanged")
-
-    def set_show_difference(self, on: bool) -> None:
-        on = bool(on) and self._against is not None
-        if on != self._show_difference:
-            if on:
-                self.set_show_intervened(False)     # one mode at a time
-            self._show_difference = on
-            self._notify("differenceChanged")
-            self._notify("shownTraceChanged")
-
     # -- memory -------------------------------------------------------------------------
     def _workers_idle(self) -> None:
         if self.trace_memory() >= RETURN_MEMORY_FROM:
@@ -453,8 +286,9 @@ class SessionModel(ViewModel):
         """Drop every pending result and wait for the workers (teardown, window close)."""
         self._debounce.stop()
         self._prepare_next.stop()
-        self._interventions_debounce.stop()
-        for latest in (self._load, self._compute, self._intervening):
+        self._drop_pending_interventions()
+        for latest in (self._load, self._compute):
             latest.drop()
+        self.restore.cancel()
         self._compute_again = False
         return self.workers.wait(msecs)

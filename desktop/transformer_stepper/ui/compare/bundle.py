@@ -7,7 +7,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from ...core.analysis.compare import Comparison
-from ..plots.common import Figure
+from ..plots.figure import Figure
 from .figures import AttentionFigure, CosineFigure, EntryFigure, LookupFigure, RotationFigure
 from .map_figure import MapFigure
 from .nearest_figure import NearestFigure

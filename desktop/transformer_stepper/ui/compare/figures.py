@@ -17,7 +17,8 @@ from ...core.analysis.compare import Comparison
 from ...core.model import measures
 from ..plots import Curve, Heatmap, Lines
 from ..plots.lines import beside_legend
-from ..plots.common import LABEL_STYLE, PALETTE, Figure, finite_max, format_value, nearest_index
+from ..plots.common import LABEL_STYLE, PALETTE, finite_max, format_value, nearest_index
+from ..plots.figure import Figure
 
 ENTRY_NAMES = {"token_embeddings": "e", "token_embeddings_scaled": "e·scale",
                "position_embeddings": "p", "token_type_embeddings": "t",

@@ -17,7 +17,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QColor
 
 from ...core.analysis.compare import MAX_SENTENCES, Comparison
-from ..plots.common import Figure, format_value
+from ..plots.common import format_value
+from ..plots.figure import Figure
 from .figures import sentence_colour, short_states
 
 GAP = 0.08                    # between panels, in panel widths

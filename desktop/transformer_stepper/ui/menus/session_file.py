@@ -1,8 +1,10 @@
 """File → Save Session… / Open Session…: the window's view as a `.stepper` file
 (io/session_file.py) and back. Opening checks the model first: a missing model, or one whose
 fingerprint differs, is said in one line and the user may point to the model (or cancel);
-then the model opens (in a worker, as always), the text traces (with its generated tokens
-appended by the same KV-cache step generation uses) and the view is set (ui/view_apply.py)."""
+then the model opens (in a worker, as always), the text traces (the session's restore,
+state/session_restore.py: its generated tokens appended by the same KV-cache step generation
+uses; a restore overtaken by another, or by another model, is dropped) and the view is set
+(ui/view_apply.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,7 +18,6 @@ from ...core.model.errors import ModelError
 from ...core.trace.generate import Sampling
 from ...io.session_file import SessionData, model_fingerprint, read_session, write_session
 from ..view_apply import apply_view
-from ..workers import Task
 
 SESSION_FILES = "Transformer Stepper sessions (*.stepper);;All files (*)"
 
@@ -49,14 +50,6 @@ def collect(window) -> SessionData:
                        sampling=vars(session.generation.sampling).copy())
 
 
-def _restore_trace(model, text: str, generated: tuple[int, ...], layer: int):
-    trace = model.trace(text)
-    if generated:
-        trace = model.extend(trace, generated)
-    trace.prepare(min(layer, model.config.n_layer - 1))
-    return trace
-
-
 class SessionOpener(QObject):
     """Open one session file into the window; `finished` carries '' or the one-line problem."""
     finished = Signal(str)
@@ -67,6 +60,7 @@ class SessionOpener(QObject):
         self.choose_model = choose_model or self._ask_for_model
         self.data: Optional[SessionData] = None
         self.notes: list[str] = []
+        self._restore: Optional[int] = None       # the number of the session's restore, once started
 
     def start(self) -> None:
         try:
@@ -129,12 +123,28 @@ class SessionOpener(QObject):
         for value, count, what in ((data.layer, config.n_layer, "layer"), (data.head, config.n_head, "head")):
             if value >= count:
                 return self._done(f"{self.path}: view.{what} {value} is outside the model's {count} {what}s")
-        self._request = session.next_request()
-        session.workers.start(Task(self._request, _restore_trace, session.model, data.text,
-                                   data.generated_ids, data.layer), self._traced,
-                              lambda _, message, __: self._done(f"{self.path}: {message}"))
+        events = session.restore.events
+        events.traced.connect(self._traced)
+        events.failed.connect(self._restore_failed)
+        self._restore = session.restore.start(session.model, data.text, data.generated_ids, data.layer)
 
-    def _traced(self, _request: int, trace) -> None:
+    def _stop_listening(self) -> None:
+        events = self.window_.session.restore.events
+        for event, slot in ((events.traced, self._traced), (events.failed, self._restore_failed)):
+            try:
+                event.disconnect(slot)
+            except TypeError:
+                pass
+
+    def _restore_failed(self, number: int, message: str) -> None:
+        if number == self._restore:           # (another opener's restore is not ours)
+            self._stop_listening()
+            self._done(f"{self.path}: {message}")
+
+    def _traced(self, number: int, trace) -> None:
+        if number != self._restore:
+            return
+        self._stop_listening()
         session, data = self.window_.session, self.data
         if data.selected >= trace.n_seq:
             return self._done(f"{self.path}: view.selected {data.selected} is outside the text's {trace.n_seq} tokens")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import weakref
 from typing import Optional
 
-from ..plots.common import Figure
+from ..plots.figure import Figure
 from ..workers import Task
 from .stage_panel import DifferenceCache, DifferencePanel
 
@@ -99,8 +99,9 @@ class DifferenceMode:
 
     def _start(self, trace, against, key) -> None:
         view = self.view
-        if view._failed is not None and view._failed[0]() is trace:
-            view._hide_figures(f"⚠ {view._failed[1]}")
+        failed = view._work.failed
+        if failed is not None and failed[0]() is trace:
+            view._hide_figures(f"⚠ {failed[1]}")
             return
         pending = self._pending
         if pending is None or pending[0]() is not trace or pending[1]() is not against or pending[2] != key:
@@ -116,13 +117,13 @@ class DifferenceMode:
         self._pending = None
         view = self.view
         if view is not None:
-            view._work_done()           # (redraws if the view is still there)
+            view._work.done()           # (redraws if the view is still there)
 
     def _failed(self, trace, message: str) -> None:
         self._pending = None
         view = self.view
         if view is not None:
-            view._work_failed(trace, message)
+            view._work.fail(trace, message)
 
     def _draw(self, shown, against) -> None:
         view = self.view

@@ -18,7 +18,7 @@ from ...core.analysis.labels import readable
 from ...core.analysis.seq2seq_stage_difference import CROSS_PER_HEAD, SOURCE_COLUMNS, SOURCE_ROWS
 from ...core.trace.layer_detail import PER_HEAD
 from ..plots import Bars, Heatmap
-from ..plots.common import Figure
+from ..plots.figure import Figure
 from ..reflow import ReflowGrid
 
 # what each array is, in a title ("q (head 2)"); an array not named here is titled by its name

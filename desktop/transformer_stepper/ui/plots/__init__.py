@@ -1,7 +1,8 @@
 """Reusable figures: heatmap with colour bar, bars, lines, scatter. Each is a widget whose
 `figure` layout is the exportable figure."""
 from .bars import Bars
-from .common import Figure, configure_pyqtgraph
+from .common import configure_pyqtgraph
+from .figure import Figure
 from .heatmap import Heatmap
 from .lines import Curve, Lines
 from .scatter import Scatter

@@ -11,7 +11,8 @@ from .bar_item import BarItem
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QWidget
 
-from .common import BAR_BRUSH, MUTED, SELECTED, Figure, format_value, nearest_index, solid_brush
+from .common import BAR_BRUSH, MUTED, SELECTED, format_value, nearest_index, solid_brush
+from .figure import Figure
 
 
 class Bars(Figure):

@@ -12,8 +12,8 @@ from PySide6.QtWidgets import QGraphicsRectItem, QWidget
 
 from ...core.model import measures
 from . import cell_text
-from .common import (HIGHLIGHT_PEN, LABEL_STYLE, Figure, adopt_plot_menus, cache_on_screen, finite_span,
-                     format_value, nearest_index)
+from .common import HIGHLIGHT_PEN, LABEL_STYLE, cache_on_screen, finite_span, format_value, nearest_index
+from .figure import Figure, adopt_plot_menus
 
 DIVERGING = "CET-D1A"        # blue - white - red: signed values, zero is white
 # white -> dark blue: weights and probabilities, 0 is white (the selection is orange)

@@ -11,7 +11,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from .common import PALETTE, Figure, cache_on_screen, format_value
+from .common import PALETTE, cache_on_screen, format_value
+from .figure import Figure
 
 
 @dataclass

@@ -9,7 +9,8 @@ import pyqtgraph as pg
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QWidget
 
-from .common import BAR_BRUSH, SELECTED, Figure, format_value, solid_brush, no_points_if_none_finite
+from .common import BAR_BRUSH, SELECTED, format_value, no_points_if_none_finite, solid_brush
+from .figure import Figure
 
 
 class Scatter(Figure):

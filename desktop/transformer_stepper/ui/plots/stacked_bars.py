@@ -14,7 +14,8 @@ from .bar_item import BarItem
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from .common import Figure, format_value, nearest_index
+from .common import format_value, nearest_index
+from .figure import Figure
 
 BAR_WIDTH = 0.7
 LEGEND_LIMIT = 12           # more segment kinds than this: the legend names the first and last

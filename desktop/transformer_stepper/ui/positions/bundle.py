@@ -9,7 +9,8 @@ from typing import Callable, Optional
 from ...io.array_export import write_bytes
 from ...io.positions_lab import LabFolder
 from ..export.render import ExportOptions, encode, render
-from .figures import CurvesFigure, InterferenceFigure, why_no_vector
+from ...state.positions import why_no_vector
+from .figures import CurvesFigure, InterferenceFigure
 
 YOUR_MODEL = "your-model"
 

@@ -3,27 +3,17 @@ from the table (results.csv over seeds), the variants' recipe.json and the opene
 measured interference."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from ...io.positions_lab import DESCRIPTIONS
+from ...state.positions import YourModel, why_no_vector
 from ..explain import explanations
-from .figures import why_no_vector
 from .results import LabTable, cell_text, number
 
 TEMPLATE = "positions"
 FIRST_DIMENSIONS = 4
-
-
-@dataclass(frozen=True)
-class YourModel:
-    """The opened model's side: its name and interference (None: nothing to measure, `why`)."""
-    name: str = ""
-    state: str = "none"               # "none" (no model), "computing", "measured", "without", "failed"
-    interference: Optional[dict] = None
-    why: str = ""
 
 
 def _sentence(text: str) -> str:

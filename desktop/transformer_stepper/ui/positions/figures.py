@@ -14,7 +14,10 @@ from PySide6.QtGui import QColor, QCursor
 from PySide6.QtWidgets import QToolTip
 
 from ...io.positions_lab import LabVariant
-from ..plots.common import LABEL_STYLE, MUTED, Figure, LabelAxis, TitleLabel, adopt_plot_menus, cache_on_screen
+from ..plots.axis import LabelAxis
+from ..plots.common import LABEL_STYLE, MUTED, cache_on_screen
+from ..plots.figure import Figure, adopt_plot_menus
+from ..plots.title import TitleLabel
 
 VARIANT_COLOURS = {"sum_sinusoidal": "#1f77b4", "sum_learned": "#ff7f0e", "concat": "#2ca02c",
                    "rotary": "#9467bd", "none": "#7f7f7f"}
@@ -220,11 +223,3 @@ class InterferenceFigure(Figure):
             QToolTip.showText(QCursor.pos(), text, self)
         else:
             QToolTip.hideText()
-
-
-def why_no_vector(position: str) -> str:
-    """One line for a model without a position vector to measure."""
-    return {"rotary": "rotary positions turn q and k; no p is added to e, nothing to measure",
-            "none": "no positions at all; no p is added to e, nothing to measure"}.get(
-        position, f"positions '{position}': no position table to measure")
-

@@ -1,7 +1,9 @@
 """The Positions view (issue 13): the positions laboratory's results over seeds with ties marked,
 the five training curves, the E–P interference figure of the selected variant and of the model
-opened in the stepper (measured in a worker), an explanation quoting the table, and a button
-that opens the selected variant in the stepper."""
+opened in the stepper, an explanation quoting the table, and a button that opens the selected
+variant in the stepper. The opened model is measured by state/positions.py's
+YourModelMeasurement (its requests, tested without Qt) on the view's own worker thread; the view
+shows what it notifies."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,16 +14,15 @@ from PySide6.QtWidgets import (QFileDialog, QGridLayout, QHBoxLayout, QLabel, QP
                                QSplitter, QVBoxLayout, QWidget)
 
 from ...core.model.errors import ModelError
-from ...core.training import positions_lab as lab
 from ...io.positions_lab import LabFolder, read_lab_folder
 from ...io.resources import resources_dir
+from ...state.positions import YourModel, YourModelMeasurement
 from ..connections import Connections
 from ..explain.explanation_panel import ExplanationPanel
 from ..session import Session
-from ..workers import Task, WorkerPool
+from ..workers import WorkerPool
 from . import explain
 from .bundle import PositionsFigures
-from .figures import why_no_vector
 from .results import build_table
 from .table import ResultsTable
 
@@ -48,11 +49,11 @@ class PositionsView(QWidget):
         self.open_in_stepper = open_in_stepper
         self.lab: Optional[LabFolder] = None
         self.table_data = None
-        self.your_model = explain.YourModel()
+        self.your_model = YourModel()
         self.figures = PositionsFigures()
         self.workers = WorkerPool(max_threads=1)
-        self._request = 0
-        self._model_dirty = True
+        self.measurement = YourModelMeasurement(self.workers)
+        self.measurement.events.changed.connect(self._set_your_model)    # (shutdown disconnects)
         self._build()
         self.connections = Connections([(session.modelChanged, self._on_model_changed)])
         self.load_lab(lab_root or shipped_lab_dir())
@@ -173,37 +174,14 @@ class PositionsView(QWidget):
 
     # -- the model opened in the stepper ------------------------------------------------------------
     def _on_model_changed(self) -> None:
-        self._model_dirty = True
-        if self.isVisible():
-            self.measure_your_model()
+        self.measurement.model_changed(self.session.model, self.isVisible())
 
     def measure_your_model(self) -> None:
         """Measure the opened model's E-P interference in a worker (GPT-2: seconds); models
         without a position vector are said so at once."""
-        self._model_dirty = False
-        self._request += 1
-        model = self.session.model
-        if model is None:
-            self._set_your_model(explain.YourModel())
-            return
-        name, position = model.name, model.config.position
-        if lab.table_positions(model.config, model.params) == 0:
-            self._set_your_model(explain.YourModel(name, "without", None, why_no_vector(position)))
-            return
-        self._set_your_model(explain.YourModel(name, "computing"))
-        self.workers.start(Task(self._request, lab.model_interference, model.params, model.config),
-                           lambda request, result, name=name: self._measured(request, name, result),
-                           lambda request, message, _user, name=name: self._failed(request, name, message))
+        self.measurement.measure(self.session.model)
 
-    def _measured(self, request: int, name: str, interference: Optional[dict]) -> None:
-        if request == self._request:
-            self._set_your_model(explain.YourModel(name, "measured", interference))
-
-    def _failed(self, request: int, name: str, message: str) -> None:
-        if request == self._request:
-            self._set_your_model(explain.YourModel(name, "failed", None, message))
-
-    def _set_your_model(self, state: explain.YourModel) -> None:
+    def _set_your_model(self, state: YourModel) -> None:
         self.your_model = state
         self._show_your_model_row()
         figure = self.figures.your_model
@@ -247,13 +225,17 @@ class PositionsView(QWidget):
     # -- showing, closing ----------------------------------------------------------------------------
     def showEvent(self, event) -> None:
         super().showEvent(event)
-        if self._model_dirty:
+        if self.measurement.stale:
             self.measure_your_model()
 
     def shutdown(self, msecs: int = -1) -> bool:
         """Stop listening to the session; wait for a measurement under way (window close, tests)."""
         self.connections.disconnect_all()
-        self._request += 1                  # a result still on its way is dropped
+        self.measurement.drop()             # a result still on its way is dropped
+        try:
+            self.measurement.events.changed.disconnect(self._set_your_model)
+        except TypeError:                   # (shut down before)
+            pass
         return self.workers.wait(msecs)
 
     def closeEvent(self, event) -> None:

@@ -1,32 +1,29 @@
 """What every stage view shares: figures in a grid, a readout line for hover values, and the
 bookkeeping that redraws only what changed, and only when the view is on screen (or asked for
 its plots, e.g. by an export). After new data the figures repaint one per event-loop turn
-(ui/frames.py's FigureTurns, a task of the session's frame scheduler), so the window answers
-between them."""
+(ui/stages/turns.py: tasks of the session's frame scheduler), so the window answers between
+them."""
 from __future__ import annotations
 
-import inspect
 import weakref
 from typing import Callable, Iterator, Optional
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
-from shiboken6 import isValid
 
 from ...core.model import stages
 from ...core.model.errors import ModelError
 from ...core.trace.trace import Trace
 from ...io.gguf.weights import is_gguf
-from ...state.frames import NOW
 from ..connections import Connections
-from ..frames import FigureTurns
-from ..plots.common import Figure
+from ..plots.figure import Figure
 from ..reflow import ReflowGrid
 from ..view_state import ViewState
-from ..workers import Task
 from .explanation_values import common_values
 from .notes import cache_note, intervention_note, note_label
+from .turns import StageTurns
+from .work import WorkOnce
 from ..model_diff.stage_mode import DifferenceMode
 
 
@@ -57,10 +54,7 @@ class StageView(QWidget):
         # the trace itself, so an old trace is freed as soon as the session lets it go
         self._drawn: Optional[tuple] = None
         self._problem: Optional[str] = None      # why the view could not be drawn
-        self._pending: Optional[weakref.ref] = None      # the trace a worker computes for
-        self._failed: Optional[tuple] = None             # (trace ref, message): work that failed
-        self._turns = FigureTurns(session.frames)   # new data: the figures repaint one per turn
-        self._draw_after_build = False              # shown unbuilt: drawn once built
+        self._work = WorkOnce(self)                      # drawn from a worker's result
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 2)
         outer.setSpacing(4)
@@ -115,8 +109,8 @@ class StageView(QWidget):
             row.setContentsMargins(0, 0, 0, 0)
             row.addWidget(button)
             row.addStretch(1)
-        steps = self.build()
-        self._build_steps: Optional[Iterator] = steps if inspect.isgenerator(steps) else None
+        # the build steps left and the turns the figures repaint in
+        self._turns = StageTurns(self, self.build())
         if not in_steps:
             self.build_all()
         self.listen(session.traceChanged, self._on_data)
@@ -139,11 +133,7 @@ class StageView(QWidget):
 
     def build_step(self) -> bool:
         """One more step of a build in steps; False when the view is built."""
-        if self._build_steps is not None:
-            if next(self._build_steps, StopIteration) is not StopIteration:
-                return True
-            self._build_steps = None
-        return False
+        return self._turns.build_step()
 
     def build_all(self) -> None:
         while self.build_step():
@@ -181,29 +171,7 @@ class StageView(QWidget):
         """For prepare_work: what a view draws from beyond layer detail (e.g. the logit lens),
         computed once per trace in a worker (here, in an export's snapshot, which draws at
         once); None when `ready`, else `message` until the worker reports and the view redraws."""
-        if ready:
-            return None
-        if self.session.inline_work:
-            job(*args)
-            return None
-        trace = self.trace
-        if self._failed is not None and self._failed[0]() is trace:
-            return f"⚠ {self._failed[1]}"        # said once, not retried for this trace
-        if self._pending is None or self._pending() is not trace:
-            self._pending = pending = weakref.ref(trace)     # (a callback keeps no trace alive)
-            self.session.workers.start(Task(0, job, *args), lambda *_: self._work_done(),
-                                       lambda _, message, __: self._work_failed(pending, message))
-        return message
-
-    def _work_failed(self, trace: weakref.ref, message: str) -> None:
-        if isValid(self):
-            self._failed = (trace, message)
-            self._work_done()
-
-    def _work_done(self) -> None:
-        if isValid(self):                 # the view may have closed while the worker ran
-            self._pending = None
-            self._on_data()
+        return self._work.start(ready, job, *args, message=message)
 
     def listen(self, signal, slot) -> None:
         """Connect to a session signal; close() disconnects (the session outlives views)."""
@@ -266,6 +234,13 @@ class StageView(QWidget):
             if figure_name == name:
                 figure.setVisible(visible)
 
+    def show_placeholder(self, message: str) -> None:
+        """The placeholder, saying `message`, in place of the figures and widgets."""
+        self.placeholder.setText(message)
+        self.placeholder.setVisible(True)
+        for widget in [figure for _, figure in self._figures] + self._extras:
+            widget.setVisible(False)
+
     @property
     def trace(self) -> Optional[Trace]:
         """The trace drawn: the clean one, or the intervened one when the user shows it."""
@@ -310,7 +285,7 @@ class StageView(QWidget):
         self.build_all()
         self.finish_building()
         self.ensure_current()
-        self._turns.draw_waiting()
+        self._turns.figures.draw_waiting()
         return [(name, figure.figure) for name, figure in self._figures if not figure.isHidden()]
 
     # -- bookkeeping ---------------------------------------------------------------------------
@@ -355,10 +330,10 @@ class StageView(QWidget):
         """Redraw what changed since the last drawing; nothing if nothing did. Signals may
         arrive in any order and more than once: the comparison makes repeats free. A view shown
         before the idle builder made it is built first, a figure (or colour bar) per turn."""
-        if self._building_in_turns():
+        if self._turns.start_if_unbuilt():
             return
         self.build_all()
-        self._finish_soon()
+        self._turns.finish_soon()
         trace = self.trace
         if trace is None:
             self.placeholder.setVisible(True)
@@ -375,10 +350,7 @@ class StageView(QWidget):
         waiting = ("Running the intervened forward pass…" if self.session.waiting_for_intervened
                    else self.prepare_work())
         if waiting:
-            self.placeholder.setText(waiting)
-            self.placeholder.setVisible(True)
-            for widget in [figure for _, figure in self._figures] + self._extras:
-                widget.setVisible(False)
+            self.show_placeholder(waiting)
             return
         self.placeholder.setText("Open a model and type a sentence to see this stage.")
         drawn, key, selected = self._drawn, self.data_key(), self.session.selected_token
@@ -387,7 +359,7 @@ class StageView(QWidget):
         self.readout.setText(READOUT_HINT)
         try:
             if drawn is None or drawn[3] is not None or drawn[0]() is not trace or drawn[1] != key:
-                self._paint_in_turns()
+                self._turns.paint_in_turns()
                 self.update_data()
             self.update_selection()
         except ModelError as exc:   # a weight the view reads is gone (the file changed on disk)
@@ -410,10 +382,7 @@ class StageView(QWidget):
         self.difference_mode.ensure(trace, against)
 
     def _hide_figures(self, message: str) -> None:
-        self.placeholder.setText(message)
-        self.placeholder.setVisible(True)
-        for widget in [figure for _, figure in self._figures] + self._extras:
-            widget.setVisible(False)
+        self.show_placeholder(message)
         self.difference_mode.hide()
 
     def _show_own_figures(self) -> None:
@@ -423,75 +392,18 @@ class StageView(QWidget):
     def difference_markdown(self) -> str:
         return self.difference_mode.markdown()
 
-    def _building_in_turns(self) -> bool:
-        """Shown unbuilt (a stage visited before the idle builder reached it): its figures and
-        colour bars are made one per turn of the frame scheduler (~10 ms each, a view has up
-        to a dozen: in one turn the window stalled 0.2-0.5 s), the placeholder saying so; then
-        it draws. False when there is nothing left to build, or the view draws at once (an
-        export) or unseen (hidden: the idle builder or a draw at once builds it)."""
-        frames = self.session.frames
-        if (self.session.inline_work or frames is None or frames.closed or self.trace is None
-                or not self.isVisible() or self._build_steps is None):
-            return False
-        self.placeholder.setText("Drawing this stage…")
-        self.placeholder.setVisible(True)
-        for widget in [figure for _, figure in self._figures] + self._extras:
-            widget.setVisible(False)
-        self._draw_after_build = True
-        frames.ensure(self._build_key, self._build_piece, NOW)
-        return True
-
-    def _finish_soon(self) -> None:
-        """Colour bars not made yet (Figure.finish): at once for an export, else one per turn
-        while the view is shown."""
-        if self.session.inline_work:
-            self.finish_building()
-            return
-        frames = self.session.frames
-        if (frames is not None and not frames.closed and self.isVisible()
-                and not all(figure.finished for _, figure in self._figures)):
-            frames.ensure(self._build_key, self._build_piece, NOW)
-
-    @property
-    def _build_key(self) -> tuple:
-        return ("build view", id(self))
-
-    def _build_piece(self) -> object:
-        """One step of the build per turn; in the turn after the last, the drawing; then the
-        colour bars, one per turn (the figures show meanwhile)."""
-        if not isValid(self) or not self.isVisible():   # (left: built while idle, or when drawn)
-            return False
-        if self._build_steps is not None:
-            self.build_step()
-            return True
-        if self._draw_after_build:
-            self._draw_after_build = False
-            self._on_data()
-            return True
-        return self.finish_one()
-
     def _show_problem(self, message: str) -> None:
         """The view cannot be drawn: its placeholder says why, in one line; nothing is lost."""
-        self.placeholder.setText(f"⚠ {message}")
-        self.placeholder.setVisible(True)
-        for widget in [figure for _, figure in self._figures] + self._extras:
-            widget.setVisible(False)
+        self.show_placeholder(f"⚠ {message}")
         self._drawn = None
         self._problem = message
         self.difference_mode.hide()
-
-    def _paint_in_turns(self) -> None:
-        """New data for every figure: they repaint one per event-loop turn (first in the order
-        placed), not all in the turn that drew them. A hidden view (drawn ahead, or for an
-        export) paints when shown or rendered."""
-        if not self.session.inline_work and self.isVisible():
-            self._turns.hold([figure for _, figure in self._figures])
 
     def draw_in_its_turn(self, figure: Figure, draw: Callable[[], None]) -> None:
         """For update_data: `draw()` fills `figure` in the turn the figure repaints in, not in
         the turn that redraws the view (drawing that takes a while: the feed-forward
         histograms' curves); at once where nothing waits (a hidden view, an export)."""
-        if not self._turns.draw_later(figure, lambda: self._draw_if_current(draw)):
+        if not self._turns.figures.draw_later(figure, lambda: self._draw_if_current(draw)):
             draw()
 
     def _draw_if_current(self, draw: Callable[[], None]) -> None:
@@ -502,7 +414,7 @@ class StageView(QWidget):
 
     def painted(self) -> bool:
         """Drawn for the current state, and every figure has had its turn to repaint."""
-        return self.is_current() and not self._turns.pending()
+        return self.is_current() and not self._turns.figures.pending()
 
     def _note_cache(self, trace: Trace) -> None:
         note = cache_note(trace, self.stage.per_head)
@@ -522,8 +434,6 @@ class StageView(QWidget):
         return values, flags
 
     def close(self) -> bool:
-        if self.session.frames is not None:
-            self.session.frames.cancel(self._build_key)
         self._connections.disconnect_all()
         for _, figure in self._figures:   # explain lambdas read the view: break the cycle
             if getattr(figure, "explain", None) is not None:

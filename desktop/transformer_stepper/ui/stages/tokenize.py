@@ -16,7 +16,8 @@ from ...core.analysis.unknown_words import unknown_words
 from ..plots.common import UNKNOWN_INK
 
 from ..plots import Bars
-from ..plots.common import BAR_BRUSH, MUTED, SELECTED, Figure, nearest_index, solid_brush
+from ..plots.common import BAR_BRUSH, MUTED, SELECTED, nearest_index, solid_brush
+from ..plots.figure import Figure
 from .base import StageView
 
 

@@ -13,7 +13,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
 from ...core.training.corpus import WORD_CLASSES
-from ..plots.common import MUTED, SELECTED, Figure, format_value
+from ..plots.common import MUTED, SELECTED, format_value
+from ..plots.figure import Figure
 
 CLASS_COLOURS = {"people": "#d62728", "pronouns": "#ff7f0e", "verbs": "#2ca02c",
                  "places": "#1f77b4", "ambiguous": "#9467bd", "function words": "#7f7f7f",
