@@ -47,7 +47,7 @@ def random_blocks(kind: str, rows: int, cols: int, rng) -> np.ndarray:
 def few_rows(row_counts) -> None:
     from transformer_stepper.core.model import kernels
     half, rng, rows, cols, step = kernels.half_table(), np.random.default_rng(1), 1024, 4096, 256
-    for kind in ("Q4_K", "Q6_K"):
+    for kind in ("Q4_K", "Q6_K", "Q5_K"):
         number, block_size, _ = kernels.KINDS[kind]
         codes = random_blocks(kind, rows, cols, rng)
         tile = np.empty((step, cols), np.float32)

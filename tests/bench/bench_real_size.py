@@ -64,7 +64,9 @@ def app_side(path: Path, n_tokens: int, layer: int) -> dict:
         start = time.perf_counter()
         model = load_model(path)
         out["open_s"] = time.perf_counter() - start
-        ids = token_ids(model, n_tokens + 1)
+        ids = token_ids(model, n_tokens + 1)     # one sentence repeated as often as needed
+        if len(ids) < n_tokens + 1:
+            raise SystemExit(f"the bench's text gives {len(ids)} tokens, not {n_tokens + 1}")
 
         def view(name, previous, these):
             # wall time, and the CPU time of the whole process (both cores): on a shared machine

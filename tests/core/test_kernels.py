@@ -128,12 +128,13 @@ def test_threads_give_the_serial_numbers_bit_for_bit(monkeypatch, n):
     within_float32_rounding(shared, x, reference("Q4_K")(codes))
 
 
-@pytest.mark.parametrize("kind", ["Q4_K", "Q8_0"])
+@pytest.mark.parametrize("kind", ["Q4_K", "Q8_0", "Q6_K", "Q5_K"])
 def test_whole_row_decoders_equal_gguf_on_many_blocks(kind):
-    # the whole-row tile decoders of Q4_K and Q8_0 (no per-block slices) over rows of many
-    # blocks, every byte value in every position
+    # the whole-row tile decoders of Q4_K, Q8_0, Q6_K and Q5_K (no per-block slices, codes
+    # taken in float32 lanes) over rows of many blocks, every byte value in every position
     codes = random_codes(kind, 64, 4096, seed=8)
     tile = np.empty((64, 4096), np.float32)
     number, block_size, _ = kernels.KINDS[kind]
     kernels.dequantize_rows(number, block_size, codes, tile, kernels.half_table())
     assert np.array_equal(tile.view(np.uint32), reference(kind)(codes).view(np.uint32))
+

@@ -120,6 +120,23 @@ def _nibbles(byte):
     return code - high * F32(16.0), high
 
 
+@_jit(inline="always")
+def _crumbs(byte):
+    # the four 2-bit fields of a byte (bits 0-1, 2-3, 4-5, 6-7) as float32, in float32 lanes
+    # (as _nibbles; every step is exact on 0..255)
+    code = F32(byte)
+    above2 = np.floor(code * F32(0.25))
+    above4 = np.floor(code * F32(0.0625))
+    above6 = np.floor(code * F32(0.015625))
+    return code - above2 * F32(4.0), above2 - above4 * F32(4.0), above4 - above6 * F32(4.0), above6
+
+
+@_jit(inline="always")
+def _lowest_bit(halved):
+    # bit k of a byte from halved = floor(byte / 2**k) (float32): exact on 0..255
+    return halved - np.floor(halved * F32(0.5)) * F32(2.0)
+
+
 @_jit()
 def _q4_k(blk, dst, half):
     d, dmin, s, qs = _half(blk, 0, half), _half(blk, 2, half), blk[4:16], blk[16:144]
@@ -236,15 +253,16 @@ def _q5_k_row(row, x, acc, half):
             sc1, m1 = _scale_min(s, 2 * p + 1)
             step0, low0, step1, low1 = d * F32(sc0), dmin * F32(m0), d * F32(sc1), dmin * F32(m1)
             codes, first = at + 48 + 32 * p, base + 64 * p
-            shift0, shift1 = np.int32(2 * p), np.int32(2 * p + 1)
+            below = F32(1.0 / (1 << (2 * p)))               # 2**-2p, exact
             for r in range(x.shape[0]):
                 total = F32(0.0)
-                for i in range(32):
-                    q, fifth = np.int32(row[codes + i]), np.int32(row[at + 16 + i])
-                    q0 = (q & 15) | (((fifth >> shift0) & 1) << 4)
-                    q1 = (q >> 4) | (((fifth >> shift1) & 1) << 4)
-                    total += (step0 * F32(q0) - low0) * x[r, first + i]
-                    total += (step1 * F32(q1) - low1) * x[r, first + 32 + i]
+                for i in range(32):                         # codes in float32 lanes, as _q5_k_rows
+                    low, high = _nibbles(row[codes + i])
+                    halved = np.floor(F32(row[at + 16 + i]) * below)
+                    fifth0 = _lowest_bit(halved)
+                    fifth1 = _lowest_bit(np.floor(halved * F32(0.5)))
+                    total += (step0 * (low + fifth0 * F32(16.0)) - low0) * x[r, first + i]
+                    total += (step1 * (high + fifth1 * F32(16.0)) - low1) * x[r, first + 32 + i]
                 acc[r] += total
 
 
@@ -254,19 +272,23 @@ def _q6_k_row(row, x, acc, half):
         at = b * 210
         d = half[np.int32(row[at + 208]) | (np.int32(row[at + 209]) << 8)]
         for h in range(2):
-            for t in range(4):
-                lows_at, highs_at = at + 64 * h + 32 * (t % 2), at + 128 + 32 * h
-                shift, high_shift = np.int32(4 * (t // 2)), np.int32(2 * t)
-                step0 = d * F32(np.int8(row[at + 192 + 8 * h + 2 * t]))
-                step1 = d * F32(np.int8(row[at + 193 + 8 * h + 2 * t]))
-                base = b * 256 + 128 * h + 32 * t
+            lows, highs, scales = at + 64 * h, at + 128 + 32 * h, at + 192 + 8 * h
+            first = b * 256 + 128 * h
+            for part in range(2):                           # as _q6_k_rows: weights i < 16, then the rest
+                step0 = d * F32(np.int8(row[scales + part]))
+                step1 = d * F32(np.int8(row[scales + 2 + part]))
+                step2 = d * F32(np.int8(row[scales + 4 + part]))
+                step3 = d * F32(np.int8(row[scales + 6 + part]))
                 for r in range(x.shape[0]):
                     total = F32(0.0)
-                    for i in range(32):
-                        low = (np.int32(row[lows_at + i]) >> shift) & 15
-                        high = (np.int32(row[highs_at + i]) >> high_shift) & 3
-                        q = (low | (high << 4)) - 32
-                        total += ((step0 if i < 16 else step1) * F32(q)) * x[r, base + i]
+                    for i in range(16 * part, 16 * part + 16):
+                        low0, high0 = _nibbles(row[lows + i])
+                        low1, high1 = _nibbles(row[lows + 32 + i])
+                        c0, c1, c2, c3 = _crumbs(row[highs + i])
+                        total += (step0 * (low0 + c0 * F32(16.0) - F32(32.0))) * x[r, first + i]
+                        total += (step1 * (low1 + c1 * F32(16.0) - F32(32.0))) * x[r, first + 32 + i]
+                        total += (step2 * (high0 + c2 * F32(16.0) - F32(32.0))) * x[r, first + 64 + i]
+                        total += (step3 * (high1 + c3 * F32(16.0) - F32(32.0))) * x[r, first + 96 + i]
                     acc[r] += total
 
 
@@ -356,6 +378,59 @@ def _q8_0_rows(codes, out, half):
 
 
 @_jit()
+def _q6_k_rows(codes, out, half):
+    # _q6_k over whole rows, indexed directly: each half of a block is 64 bytes of low nibbles
+    # (ql), 32 of 2-bit high parts (qh) and 8 int8 scales of 16 weights; weight 32t + i of the
+    # half is (ql[32(t % 2) + i] >> 4(t // 2)) & 15 | ((qh[i] >> 2t) & 3) << 4, minus 32. The
+    # codes are taken in float32 lanes (exact integers, so d * sc * q is gguf's product)
+    for r in range(codes.shape[0]):
+        for b in range(out.shape[1] // 256):
+            at = b * 210
+            d = half[np.int32(codes[r, at + 208]) | (np.int32(codes[r, at + 209]) << 8)]
+            for h in range(2):
+                lows, highs, scales = at + 64 * h, at + 128 + 32 * h, at + 192 + 8 * h
+                first = b * 256 + 128 * h
+                for part in range(2):                   # weights i of 0..15, then 16..31
+                    step0 = d * F32(np.int8(codes[r, scales + part]))
+                    step1 = d * F32(np.int8(codes[r, scales + 2 + part]))
+                    step2 = d * F32(np.int8(codes[r, scales + 4 + part]))
+                    step3 = d * F32(np.int8(codes[r, scales + 6 + part]))
+                    for i in range(16 * part, 16 * part + 16):
+                        low0, high0 = _nibbles(codes[r, lows + i])
+                        low1, high1 = _nibbles(codes[r, lows + 32 + i])
+                        c0, c1, c2, c3 = _crumbs(codes[r, highs + i])
+                        out[r, first + i] = step0 * (low0 + c0 * F32(16.0) - F32(32.0))
+                        out[r, first + 32 + i] = step1 * (low1 + c1 * F32(16.0) - F32(32.0))
+                        out[r, first + 64 + i] = step2 * (high0 + c2 * F32(16.0) - F32(32.0))
+                        out[r, first + 96 + i] = step3 * (high1 + c3 * F32(16.0) - F32(32.0))
+
+
+@_jit()
+def _q5_k_rows(codes, out, half):
+    # _q5_k over whole rows, indexed directly: sub-blocks 2p, 2p + 1 take the low and high
+    # nibbles of 32 bytes and bits 2p, 2p + 1 of qh[i] as their fifth bit; in float32 lanes
+    for r in range(codes.shape[0]):
+        for b in range(out.shape[1] // 256):
+            at, base = b * 176, b * 256
+            d = half[np.int32(codes[r, at]) | (np.int32(codes[r, at + 1]) << 8)]
+            dmin = half[np.int32(codes[r, at + 2]) | (np.int32(codes[r, at + 3]) << 8)]
+            s = codes[r, at + 4:at + 16]
+            for p in range(4):
+                sc0, m0 = _scale_min(s, 2 * p)
+                sc1, m1 = _scale_min(s, 2 * p + 1)
+                step0, low0, step1, low1 = d * F32(sc0), dmin * F32(m0), d * F32(sc1), dmin * F32(m1)
+                at_codes, first = at + 48 + 32 * p, base + 64 * p
+                below0 = F32(1.0 / (1 << (2 * p)))          # 2**-2p, exact
+                for i in range(32):
+                    low, high = _nibbles(codes[r, at_codes + i])
+                    halved = np.floor(F32(codes[r, at + 16 + i]) * below0)
+                    fifth0 = _lowest_bit(halved)
+                    fifth1 = _lowest_bit(np.floor(halved * F32(0.5)))
+                    out[r, first + i] = step0 * (low + fifth0 * F32(16.0)) - low0
+                    out[r, first + 32 + i] = step1 * (high + fifth1 * F32(16.0)) - low1
+
+
+@_jit()
 def dequantize_rows(kind, block_size, codes, out, half):
     """codes [n_rows, bytes] -> out [n_rows, d_in] float32 (a tile of the matrix)."""
     if kind == 5:
@@ -363,6 +438,12 @@ def dequantize_rows(kind, block_size, codes, out, half):
         return
     if kind == 4:
         _q8_0_rows(codes, out, half)
+        return
+    if kind == 7:
+        _q6_k_rows(codes, out, half)
+        return
+    if kind == 6:
+        _q5_k_rows(codes, out, half)
         return
     n_blocks = out.shape[1] // block_size
     for r in range(codes.shape[0]):
