@@ -216,3 +216,34 @@ def test_colour_bars_read_the_colour_map_once(qtbot, monkeypatch):
     assert reads[0] == 1
     lut = heatmaps[0].colorbar.colorMap().getLookupTable(nPts=5)
     assert np.array_equal(lut, pg.colormap.get("CET-D1A", skipCache=True).getLookupTable(nPts=5))
+
+
+def test_the_idle_builder_makes_one_plot_item_a_turn(qtbot, window, long_model, monkeypatch):
+    """Every stage's view built while idle, then its colour bars: one PlotItem (a figure, or a
+    colour bar) a turn; a view's last build step came with a colour bar in the same turn."""
+    made = [0]
+    original = pg.PlotItem.__init__
+
+    def counting(self, *args, **kwargs):
+        made[0] += 1
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(pg.PlotItem, "__init__", counting)
+    open_long(qtbot, window, long_model)
+    session, stepper = window.session, window.stepper
+    per_turn: list[int] = []
+    last = [made[0]]
+
+    def on_piece(_key, _priority):           # (what the turn before this piece made)
+        per_turn.append(made[0] - last[0])
+        last[0] = made[0]
+
+    session.frames.on_piece = on_piece
+    try:
+        qtbot.waitUntil(stepper.views_built, timeout=60_000)
+        qtbot.waitUntil(lambda: not session.frames.pending(), timeout=60_000)
+    finally:
+        session.frames.on_piece = None
+    per_turn.append(made[0] - last[0])
+    assert sum(per_turn) >= 20, "the views were built while the test watched"
+    assert max(per_turn) <= 1, per_turn

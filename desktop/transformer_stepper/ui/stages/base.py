@@ -145,6 +145,11 @@ class StageView(QWidget):
             self._build_steps = None
         return False
 
+    @property
+    def building(self) -> bool:
+        """Steps of a build in steps are left (the last one may still make a figure)."""
+        return self._build_steps is not None
+
     def build_all(self) -> None:
         while self.build_step():
             pass
