@@ -42,6 +42,9 @@ class StageView(QWidget):
     draws or exports the view first builds the rest."""
 
     stage_key = ""
+    # figures made while the view is shown building stay hidden until it draws (a view whose
+    # drawing depends on its figures' size on screen says False: the logit lens's table)
+    hidden_while_building = True
     # the core parameter whose GGUF blocks the "Dequantization…" button shows ("h.{layer}.attn.q.w")
     dequantized_weight = ""
     updated = Signal()               # redrawn: the explanation may have new numbers
@@ -266,7 +269,7 @@ class StageView(QWidget):
         """A figure made while the view is shown building (its placeholder says so) stays
         hidden until the view draws: shown empty, each one laid the grid out again and painted
         (and so did those before it) in the turn that made it."""
-        if self._draw_after_build:
+        if self._draw_after_build and self.hidden_while_building:
             widget.setVisible(False)
 
     def add_controls(self, widget: QWidget) -> QWidget:

@@ -33,6 +33,9 @@ NOT_YET = "…"                 # a cell whose block is not computed yet
 
 class LogitLensView(StageView):
     stage_key = "logit_lens"
+    # the table's columns follow its width on screen, and the lens is computed for the columns
+    # in view first: laid out while it builds, not drawn for a size it does not have yet
+    hidden_while_building = False
 
     def build(self) -> Iterator[None]:      # in steps (StageView)
         self._version = 0                 # bumped when the worker computed something shown
