@@ -5,10 +5,11 @@ between the ticks of a 2 ms timer: ui/stall_meter.py) with the GUI thread's own 
 longest gap (on a loaded machine a gap is mostly waiting for a core), and the peak RssAnon.
 
     DISPLAY=:91 QT_QPA_PLATFORM=xcb python tests/bench/bench_real_size_gui.py FILE.gguf
-        [--tokens 32] [--layer 15] [--shots DIR]
+        [--tokens 32] [--layer 15] [--shots DIR] [--profile-gaps MS]
 
 Offscreen by default; under Xvfb with a window manager for a real window system. --shots
-saves a screenshot of the window after each phase."""
+saves a screenshot of the window after each phase. --profile-gaps MS profiles the GUI thread
+(gap_profiler.py) and prints what it computed in each turn that took over MS ms of its CPU."""
 from __future__ import annotations
 
 import argparse
@@ -26,6 +27,7 @@ from PySide6.QtCore import QSettings  # noqa: E402
 from bench_big import cpu_name  # noqa: E402
 from bench_stall_big import Meters, traced_and_drawn, type_keys, ms  # noqa: E402
 from bench_ui import text_of, wait_for  # noqa: E402
+from gap_profiler import GapProfiler  # noqa: E402
 from memory import peak_rss_anon, rss_anon  # noqa: E402
 
 from transformer_stepper.core.model.stages import available_stages  # noqa: E402
@@ -34,12 +36,20 @@ from transformer_stepper.ui.app import application, create_main_window  # noqa: 
 TIMEOUT = 3600
 
 
+class Marker:
+    """type_keys's meter: its marks go to the stall meter and the profiler."""
+    def __init__(self, mark) -> None:
+        self.mark = mark
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model")
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--layer", type=int, default=15)
     parser.add_argument("--shots", type=Path)
+    parser.add_argument("--profile-gaps", type=float, metavar="MS",
+                        help="profile the GUI thread; print its turns over MS ms of CPU")
     args = parser.parse_args()
     app = application()
     print(f"CPU: {cpu_name()}; platform {os.environ['QT_QPA_PLATFORM']}; load {os.getloadavg()[0]:.1f}; "
@@ -56,12 +66,20 @@ def main() -> int:
         print(f"opened and traced 'the' in {time.perf_counter() - start:.1f} s", flush=True)
         text = text_of(session.model, args.tokens)
         meters = Meters(stacks=False)
+        profiler = GapProfiler(args.profile_gaps / 1000) if args.profile_gaps else None
         meters.start()
+        if profiler is not None:
+            profiler.start()
+
+        def mark(label):
+            meters.mark(label)
+            if profiler is not None:
+                profiler.label = label
 
         def phase(name, run):
             meters.meter.longest.clear()
             meters.meter.longest_cpu.clear()
-            meters.mark(name)
+            mark(name)
             begin = time.perf_counter()
             run()
             took = time.perf_counter() - begin
@@ -84,7 +102,7 @@ def main() -> int:
             session.set_layer(args.layer)
             for stage in available_stages(session.model.config):
                 if stage.per_layer:
-                    meters.mark(f"stage {stage.key} of layer {args.layer}")
+                    mark(f"stage {stage.key} of layer {args.layer}")
                     session.set_stage(stage.key)
                     traced_and_drawn(app, window)
 
@@ -97,9 +115,12 @@ def main() -> int:
         phase(f"first view, {args.tokens} tokens", first_view)
         print(f"{session.trace.n_seq} tokens; {session.model.config.n_layer} layers", flush=True)
         phase(f"every stage of layer {args.layer}", every_stage)
-        phase("a word typed at the end (' river', key by key)", lambda: type_keys(app, window, meters, " river", "end"))
+        phase("a word typed at the end (' river', key by key)", lambda: type_keys(app, window, Marker(mark), " river", "end"))
         phase("five tokens generated", generate)
         meters.stop()
+        if profiler is not None:
+            profiler.stop()
+            print(profiler.report(), flush=True)
         window.close()
     print(f"peak RssAnon {(peak() - base) / 1e9:.2f} GB")
     for name, took, worst, worst_cpu in phases:

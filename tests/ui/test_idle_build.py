@@ -241,9 +241,10 @@ def test_a_built_view_is_finished_one_figure_per_call(qtbot, open_session):
     assert not view.finish_one()
 
 
-def test_a_view_built_in_steps_makes_a_few_figures_a_step_and_the_rest_when_needed(qtbot, open_session):
-    """The idle builder builds a view in steps (a figure takes 6-10 ms to make): each step
-    makes a few figures; a view drawn or exported mid-build builds the rest first."""
+def test_a_view_built_in_steps_makes_one_figure_a_step_and_the_rest_when_needed(qtbot, open_session):
+    """The idle builder builds a view in steps (a figure takes 6-10 ms to make, 20-40 ms on a
+    loaded machine): each step makes one figure; a view drawn or exported mid-build builds the
+    rest first."""
     from transformer_stepper.ui.stages import create_view
 
     session = open_session("bert")                 # token types: position addition's 8 figures
@@ -256,11 +257,11 @@ def test_a_view_built_in_steps_makes_a_few_figures_a_step_and_the_rest_when_need
         if not more:
             break
     assert counts[0] == 0 and counts[-1] == 8, counts
-    assert max(b - a for a, b in zip(counts, counts[1:])) <= 3, counts
+    assert max(b - a for a, b in zip(counts, counts[1:])) <= 1, counts
     assert not view.build_step()
     half = create_view("qkv", session, in_steps=True)
     qtbot.addWidget(half)
-    assert half.build_step() and len(half.figures()) == 2
+    assert half.build_step() and len(half.figures()) == 1
     names = [name for name, _ in half.plots()]       # drawn for an export: built whole first
     # (x, W_Q, the latent-attention pair, hidden for BERT, then q, k, v)
     assert len(half.figures()) == 7 and {"q", "k", "v"} <= set(names)

@@ -2,6 +2,7 @@
 column names on hover, the selected token outlined, masked cells hatched."""
 from __future__ import annotations
 
+import functools
 from typing import Optional, Sequence
 
 import numpy as np
@@ -19,6 +20,13 @@ DIVERGING = "CET-D1A"        # blue - white - red: signed values, zero is white
 # white -> dark blue: weights and probabilities, 0 is white (the selection is orange)
 CELL_FONT_POINTS = 8
 SEQUENTIAL = pg.ColorMap(pos=[0.0, 0.5, 1.0], color=["#ffffff", "#6baed6", "#08306b"], name="blues")
+
+
+@functools.lru_cache(maxsize=1)
+def diverging_map() -> pg.ColorMap:
+    """The signed values' colour map, read from pyqtgraph's file once: pyqtgraph reads a named
+    map's file again for every colour bar (~10 ms of the GUI thread each)."""
+    return pg.colormap.get(DIVERGING)
 
 
 class Heatmap(Figure):
@@ -80,7 +88,7 @@ class Heatmap(Figure):
         """The colour bar (a PlotItem of its own, about half of what a heatmap costs to make):
         made on first use, or by finish() while the window is idle."""
         if self._colorbar is None:
-            bar = pg.ColorBarItem(colorMap=DIVERGING if self.signed else SEQUENTIAL,
+            bar = pg.ColorBarItem(colorMap=diverging_map() if self.signed else SEQUENTIAL,
                                   interactive=False, width=14, colorMapMenu=False,
                                   pen=pg.mkPen("#888"))
             # kept before it is set up: setting it up signals, and a slot may ask for it again

@@ -39,6 +39,9 @@ class StageView(QWidget):
     draws or exports the view first builds the rest."""
 
     stage_key = ""
+    # figures made while the view is shown building stay hidden until it draws (a view whose
+    # drawing depends on its figures' size on screen says False: the logit lens's table)
+    hidden_while_building = True
     # the core parameter whose GGUF blocks the "Dequantization…" button shows ("h.{layer}.attn.q.w")
     dequantized_weight = ""
     updated = Signal()               # redrawn: the explanation may have new numbers
@@ -135,6 +138,11 @@ class StageView(QWidget):
         """One more step of a build in steps; False when the view is built."""
         return self._turns.build_step()
 
+    @property
+    def building(self) -> bool:
+        """Steps of a build in steps are left (the last one may still make a figure)."""
+        return self._build_steps is not None
+
     def build_all(self) -> None:
         while self.build_step():
             pass
@@ -185,6 +193,7 @@ class StageView(QWidget):
         self._figures.append((name, figure))
         if self.on_new_figure is not None:       # one made after the window set the view up
             self.on_new_figure(self, name, figure)
+        self._hidden_until_drawn(figure)
         self.grid.addWidget(figure, row, col, row_span, col_span)
         figure.tokenClicked.connect(on_click or self.session.select_token)
         figure.hovered.connect(self.readout.setText)
@@ -220,12 +229,21 @@ class StageView(QWidget):
                    col_span: int = 1) -> QWidget:
         """A widget beside the figures (a table): shown only when there is a trace."""
         self._extras.append(widget)
+        self._hidden_until_drawn(widget)
         self.grid.addWidget(widget, row, col, row_span, col_span)
         return widget
+
+    def _hidden_until_drawn(self, widget: QWidget) -> None:
+        """A figure made while the view is shown building (its placeholder says so) stays
+        hidden until the view draws: shown empty, each one laid the grid out again and painted
+        (and so did those before it) in the turn that made it."""
+        if self._draw_after_build and self.hidden_while_building:
+            widget.setVisible(False)
 
     def add_controls(self, widget: QWidget) -> QWidget:
         """A row of controls above the figures (a slider): shown only when there is a trace."""
         self._extras.append(widget)
+        self._hidden_until_drawn(widget)
         self.controls.addWidget(widget)
         return widget
 
@@ -371,11 +389,25 @@ class StageView(QWidget):
         note = intervention_note(trace.interventions, self.stage, self.session.layer, self.session.head)
         self.intervention_note.setText(note)
         self.intervention_note.setVisible(bool(note))
-        for _, figure in self._figures:   # a figure marks itself unused (e.g. no token types)
-            figure.setVisible(not getattr(figure, "unused", False))
-        for widget in self._extras:
-            widget.setVisible(widget is not self._dequantize or is_gguf(self.session.model))
+        # a figure marks itself unused (e.g. no token types)
+        self._show_at_once([(figure, not getattr(figure, "unused", False)) for _, figure in self._figures] +
+                           [(widget, widget is not self._dequantize or is_gguf(self.session.model))
+                            for widget in self._extras])
         self.updated.emit()
+
+    def _show_at_once(self, visibility: list[tuple[QWidget, bool]]) -> None:
+        """Set these widgets' visibility with one layout of the plots: a widget shown in a shown
+        parent lays the parent out at once, so a view's six figures shown one after another
+        (after the build in turns, or a placeholder) laid the grid out six times, each figure
+        resized each time (~0.1 s of the GUI thread on an 8B model's stage)."""
+        showing = [widget for widget, visible in visibility if visible and widget.isHidden()]
+        batch = len(showing) > 1 and self.plot_area.isVisible()
+        if batch:
+            self.plot_area.setVisible(False)
+        for widget, visible in visibility:
+            widget.setVisible(visible)
+        if batch:
+            self.plot_area.setVisible(True)
 
     # -- A − B: a second model against this one (ui/model_diff/stage_mode.py) ------------------
     def _ensure_difference(self, trace: Trace, against: Optional[Trace]) -> None:

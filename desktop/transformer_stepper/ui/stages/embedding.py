@@ -52,6 +52,7 @@ class EmbeddingView(StageView):
             "Embedding table E (lines: this text's rows)", "dimension",
             "token id (row of E)", value_label="value", row_names="id", col_names="dim",
             click=None), 0, 0, 2, 1, explain=lambda r, c: ("param:wte", (r, c)))
+        yield
         self.rows = self.add_figure("looked_up_rows", Heatmap(
             "The rows of E for this text's ids", "dimension", "token", value_label="value",
             row_names="token", col_names="dim"), 0, 1,
@@ -59,6 +60,7 @@ class EmbeddingView(StageView):
         yield
         self.vector = self.add_figure("selected_vector", Bars(
             "Embedding vector of the selected token", "dimension", "value", tokens=False), 1, 1)
+        yield
         self.nearest = self.add_figure("nearest_tokens", Bars(
             "Nearest rows of E to the selected token (cosine)", "cosine similarity", "",
             horizontal=True, tokens=False, value_name="cosine"), 0, 2, 2, 1)

@@ -31,6 +31,7 @@ class FeedForwardView(StageView):
     def build(self) -> Iterator[None]:      # in steps (StageView)
         self.hidden = self.add_figure("hidden_activations", _heatmap("Hidden activations", "hidden unit"), 0, 0, 1, 2,
             explain=lambda r, c: ("mlp_gated" if self.trace.config.gated_mlp else "mlp_act", (self.session.layer, r, c)))
+        yield
         self.distribution = self.add_figure("activation_distributions", Lines(
             "Values before and after the activation (all tokens)", "value", "count (log10)"), 0, 2)
         yield
@@ -40,6 +41,7 @@ class FeedForwardView(StageView):
         yield
         self.output = self.add_figure("feed_forward_output", _heatmap("· W2 + b2"), 1, 0,
                                       explain=self.cell("mlp_out"))
+        yield
         self.after = self.add_figure("after_residual", _heatmap("+ residual"), 1, 1,
                                      explain=self.cell("layer_out"))
 

@@ -7,7 +7,7 @@ selected position first, the view drawn as soon as those are ready, the rest in 
 from __future__ import annotations
 
 import weakref
-from typing import Optional
+from typing import Iterator, Optional
 
 import numpy as np
 from PySide6.QtCore import Qt
@@ -33,8 +33,18 @@ NOT_YET = "…"                 # a cell whose block is not computed yet
 
 class LogitLensView(StageView):
     stage_key = "logit_lens"
+    # the table's columns follow its width on screen, and the lens is computed for the columns
+    # in view first: laid out while it builds, not drawn for a size it does not have yet
+    hidden_while_building = False
 
-    def build(self) -> None:
+    def build(self) -> Iterator[None]:      # in steps (StageView)
+        self._version = 0                 # bumped when the worker computed something shown
+        self._running: Optional[weakref.ref] = None     # the trace a piece is computed for
+        self._task: Optional[Task] = None               # ... and the worker's task computing it
+        self._lens_failed: Optional[tuple] = None       # (trace ref, message)
+        self._token_names: dict[int, str] = {}         # of the tokenizer below
+        self._names_of: Optional[weakref.ref] = None
+        self._kept: Optional[tuple] = None      # (trace ref, position) last brought into view
         self.table = self.add_figure("lens_top_tokens", Heatmap(
             "Top token at each hidden state", "position", "hidden state", signed=False,
             value_label="probability", row_names="hidden state", col_names="position",
@@ -45,18 +55,12 @@ class LogitLensView(StageView):
         self.scroll.setToolTip("Positions shown in the table: scroll for the others")
         self.scroll.valueChanged.connect(self.table.scroll_to)
         self.table.columnWindowChanged.connect(self._on_window)
-        self.updated.connect(self._show_scroll)      # (drawn: every extra widget was shown)
+        yield
         self.curve = self.add_figure("lens_final_token", Lines(
             "The final prediction across layers", "hidden state", "probability"), 0, 1, row_span=2)
+        self.updated.connect(self._show_scroll)      # (drawn: every extra widget was shown)
         self.grid.setColumnStretch(0, 3)
         self.grid.setColumnStretch(1, 2)
-        self._version = 0                 # bumped when the worker computed something shown
-        self._running: Optional[weakref.ref] = None     # the trace a piece is computed for
-        self._task: Optional[Task] = None               # ... and the worker's task computing it
-        self._lens_failed: Optional[tuple] = None       # (trace ref, message)
-        self._token_names: dict[int, str] = {}         # of the tokenizer below
-        self._names_of: Optional[weakref.ref] = None
-        self._kept: Optional[tuple] = None      # (trace ref, position) last brought into view
 
     # -- the lens, off the GUI thread, what is on screen first ----------------------------------
     def data_key(self) -> tuple:

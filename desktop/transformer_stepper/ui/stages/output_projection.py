@@ -23,17 +23,20 @@ class OutputProjectionView(StageView):
     def build(self) -> Iterator[None]:      # in steps (StageView)
         self.concat = self.add_figure("heads_concat", _heatmap("Heads side by side (concat)"), 0, 0,
                                       explain=self.cell("heads_concat"))
+        yield
         self.projected = self.add_figure("attention_output", _heatmap("· W_O + b_O"), 0, 1,
                                          explain=self.cell("attn_out"))
         yield
         self.change = self.add_figure("attention_change", Bars(
             "How much attention changes each token: |attn out| / |x|", "token", "ratio",
             value_name="|attn out| / |x|"), 0, 2)
+        yield
         self.residual = self.add_figure("residual", _heatmap("x + attention output"), 1, 0,
                                         explain=self.cell("attn_residual"))
         yield
         self.norm = self.add_figure("layernorm", _heatmap("LayerNorm"), 1, 1,
                                     explain=lambda r, c: (f"{self.norm_name}_out", (self.session.layer, r, c)))
+        yield
         self.norm_effect = self.add_figure("layernorm_effect", Bars(
             "Length of each token's vector before → after LayerNorm", "token", "|vector|",
             value_name="length after LayerNorm"), 1, 2)

@@ -25,6 +25,7 @@ class PositionAdditionView(StageView):
 
         self.e = self.add_figure("token_embeddings", heatmap("e: token embeddings"), 0, 0,
                                  explain=lambda r, c: ("token_embeddings", (r, c)))
+        yield
         self.p = self.add_figure("position_embeddings", heatmap("p: position vectors"), 0, 1,
                                  explain=lambda r, c: ("position_embeddings", (r, c)))
         yield
@@ -36,6 +37,7 @@ class PositionAdditionView(StageView):
         self.k_turn: Optional[Lines] = None
         self.sum = self.add_figure("embedding_sum", heatmap("e + p: the sum"), 1, 0,
                                    explain=lambda r, c: ("embedding_sum", (r, c)))
+        yield
         self.ln = self.add_figure("embedding_layernorm", heatmap("LayerNorm(e + p + t)"), 1, 1,
                                   explain=lambda r, c: ("embedding_output", (r, c)))
         yield
@@ -44,29 +46,39 @@ class PositionAdditionView(StageView):
         # where e ends and p begins in [e | p]
         self.boundary = pg.InfiniteLine(angle=90, pen=pg.mkPen("#111", width=2))
         self.concat.plot.addItem(self.boundary)
+        yield
         self.magnitude = self.add_figure("magnitude_per_dimension", Lines(
             "Size of e and p per dimension (RMS over tokens)", "dimension", "RMS"), 2, 0, 1, 2)
+        yield
         self.cosine = self.add_figure("cosine_e_sum", Bars(
             "cos(e, e + p) per token", "token", "cosine", value_name="cosine"), 2, 2)
         yield
         self._placed_for = None
         config = self.session.model.config if self.session.model is not None else None
-        self._make_figures(config is None or config.n_token_types > 0,
-                           config is None or config.position == "rotary")
+        yield from self._figures_for(config is None or config.n_token_types > 0,
+                                     config is None or config.position == "rotary")
 
     def _make_figures(self, types: bool, rotary: bool) -> None:
         """The plots only some models need, made once the first such model is shown."""
+        for _ in self._figures_for(types, rotary):
+            pass
+
+    def _figures_for(self, types: bool, rotary: bool) -> Iterator[None]:
+        """_make_figures one figure a step."""
         if types and self.t is None:
             self.t = self.add_figure("token_type_embeddings", self._heatmap("t: token-type rows"), 0, 2)
+            yield
         if rotary and self.q_turn is None:
             self.q_turn = self.add_figure("q_rotation", Lines(
                 "q of the selected token: pairs before and after the rotation", "first of pair",
                 "second of pair"), 2, 0)
+            self.q_turn.plot.setAspectLocked(True)      # a turn must look like a turn
+            yield
+        if rotary and self.k_turn is None:
             self.k_turn = self.add_figure("k_rotation", Lines(
                 "k of the selected token: pairs before and after the rotation", "first of pair",
                 "second of pair"), 2, 1)
-            for figure in (self.q_turn, self.k_turn):   # a turn must look like a turn
-                figure.plot.setAspectLocked(True)
+            self.k_turn.plot.setAspectLocked(True)
 
     def _place_concat(self) -> None:
         """A model that concatenates: e and p above, x₀ = [e | p] across the row below."""

@@ -42,12 +42,14 @@ class PositionEncodingView(StageView):
         self.table = self.add_figure("position_table", Heatmap(
             "Position vectors p for this text's positions", "dimension", "position",
             value_label="value", row_names="position", col_names="dim"), 0, 0)
+        yield
         self.curves = self.add_figure("position_curves", Lines(
             "A few dimensions of p across positions", "position", "value"), 0, 1)
         yield
         self.similarity = self.add_figure("position_similarity", Heatmap(
             "Cosine similarity between position vectors", "position", "position",
             value_label="cosine", row_names="position", col_names="position"), 1, 0)
+        yield
         self.wavelengths = self.add_figure("wavelengths", Lines(
             "Wavelength of each dimension's sinusoid", "dimension", "wavelength (positions, log10)",
             legend=False), 1, 1)
@@ -55,6 +57,7 @@ class PositionEncodingView(StageView):
         self.token_types = self.add_figure("token_type_rows", Heatmap(
             "Token-type (segment) rows", "dimension", "token type", value_label="value",
             row_names="type", col_names="dim", click=None), 1, 1)
+        yield
         self.relative = self.add_figure("relative_position_scores", Lines(
             "RoPE scores depend only on relative position", "shift (positions)", "score"), 1, 0)
         self.relative.unused = True

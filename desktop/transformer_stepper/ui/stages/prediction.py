@@ -1,6 +1,8 @@
 """12. Prediction (models with an LM head): logits -> probabilities over the vocabulary."""
 from __future__ import annotations
 
+from typing import Iterator
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -21,7 +23,7 @@ MAX_CELL_TEXTS = 64 * TOP_PER_POSITION     # beyond this, names only on hover
 class PredictionView(StageView):
     stage_key = "prediction"
 
-    def build(self) -> None:
+    def build(self) -> Iterator[None]:      # in steps (StageView)
         # tokens=True: a click on a bar reaches _bar_clicked (at the last position of a decoder
         # it appends that token: the user steers the generation)
         self.top = self.add_figure("top_tokens", Bars(
@@ -33,6 +35,7 @@ class PredictionView(StageView):
         self.top.plot.addItem(self.cut_line)
         self._bar_ids = np.zeros(0, dtype=np.int64)
         self.listen(self.session.generation.changed, self._on_data)
+        yield
         self.table = self.add_figure("top_per_position", Heatmap(
             "Top predictions at every position", "rank", "position", signed=False,
             value_label="probability", row_names="position", col_names="rank"), 0, 1,

@@ -76,6 +76,7 @@ class QKVView(StageView):
         self.x = self.add_figure("attention_input", Heatmap(
             "x: what the projections read", "dimension", "token", value_label="value",
             row_names="token", col_names="dim"), 0, 0, 1, 2, explain=self.cell("attn_in"))
+        yield
         self.w = self.add_figure("query_weights", Heatmap(
             "W_Q: this head's columns", "head dimension", "input dimension", value_label="weight",
             row_names="input dim", col_names="head dim", click=None), 0, 2,
@@ -85,6 +86,7 @@ class QKVView(StageView):
         self.latent = self.add_figure("kv_latent", Heatmap(
             "c_kv: the latent the KV cache keeps", "latent dimension", "token", value_label="value",
             row_names="token", col_names="latent dim"), 1, 0, 1, 2)
+        yield
         self.k_rope = self.add_figure("k_rope", Heatmap(
             "k_rope: the rotated key part every head shares", "rope dimension", "token",
             value_label="value", row_names="token", col_names="rope dim"), 1, 2)
@@ -94,6 +96,7 @@ class QKVView(StageView):
         self.q = self.add_figure("q", Heatmap("q = x·W_Q + b_Q (this head)", "head dimension",
                                               "token", value_label="value", row_names="token",
                                               col_names="head dim"), 2, 0, explain=self.head_cell("q"))
+        yield
         self.k = self.add_figure("k", Heatmap("k = x·W_K + b_K (this head)", "head dimension",
                                               "token", value_label="value", row_names="token",
                                               col_names="head dim"), 2, 1, explain=self.head_cell("k"))

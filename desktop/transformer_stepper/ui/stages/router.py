@@ -33,6 +33,7 @@ class RouterView(StageView):
             "Router logits", "expert", "token", value_label="logit", row_names="token",
             col_names="expert"), 0, 0, 1, 2, explain=self.cell("router_logits"))
         self.chosen_dots = _markers(self.logits, 6)
+        yield
         self.probs = self.add_figure("selected_token_gates", Bars(
             "The selected token's softmax over experts", "expert", "probability", tokens=False,
             value_name="probability"), 0, 2)
@@ -40,6 +41,7 @@ class RouterView(StageView):
         self.outputs = self.add_figure("chosen_expert_outputs", Heatmap(
             "The selected token's chosen experts", "dimension", "", value_label="value",
             row_names="row", col_names="dim", click=None), 1, 0)
+        yield
         self.load_map = self.add_figure("expert_load", Heatmap(
             "Expert load per layer", "expert", "layer", signed=False, value_label="tokens",
             row_names="layer", col_names="expert", click=None), 1, 1)

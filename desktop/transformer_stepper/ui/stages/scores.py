@@ -2,6 +2,8 @@
 titled as the pass computed them (core/model/score_terms.py: T5 does not scale and adds a bias)."""
 from __future__ import annotations
 
+from typing import Iterator
+
 import numpy as np
 
 from ...core.model.score_terms import score_bias, score_terms
@@ -15,13 +17,15 @@ from .base import StageView
 class ScoresView(StageView):
     stage_key = "scores"
 
-    def build(self) -> None:
+    def build(self) -> Iterator[None]:      # in steps (StageView)
         self.scores = self.add_figure("scores", Heatmap(
             "Scores q·kᵀ/√d_head", "key (the token looked at)", "query (the token looking)",
             value_label="score", row_names="query", col_names="key"), 0, 0, explain=self.head_cell("scores"))
+        yield
         self.row = self.add_figure("query_scores", Bars(
             "Scores of the selected query", "key", "score", value_name="score"), 0, 1,
             explain=self.query_bar("scores"))
+        yield
         # Gemma 2's soft-cap: the tanh curve and this query's scores before and after it
         self.cap = self.add_figure("soft_cap", Lines(
             "Soft-cap: cap·tanh(s / cap)", "score before the cap", "score after the cap"), 1, 0, 1, 2)

@@ -5,6 +5,7 @@ each row no token receives (the row's weights sum to 1 minus it)."""
 from __future__ import annotations
 
 import math
+from typing import Iterator
 
 import numpy as np
 import pyqtgraph as pg
@@ -32,7 +33,9 @@ def temperature_to_slider(temperature: float) -> int:
 class SoftmaxView(StageView):
     stage_key = "softmax"
 
-    def build(self) -> None:
+    def build(self) -> Iterator[None]:      # in steps (StageView)
+        self.shown_weights = np.zeros((0, 0), dtype=np.float32)
+        self.shown_sink = None             # [n_seq] the sink's share of each row, or None (no sinks)
         bar = QWidget()
         row = QHBoxLayout(bar)
         row.setContentsMargins(0, 0, 0, 0)
@@ -57,14 +60,13 @@ class SoftmaxView(StageView):
             "Attention weights", "key (the token looked at)", "query (the token looking)",
             signed=False, value_label="weight", row_names="query", col_names="key"), 0, 0,
             explain=self._weight_cell)
+        yield
         self.row = self.add_figure("query_weights", Bars(
             "Weights of the selected query", "key", "weight", value_name="weight"), 0, 1,
             explain=self._query_bar, on_click=self._key_clicked)
         self.grid.setColumnStretch(0, 3)
         self.grid.setColumnStretch(1, 2)
         self.listen(self.session.temperatureChanged, self._on_temperature)
-        self.shown_weights = np.zeros((0, 0), dtype=np.float32)
-        self.shown_sink = None             # [n_seq] the sink's share of each row, or None (no sinks)
 
     # -- the sink's column (gpt-oss): the last one, past the tokens -----------------------------
     def _is_sink(self, j: int) -> bool:

@@ -1,7 +1,7 @@
 """1. Tokenize: text -> pieces, ids, special tokens, character offsets."""
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Iterator, NamedTuple, Optional
 
 import numpy as np
 import pyqtgraph as pg
@@ -136,8 +136,9 @@ SIZED_ROWS = 128      # rows measured to size the table's columns
 class TokenizeView(StageView):
     stage_key = "tokenize"
 
-    def build(self) -> None:
+    def build(self) -> Iterator[None]:      # in steps (StageView)
         self.spans = self.add_figure("token_spans", TokenSpans(), 0, 0)
+        yield
         self.ids = self.add_figure("token_ids", Bars(
             "Token ids: the row each token takes from the embedding table", "token",
             "id", value_name="id"), 1, 0)

@@ -52,6 +52,7 @@ class WeightedSumView(StageView):
             "source token j", value_label="value", row_names="source", col_names="head dim",
             click=None), 0, 0,
             explain=lambda r, c: ("head_outputs", (self.session.layer, self.session.head, self.selected, c)))
+        yield
         self.sizes = self.add_figure("contribution_sizes", Bars(
             "Size of each contribution |weight_j · v_j|", "source token j", "length",
             value_name="|weight·v|"), 0, 1)
@@ -61,6 +62,7 @@ class WeightedSumView(StageView):
             value_label="weight", row_names="head", col_names="key", click="row"), 1, 1,
             on_click=self.session.set_head,
             explain=lambda r, c: ("attn_weights", (self.session.layer, r, self.selected, c)))
+        yield
         self.head_outputs = self.add_figure("head_outputs", Heatmap(
             "Every head's output for the selected query", "head dimension", "head",
             value_label="value", row_names="head", col_names="head dim", click="row"), 1, 0,
@@ -69,6 +71,7 @@ class WeightedSumView(StageView):
         yield
         self.two_weightings = self.add_figure("two_weightings", Lines(
             "w and w′: two weightings, one output", "source token j", "weight", tokens_on_x=True), 0, 2)
+        yield
         self.two_outputs = self.add_figure("two_outputs", Heatmap(
             "Σ w_j v_j and Σ w′_j v_j", "head dimension", "", value_label="value",
             row_names="weighting", col_names="head dim", click=None), 1, 2)

@@ -255,7 +255,8 @@ class StepperView(QWidget):
         if target is None or (target[0] in self.views and target[1] != session.layer):
             return
         view = self.view(target[0], in_steps=True)
-        while isValid(view) and view.build_step():      # a figure or two a turn, not all at once
+        while isValid(view) and view.building:      # a figure a turn, not all at once (the last
+            view.build_step()                       # step too: not with a colour bar)
             yield True
         while isValid(view) and not view.isVisible() and view.finish_one():     # its colour bars
             yield True
@@ -281,7 +282,10 @@ class StepperView(QWidget):
             return False
         if self._unfinished:                    # the view built last: its figures, then its
             view = self._unfinished[-1]         # colour bars, one per turn (a view may have six)
-            if isValid(view) and (view.build_step() or view.finish_one()):
+            if isValid(view) and view.building:
+                view.build_step()               # (its last step too is a turn of its own: it
+                return True                     # made a figure and a colour bar in one)
+            if isValid(view) and view.finish_one():
                 return True
             self._unfinished.pop()
         keys = [s.key for s in session.available_stages()]
