@@ -17,7 +17,8 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from tests.builders import random_params, tiny_config, tokenizer_for, write_npz_model
 from transformer_stepper.core.model import measures
-from transformer_stepper.ui.plots.common import Figure, format_value
+from transformer_stepper.ui.plots.common import format_value
+from transformer_stepper.ui.plots.figure import Figure
 from transformer_stepper.ui.stages.base import StageView
 
 TEXT = " ".join(["the bank of the river was steep and green and the water ran fast below it"] * 3)
