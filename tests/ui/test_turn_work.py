@@ -19,7 +19,7 @@ from tests.builders import random_params, tiny_config, tokenizer_for, write_npz_
 from transformer_stepper.core.model import measures
 from transformer_stepper.ui.plots.common import format_value
 from transformer_stepper.ui.plots.figure import Figure
-from transformer_stepper.ui.stages.base import StageView
+from transformer_stepper.ui.stages.turns import StageTurns
 
 TEXT = " ".join(["the bank of the river was steep and green and the water ran fast below it"] * 3)
 D_FF = 4096
@@ -140,21 +140,23 @@ def figures_made(monkeypatch):
 
 @pytest.fixture
 def watched_pieces(monkeypatch):
-    """A StageView's build-and-draw pieces, noted by the PaintWatcher set in `watcher[0]`."""
+    """A StageView's build-and-draw pieces (ui/stages/turns.py), noted by the PaintWatcher set
+    in `watcher[0]`."""
     watcher: list = [None]
-    original = StageView._build_piece
+    original = StageTurns._piece
 
-    def noted(view, *args):
+    def noted(turns, *args):
+        view = turns._view()
         if watcher[0] is None or watcher[0].view is not view:
-            return original(view, *args)
+            return original(turns, *args)
         watcher[0].in_piece = True
         try:
-            return original(view, *args)
+            return original(turns, *args)
         finally:
             watcher[0].in_piece = False
             watcher[0].piece_done()
 
-    monkeypatch.setattr(StageView, "_build_piece", noted)
+    monkeypatch.setattr(StageTurns, "_piece", noted)
     return watcher
 
 

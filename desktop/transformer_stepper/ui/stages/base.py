@@ -141,7 +141,7 @@ class StageView(QWidget):
     @property
     def building(self) -> bool:
         """Steps of a build in steps are left (the last one may still make a figure)."""
-        return self._build_steps is not None
+        return self._turns.steps is not None
 
     def build_all(self) -> None:
         while self.build_step():
@@ -237,7 +237,8 @@ class StageView(QWidget):
         """A figure made while the view is shown building (its placeholder says so) stays
         hidden until the view draws: shown empty, each one laid the grid out again and painted
         (and so did those before it) in the turn that made it."""
-        if self._draw_after_build and self.hidden_while_building:
+        turns = getattr(self, "_turns", None)        # (none yet while a plain build() runs)
+        if turns is not None and turns.draw_after_build and self.hidden_while_building:
             widget.setVisible(False)
 
     def add_controls(self, widget: QWidget) -> QWidget:
