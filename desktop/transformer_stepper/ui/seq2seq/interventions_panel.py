@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushB
 from ...core.model.interventions import AblateHead
 from ...core.model.seq2seq_interventions import (
     InStack,
-    NoSourcePositions,
     STACK_NAMES,
     describe_all)
 from ...core.model.seq2seq_stages import seq2seq_stages

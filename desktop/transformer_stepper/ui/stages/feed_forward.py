@@ -91,7 +91,7 @@ class FeedForwardView(StageView):
 
     def _draw_experts(self) -> None:
         # an MoE layer: which experts each token used, with what gate; their weighted sum
-        trace, layer, config = self.trace, self.session.layer, self.trace.config
+        layer, config = self.session.layer, self.trace.config
         gates = moe_readouts.gate_matrix(self.layer_array("expert_ids"), self.layer_array("expert_gates"),
                                          config.n_expert)
         self.hidden.set_title(f"Mixture of experts, layer {layer}: each token's gate on each of the "

@@ -61,7 +61,7 @@ class RouterView(StageView):
             return
         for figure in (self.logits, self.probs, self.outputs, self.layer_load):
             figure.unused = False
-        ids, gates = self.layer_array("expert_ids"), self.layer_array("expert_gates")
+        ids = self.layer_array("expert_ids")
         experts = [f"E{e}" for e in range(config.n_expert)]
         bias = " + b_router" if config.router_bias else ""
         self.logits.set_title(f"Router logits x · W_router{bias} ({trace.n_seq} × {config.n_expert}); "

@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Iterator, NamedTuple, Optional
 
 import numpy as np
-import pyqtgraph as pg
 
 from ..plots.bar_item import BarItem
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt

@@ -140,7 +140,7 @@ def explain_weight(model, trace, name: str, index: tuple) -> Explanation:
                  Step("max over the row and the sink", top),
                  Step("exp(s_ij − max)", float(exps[j])),
                  Step("Σ_k exp(s_ik − max) (Σ terms)", total),
-                 Step(f"+ exp(sink − max): the sink's part, no key's", denominator),
+                 Step("+ exp(sink − max): the sink's part, no key's", denominator),
                  Step("exp(s_ij − max) / (Σ + exp(sink − max))", float(exps[j] / denominator))]
         python += (f"sink = float(model.params['h.{layer}.attn.sinks'][{head}]){t}   # the head's sink logit\n"
                    f"top = max(s.max(), sink)\n"
