@@ -10,7 +10,7 @@ import pytest
 from transformer_stepper import AblateHead
 from transformer_stepper.core.model import ops
 from transformer_stepper.core.trace.generate import Sampling
-from transformer_stepper.state import session as session_module
+from transformer_stepper.state import shown_trace as session_module
 from transformer_stepper.ui.export import dialogs
 from transformer_stepper.ui.export.job import ExportJob
 from transformer_stepper.ui.export.render import ExportOptions
