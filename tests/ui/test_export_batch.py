@@ -311,6 +311,7 @@ def test_an_exported_view_matches_the_window_view(qtbot, loaded_window, out):
     session.set_stage("softmax")
     session.select_token(3)
     session.set_temperature(2.0)
+    qtbot.waitUntil(window.stepper.settled, timeout=10_000)       # (a view shown unbuilt draws in turns)
     snapshot = SnapshotSession.of(session)
     view = create_view("softmax", snapshot)
     qtbot.addWidget(view)

@@ -35,6 +35,7 @@ def test_clicking_a_heatmap_row_selects_that_token(qtbot, loaded_window):
     window = loaded_window("bert")
     session = window.session
     session.set_stage("scores")
+    qtbot.waitUntil(window.stepper.settled, timeout=10_000)       # (a view shown unbuilt draws in turns)
     heatmap = window.stepper.current_view().scores
     with qtbot.waitSignal(session.selectionChanged):
         heatmap.tokenClicked.emit(heatmap.token_at(1.0, 3.0))
@@ -46,6 +47,7 @@ def test_hover_shows_exact_value_and_names(qtbot, loaded_window):
     window = loaded_window("gpt2")
     session = window.session
     session.set_stage("scores")
+    qtbot.waitUntil(window.stepper.settled, timeout=10_000)       # (a view shown unbuilt draws in turns)
     heatmap = window.stepper.current_view().scores
     text = heatmap.hover_at(0.0, 2.0)                         # query 2, key 0
     exact = session.trace["scores"][0, 0, 2, 0]
@@ -65,6 +67,7 @@ def test_typing_produces_a_new_trace(qtbot, loaded_window):
     qtbot.waitUntil(lambda: session.trace.text == window.stepper.text_box.text(), timeout=10_000)
     assert session.trace is not old
     assert session.trace.n_seq > old.n_seq
+    qtbot.waitUntil(window.stepper.settled, timeout=10_000)       # (a view shown unbuilt draws in turns)
     view = window.stepper.current_view()
     assert view.weights.values.shape == (session.trace.n_seq, session.trace.n_seq)
     assert window.tokens_label.text().startswith(f"{session.trace.n_seq} tokens")
@@ -102,6 +105,7 @@ def test_temperature_slider_changes_weights_and_leaves_the_trace_alone(qtbot, lo
     window = loaded_window("gpt2")
     session = window.session
     session.set_stage("softmax")
+    qtbot.waitUntil(window.stepper.settled, timeout=10_000)       # (a view shown unbuilt draws in turns)
     view = window.stepper.current_view()
     stored = session.trace["attn_weights"]
     copy = stored.copy()

@@ -21,6 +21,7 @@ def test_alt_click_on_a_score_explains_it_and_a_plain_click_still_selects(qtbot,
     window = loaded_window("gpt2")
     session = window.session
     session.set_stage("scores")
+    qtbot.waitUntil(window.stepper.settled, timeout=10_000)       # (a view shown unbuilt draws in turns)
     heatmap = window.stepper.current_view().scores
     selected = session.selected_token
     assert not window.provenance_dock.isVisible()

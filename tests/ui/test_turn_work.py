@@ -160,7 +160,7 @@ def watched_pieces(monkeypatch):
     return watcher
 
 
-@pytest.mark.parametrize("key", ["output_projection", "feed_forward", "qkv"])   # (views built in turns when shown)
+@pytest.mark.parametrize("key", ["scores", "output_projection", "feed_forward", "qkv"])
 def test_a_stage_shown_unbuilt_makes_one_figure_a_turn_and_paints_none_before_drawing(
         qtbot, window, long_model, figures_made, watched_pieces, key):
     open_long(qtbot, window, long_model)

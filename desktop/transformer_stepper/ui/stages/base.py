@@ -42,10 +42,6 @@ class StageView(QWidget):
     # figures made while the view is shown building stay hidden until it draws (a view whose
     # drawing depends on its figures' size on screen says False: the logit lens's table)
     hidden_while_building = True
-    # a view of a few figures that other views and the user read at once when it is shown
-    # (scores, softmax, tokenize, prediction) is built whole when shown; the
-    # idle builder still builds it ahead a figure per turn
-    built_in_turns_when_shown = True
     # the core parameter whose GGUF blocks the "Dequantization…" button shows ("h.{layer}.attn.q.w")
     dequantized_weight = ""
     updated = Signal()               # redrawn: the explanation may have new numbers

@@ -22,7 +22,6 @@ MAX_CELL_TEXTS = 64 * TOP_PER_POSITION     # beyond this, names only on hover
 
 class PredictionView(StageView):
     stage_key = "prediction"
-    built_in_turns_when_shown = False      # (StageView)
 
     def build(self) -> Iterator[None]:      # in steps (StageView)
         # tokens=True: a click on a bar reaches _bar_clicked (at the last position of a decoder

@@ -16,7 +16,6 @@ from .base import StageView
 
 class ScoresView(StageView):
     stage_key = "scores"
-    built_in_turns_when_shown = False      # (StageView)
 
     def build(self) -> Iterator[None]:      # in steps (StageView)
         self.scores = self.add_figure("scores", Heatmap(

@@ -32,7 +32,6 @@ def temperature_to_slider(temperature: float) -> int:
 
 class SoftmaxView(StageView):
     stage_key = "softmax"
-    built_in_turns_when_shown = False      # (StageView)
 
     def build(self) -> Iterator[None]:      # in steps (StageView)
         self.shown_weights = np.zeros((0, 0), dtype=np.float32)

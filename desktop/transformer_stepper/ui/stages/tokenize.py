@@ -134,7 +134,6 @@ SIZED_ROWS = 128      # rows measured to size the table's columns
 
 class TokenizeView(StageView):
     stage_key = "tokenize"
-    built_in_turns_when_shown = False      # (StageView)
 
     def build(self) -> Iterator[None]:      # in steps (StageView)
         self.spans = self.add_figure("token_spans", TokenSpans(), 0, 0)

@@ -42,8 +42,7 @@ class StageTurns:
         view = self._view()
         session = view.session
         frames = session.frames
-        if (not view.built_in_turns_when_shown or session.inline_work or frames is None
-                or frames.closed or view.trace is None
+        if (session.inline_work or frames is None or frames.closed or view.trace is None
                 or not view.isVisible() or self.steps is None):
             return False
         view.show_placeholder("Drawing this stage…")
