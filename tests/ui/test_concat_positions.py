@@ -28,6 +28,7 @@ def test_stages_3_and_4_show_e_beside_p(qtbot, window):
     session.set_stage("position_encoding")
     view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
+    qtbot.waitUntil(window.stepper.settled, timeout=TIMEOUT)     # drawn, explained
     positions = np.arange(n)[:, None]
     expected = np.empty((n, config.d_position))
     angles = positions / 10000.0 ** (np.arange(0, config.d_position, 2) / config.d_position)
@@ -40,6 +41,7 @@ def test_stages_3_and_4_show_e_beside_p(qtbot, window):
     session.set_stage("position_addition")
     view = window.stepper.current_view()
     qtbot.waitUntil(view.is_current, timeout=TIMEOUT)
+    qtbot.waitUntil(window.stepper.settled, timeout=TIMEOUT)     # drawn, explained
     shown = [name for name, figure in view.figures() if not figure.isHidden()]
     assert shown == ["token_embeddings", "position_embeddings", "concatenation_alternative"]
     x0 = view.concat.values
